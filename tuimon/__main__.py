@@ -1,0 +1,7 @@
+"""`python -m tuimon`."""
+
+import sys
+
+from tuimon.cli import main
+
+sys.exit(main())

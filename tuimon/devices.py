@@ -1,0 +1,65 @@
+"""Which torch devices exist here, asked of a child process (the monitor never imports torch)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import orjson
+
+_PROBE = """
+import json, torch
+out = ["cpu"]
+if torch.cuda.is_available():
+    out += ["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+mps = getattr(torch.backends, "mps", None)
+if mps is not None and mps.is_available():
+    out.append("mps")
+print(json.dumps(out))
+"""
+TORCH_DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
+
+
+class DeviceError(Exception):
+    """A device that is not available here (one line for the user)."""
+
+
+def is_torch_device(name: str) -> bool:
+    """True for names torch understands: cpu, mps, cuda, cuda:N."""
+    return bool(TORCH_DEVICE.match(name))
+
+
+def probe(python: str = sys.executable, timeout: float = 60.0) -> list[str] | None:
+    """The devices torch sees in `python`, or None when torch cannot be imported there."""
+    try:
+        out = subprocess.run(
+            [python, "-c", _PROBE], capture_output=True, timeout=timeout, check=True
+        ).stdout
+        devices = orjson.loads(out.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+    return [str(d) for d in devices] if isinstance(devices, list) else None
+
+
+def check(devices: list[str], *, need_torch: bool) -> None:
+    """Raise DeviceError naming the first unavailable device; cpu needs no probe."""
+    wanted = [d for d in dict.fromkeys(devices) if is_torch_device(d) and d != "cpu"]
+    if need_torch:
+        bad = [d for d in devices if not is_torch_device(d)]
+        if bad:
+            raise DeviceError(
+                f"device {bad[0]!r} is not a torch device (use cpu, cuda, cuda:N, mps)"
+            )
+    if not wanted:
+        return
+    available = probe()
+    if available is None:
+        if need_torch:
+            raise DeviceError("torch cannot be imported here, so no device can be checked")
+        return
+    for d in wanted:
+        if d not in available:
+            raise DeviceError(
+                f"device {d!r} is not available here (available: {', '.join(available)})"
+            )

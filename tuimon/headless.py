@@ -1,0 +1,161 @@
+"""The headless view of a pair: Rich progress on stderr, the verdict on stdout."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TextColumn
+from rich.table import Column
+from rich.text import Text
+
+from tuimon.align import CLOSE, DIVERGED, IDENTICAL, Summary
+from tuimon.session import Batch, PairSession, SideState
+
+EXIT_CODES = {IDENTICAL: 0, CLOSE: 0, DIVERGED: 1}
+"""Exit code per verdict; anything else (INCOMPLETE, failed runs) is 3."""
+
+
+def exit_code(summary: Summary) -> int:
+    """0 IDENTICAL or CLOSE, 1 DIVERGED, 3 INCOMPLETE."""
+    return EXIT_CODES.get(summary.verdict, 3)
+
+
+def _fmt_eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "--:--"
+    minutes, sec = divmod(int(seconds), 60)
+    return (
+        f"{minutes // 60}:{minutes % 60:02d}:{sec:02d}" if minutes >= 60 else f"{minutes}:{sec:02d}"
+    )
+
+
+def side_line(s: SideState) -> str:
+    """`step 41/300 · 3.2 steps/s · ETA 1:20 · running` for one side."""
+    total = f"/{s.total}" if s.total else ""
+    step = "-" if s.step is None else str(s.step)
+    rate = f"{s.rate:.1f} steps/s" if s.rate else "- steps/s"
+    status = s.status + (f" (exit {s.exit_code})" if s.exit_code not in (None, 0) else "")
+    return f"step {step}{total} · {rate} · ETA {_fmt_eta(s.eta)} · {status}"
+
+
+def divergence_line(summary: Summary, last: float | None) -> str:
+    """The running divergence and the verdict so far."""
+    first = summary.first_divergent_step
+    where = "none yet" if first is None else f"step {first}"
+    if first is not None and summary.first_tensors:
+        where += f" ({', '.join(summary.first_tensors)})"
+    now = "-" if last is None else f"{last:.3g}"
+    return (
+        f"div {now} · max {summary.max_divergence:.3g} · first divergent {where} · "
+        f"{summary.steps_compared} compared · {summary.verdict}"
+    )
+
+
+class HeadlessReporter:
+    """Turns batches into Rich progress lines and one-off event lines."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.progress = Progress(
+            TextColumn("{task.description}", table_column=Column(no_wrap=True)),
+            BarColumn(bar_width=12),
+            TextColumn("{task.fields[info]}", table_column=Column(no_wrap=True)),
+            console=console,
+            transient=False,
+        )
+        self.tasks: dict[str, TaskID] = {}
+        self.first_told = False
+        self.last_div: float | None = None
+
+    def __enter__(self) -> HeadlessReporter:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def __call__(self, batch: Batch) -> None:
+        for side, s in batch.sides.items():
+            if side not in self.tasks:
+                label = f"{side} {s.device}"
+                self.tasks[side] = self.progress.add_task(label, total=s.total, info="")
+            done = (s.step + 1) if s.step is not None else 0
+            self.progress.update(self.tasks[side], total=s.total, completed=done, info=side_line(s))
+        if "div" not in self.tasks:
+            self.tasks["div"] = self.progress.add_task("pair", total=None, info="", start=False)
+        if batch.aligned:
+            self.last_div = batch.aligned[-1].divergence
+        self.progress.update(self.tasks["div"], info=divergence_line(batch.summary, self.last_div))
+        for side, lines in batch.stderr.items():
+            s = batch.sides[side]
+            if s.status == "failed" and lines:
+                for line in lines[-5:]:
+                    self.console.print(Text(f"[{side}] {line}", style="dim"))
+        summary = batch.summary
+        if summary.first_divergent_step is not None and not self.first_told:
+            self.first_told = True
+            tensors = (
+                f" (tensors: {', '.join(summary.first_tensors)})" if summary.first_tensors else ""
+            )
+            metrics = ", ".join(summary.first_divergent_metrics) or "parameters"
+            self.console.print(
+                f"first divergent step: {summary.first_divergent_step} in {metrics}{tensors}"
+            )
+        if batch.message:
+            self.console.print(Text(batch.message))
+
+
+def run_headless(
+    sessions: list[Callable[[Callable[[Batch], None]], PairSession]],
+    *,
+    as_json: bool,
+    out: Any = None,
+) -> int:
+    """Run pairs one after another (`--repeat`), report each, return the worst exit code."""
+    out = out or sys.stdout
+    console = Console(stderr=True)
+    codes = []
+    for i, make in enumerate(sessions):
+        if len(sessions) > 1:
+            console.rule(f"pair {i + 1} of {len(sessions)}")
+        with HeadlessReporter(console) as reporter:
+            session = make(reporter)
+            summary = asyncio.run(_run_with_signals(session))
+        codes.append(exit_code(summary))
+        if as_json:
+            record = {
+                "pair": str(session.pair_path) if session.pair_path else None,
+                "status": session.status(),
+                **summary.to_dict(),
+            }
+            out.write(orjson.dumps(record).decode() + "\n")
+        else:
+            out.write(summary.headline() + "\n")
+            if session.pair_path:
+                out.write(f"pair saved in {session.pair_path}\n")
+        out.flush()
+        if session.interrupted:
+            break
+    if 3 in codes:
+        return 3
+    return max(codes) if codes else 3
+
+
+async def _run_with_signals(session: PairSession) -> Summary:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, session.stop)
+    try:
+        return await session.run()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)

@@ -1,0 +1,245 @@
+"""Replaying saved logs through the same session as a live pair, at a chosen pace."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tuimon.align import AlignedStep, compare_steps
+from tuimon.runner import Exited, Lines, SourceEvent, Stderr
+from tuimon.session import Batch, PairOptions, PairSession, SideState
+from tuimon.steplog import End, Header, Step, parse_line
+from tuimon.store import StoreError, is_pair_dir, read_pair
+
+
+class ReplayError(Exception):
+    """A path that cannot be replayed (one line for the user)."""
+
+
+@dataclass
+class SavedLogs:
+    """Two logs on disk, with what pair.json says of them when they come from a pair."""
+
+    a: Path
+    b: Path
+    meta: dict[str, Any]
+    pair_dir: Path | None = None
+
+    def stderr(self, side: str) -> Path | None:
+        """The stderr file saved next to a pair's log, if any."""
+        if self.pair_dir is None:
+            return None
+        path = self.pair_dir / f"{side}.stderr"
+        return path if path.is_file() else None
+
+
+def resolve_logs(paths: list[str]) -> SavedLogs:
+    """A saved pair directory, or two log files, as `SavedLogs`; ReplayError otherwise."""
+    if len(paths) == 1:
+        path = Path(paths[0])
+        if not path.exists():
+            raise ReplayError(f"{path}: no such file or directory")
+        if not path.is_dir() or not is_pair_dir(path):
+            raise ReplayError(f"{path}: not a saved pair (give a pair directory or two log files)")
+        try:
+            meta = read_pair(path)
+        except StoreError:
+            meta = {}
+        files = meta.get("files") if isinstance(meta.get("files"), dict) else {}
+        a = path / str(files.get("a", "a.jsonl"))
+        b = path / str(files.get("b", "b.jsonl"))
+        for log in (a, b):
+            if not log.is_file():
+                raise ReplayError(f"{path}: missing {log.name}")
+        return SavedLogs(a, b, meta, path)
+    if len(paths) == 2:
+        for p in paths:
+            if not Path(p).is_file():
+                raise ReplayError(f"{p}: no such log file")
+        return SavedLogs(Path(paths[0]), Path(paths[1]), {})
+    raise ReplayError("give one saved pair directory or two log files")
+
+
+def read_lines(path: Path) -> list[bytes]:
+    """Every non-empty line of a log, bytes as saved."""
+    with open(path, "rb") as fh:
+        return [line for line in fh if line.strip()]
+
+
+def steps_of(lines: list[bytes]) -> list[Step]:
+    """The step records among lines."""
+    return [r for r in map(parse_line, lines) if isinstance(r, Step)]
+
+
+def first_divergence(logs: SavedLogs, tolerance: float = 0.0) -> int | None:
+    """The first divergent step of two saved logs (vectorised compare)."""
+    _, aligner = compare_steps(
+        steps_of(read_lines(logs.a)), steps_of(read_lines(logs.b)), tolerance
+    )
+    return aligner.summary().first_divergent_step
+
+
+def load_aligned(logs: SavedLogs, tolerance: float = 0.0) -> tuple[list[AlignedStep], Any]:
+    """Both logs aligned at once: (aligned steps, summary)."""
+    aligned, aligner = compare_steps(
+        steps_of(read_lines(logs.a)), steps_of(read_lines(logs.b)), tolerance
+    )
+    return aligned, aligner.summary()
+
+
+class ReplaySource:
+    """Feeds saved lines to a session, step by step, at `speed` steps per second.
+
+    With `realtime`, the pace follows the recorded `t` of the steps (times `speed`). Pausing,
+    changing speed and jumping ahead act on the next lines fed.
+    """
+
+    def __init__(self, logs: SavedLogs, *, speed: float = 50.0, realtime: bool = False) -> None:
+        self.logs = logs
+        self.speed = speed
+        self.realtime = realtime
+        self.paused = False
+        self.jump_to: int | None = None
+        self._resume = asyncio.Event()
+        self._resume.set()
+        self._stopped = False
+        self._lines = {"a": read_lines(logs.a), "b": read_lines(logs.b)}
+        self._exit = {side: self._exit_of(side) for side in ("a", "b")}
+
+    def _exit_of(self, side: str) -> tuple[int | None, str]:
+        runs = self.logs.meta.get("runs")
+        run = runs.get(side) if isinstance(runs, dict) else None
+        if isinstance(run, dict) and isinstance(run.get("status"), str):
+            code = run.get("exit_code")
+            return (code if isinstance(code, int) else None), run["status"]
+        ends = [r for r in map(parse_line, self._lines[side][-3:]) if isinstance(r, End)]
+        if ends and ends[-1].status != "ok":
+            return None, "failed"
+        return 0, "finished"
+
+    def pause(self) -> None:
+        """Hold the replay."""
+        self.paused = True
+        self._resume.clear()
+
+    def resume(self) -> None:
+        """Go on after a pause."""
+        self.paused = False
+        self._resume.set()
+
+    def toggle(self) -> bool:
+        """Pause or resume; True when now paused."""
+        if self.paused:
+            self.resume()
+        else:
+            self.pause()
+        return self.paused
+
+    def faster(self) -> float:
+        """Double the pace."""
+        self.speed = min(self.speed * 2, 1e6)
+        return self.speed
+
+    def slower(self) -> float:
+        """Halve the pace."""
+        self.speed = max(self.speed / 2, 0.25)
+        return self.speed
+
+    def jump(self, step: int | None) -> None:
+        """Feed without pausing until `step` (e.g. the first divergence) has been shown."""
+        self.jump_to = step
+        self.resume()
+
+    async def stop(self) -> None:
+        self._stopped = True
+        self._resume.set()
+
+    def quiet_for(self, side: str) -> float:
+        return 0.0
+
+    async def run(self, queue: asyncio.Queue[SourceEvent]) -> None:
+        cursors = {"a": 0, "b": 0}
+        parsed = {side: [parse_line(x) for x in lines] for side, lines in self._lines.items()}
+        steps = sorted({r.step for recs in parsed.values() for r in recs if isinstance(r, Step)})
+        times = {
+            r.step: r.t for recs in parsed.values() for r in recs if isinstance(r, Step) and r.t
+        }
+        start = time.monotonic()
+        shown = 0
+        for i, step in enumerate(steps):
+            if self._stopped:
+                break
+            for side in ("a", "b"):
+                out = []
+                recs, lines = parsed[side], self._lines[side]
+                while cursors[side] < len(lines):
+                    rec = recs[cursors[side]]
+                    if isinstance(rec, Step) and rec.step > step:
+                        break
+                    out.append(lines[cursors[side]])
+                    cursors[side] += 1
+                if out:
+                    await queue.put(Lines(side, out))
+            if self.jump_to is not None and step < self.jump_to:
+                continue
+            self.jump_to = None
+            await self._resume.wait()
+            shown += 1
+            if self.realtime and step in times:
+                due = times[step] / self.speed
+                delay = due - (time.monotonic() - start)
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            elif shown % max(1, int(self.speed / 20)) == 0 or i == len(steps) - 1:
+                await asyncio.sleep(max(1, int(self.speed / 20)) / self.speed)
+        for side in ("a", "b"):
+            rest = self._lines[side][cursors[side] :]
+            if rest and not self._stopped:
+                await queue.put(Lines(side, rest))
+            err = self.logs.stderr(side)
+            if err is not None:
+                await queue.put(Stderr(side, err.read_bytes()[-20000:]))
+            code, status = self._exit[side]
+            await queue.put(Exited(side, code, "interrupted" if self._stopped else status))
+
+
+def _side_state(side: str, logs: SavedLogs) -> SideState:
+    runs = logs.meta.get("runs")
+    run = runs.get(side) if isinstance(runs, dict) else None
+    run = run if isinstance(run, dict) else {}
+    header = next(
+        (r for r in map(parse_line, read_lines(getattr(logs, side))[:3]) if isinstance(r, Header)),
+        None,
+    )
+    device = run.get("device") or (header.env.get("device") if header else None) or "?"
+    command = run.get("command") or str(getattr(logs, side))
+    if isinstance(command, list):
+        command = " ".join(map(str, command))
+    return SideState(side=side, device=str(device), command=str(command))
+
+
+def replay_session(
+    logs: SavedLogs,
+    *,
+    speed: float = 50.0,
+    realtime: bool = False,
+    tolerance: float | None = None,
+    on_batch: Callable[[Batch], None] | None = None,
+) -> PairSession:
+    """A session that replays saved logs (nothing is written); its source has the controls."""
+    if tolerance is None:
+        saved = logs.meta.get("tolerance")
+        tolerance = float(saved) if isinstance(saved, (int, float)) else 0.0
+    source = ReplaySource(logs, speed=speed, realtime=realtime)
+    session = PairSession(
+        source,
+        (_side_state("a", logs), _side_state("b", logs)),
+        options=PairOptions(tolerance=tolerance),
+        on_batch=on_batch,
+    )
+    session.pair_path = logs.pair_dir
+    return session

@@ -1,0 +1,223 @@
+"""Launching one training run as a subprocess and streaming what it writes.
+
+A run pushes source events (`Lines`, `Stderr`, `Exited`) onto an asyncio queue; the session
+consumes them. Children run in their own process group, so terminating a run reaches the whole
+group (a shell and what it started, dataloader workers ...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import signal
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MAX_LINE = 16 * 1024 * 1024
+"""A line longer than this without a newline is passed on as it stands (kept whole on disk)."""
+CHUNK = 1 << 16
+
+
+@dataclass(frozen=True, slots=True)
+class Lines:
+    """Complete stdout (or log-file) lines from one side, bytes as they arrived."""
+
+    side: str
+    lines: list[bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class Stderr:
+    """A chunk of one side's stderr."""
+
+    side: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Exited:
+    """One side is over: its exit code and how it ended (finished / failed / interrupted)."""
+
+    side: str
+    code: int | None
+    status: str
+
+
+SourceEvent = Lines | Stderr | Exited
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """How to launch one side of a pair."""
+
+    side: str
+    device: str
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    shell: bool = False
+    log_file: Path | None = None
+    """Read the step log from this file (tailed) instead of the child's stdout."""
+
+    def command_text(self) -> str:
+        """The command as a user would type it."""
+        return self.argv[0] if self.shell else shlex.join(self.argv)
+
+
+class LaunchError(Exception):
+    """A run could not be started (no such program, not executable ...)."""
+
+
+def expand_template(template: Sequence[str], **values: object) -> tuple[str, ...]:
+    """Substitute `{seed}`, `{device}`, `{side}` ... in each argument (plain text replace)."""
+    out = []
+    for arg in template:
+        for key, value in values.items():
+            arg = arg.replace("{" + key + "}", "" if value is None else str(value))
+        out.append(arg)
+    return tuple(out)
+
+
+class LineSplitter:
+    """Bytes in, complete lines out; a partial line waits for its newline."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """Complete lines (newline kept) in `data` plus what was buffered."""
+        self._buf += data
+        end = self._buf.rfind(b"\n")
+        if end < 0:
+            if len(self._buf) <= MAX_LINE:
+                return []
+            end = len(self._buf) - 1
+        chunk, self._buf = bytes(self._buf[: end + 1]), self._buf[end + 1 :]
+        return chunk.splitlines(keepends=True)
+
+    def flush(self) -> list[bytes]:
+        """What is left at the end (a last line without newline)."""
+        rest, self._buf = bytes(self._buf), bytearray()
+        return [rest] if rest else []
+
+
+class Run:
+    """One live training subprocess feeding a queue."""
+
+    def __init__(self, spec: RunSpec, queue: asyncio.Queue[SourceEvent]) -> None:
+        self.spec = spec
+        self.queue = queue
+        self.proc: asyncio.subprocess.Process | None = None
+        self.last_output = time.monotonic()
+        self.started_at: float | None = None
+        self.interrupted = False
+        self._done = asyncio.Event()
+
+    async def start(self) -> None:
+        """Launch the child; LaunchError with one line when it cannot start."""
+        spec = self.spec
+        env = {**os.environ, **spec.env}
+        try:
+            if spec.shell:
+                proc = await asyncio.create_subprocess_shell(
+                    spec.argv[0],
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    env=env,
+                    start_new_session=True,
+                )
+            else:
+                proc = await asyncio.create_subprocess_exec(
+                    *spec.argv,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    env=env,
+                    start_new_session=True,
+                )
+        except OSError as exc:
+            raise LaunchError(
+                f"run {spec.side}: cannot start {spec.argv[0]!r}: {exc.strerror or exc}"
+            ) from exc
+        self.proc = proc
+        self.started_at = time.monotonic()
+
+    async def pump(self) -> None:
+        """Stream stdout / log file and stderr to the queue until the child exits; then `Exited`."""
+        assert self.proc is not None and self.proc.stdout and self.proc.stderr
+        side = self.spec.side
+        if self.spec.log_file is None:
+            out = asyncio.create_task(self._read(self.proc.stdout, lines=True))
+        else:
+            out = asyncio.gather(
+                self._tail(self.spec.log_file), self._read(self.proc.stdout, lines=True)
+            )
+        err = asyncio.create_task(self._read(self.proc.stderr, lines=False))
+        code = await self.proc.wait()
+        if self.spec.log_file is not None:
+            self._done.set()
+        await asyncio.gather(out, err)
+        status = "interrupted" if self.interrupted else "finished" if code == 0 else "failed"
+        await self.queue.put(Exited(side, code, status))
+
+    async def _read(self, stream: asyncio.StreamReader, *, lines: bool) -> None:
+        splitter = LineSplitter()
+        side = self.spec.side
+        while True:
+            data = await stream.read(CHUNK)
+            if not data:
+                break
+            self.last_output = time.monotonic()
+            if lines:
+                complete = splitter.feed(data)
+                if complete:
+                    await self.queue.put(Lines(side, complete))
+            else:
+                await self.queue.put(Stderr(side, data))
+        if lines and (rest := splitter.flush()):
+            await self.queue.put(Lines(side, rest))
+
+    async def _tail(self, path: Path) -> None:
+        """Follow a log file the child writes, until the child has exited and the file is read."""
+        splitter = LineSplitter()
+        side = self.spec.side
+        fh = None
+        while True:
+            if fh is None and path.exists():
+                fh = open(path, "rb")  # noqa: SIM115 - closed below
+            data = fh.read(CHUNK) if fh else b""
+            if data:
+                self.last_output = time.monotonic()
+                if complete := splitter.feed(data):
+                    await self.queue.put(Lines(side, complete))
+                continue
+            if self._done.is_set():
+                break
+            await asyncio.sleep(0.05)
+        if fh:
+            fh.close()
+        if rest := splitter.flush():
+            await self.queue.put(Lines(side, rest))
+
+    def signal(self, sig: int) -> None:
+        """Send `sig` to the child's process group (ignored when it is gone)."""
+        if self.proc is None or self.proc.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, sig)
+
+    async def terminate(self, grace: float = 5.0) -> None:
+        """SIGTERM the group, then SIGKILL after `grace` seconds."""
+        if self.proc is None or self.proc.returncode is not None:
+            return
+        self.interrupted = True
+        self.signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(self.proc.wait(), grace)
+        except asyncio.TimeoutError:
+            self.signal(signal.SIGKILL)
+            await self.proc.wait()

@@ -1,0 +1,401 @@
+"""A pair: two sources -> raw logs on disk -> aligner -> batched events for a view.
+
+The same `PairSession` drives live runs and replays, for the Textual app and the headless
+reporter alike: a view gets one `Batch` about every 100 ms and never computes anything twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol
+
+from tuimon.align import PairAligner, Summary
+from tuimon.runner import Exited, LaunchError, Lines, Run, RunSpec, SourceEvent, Stderr
+from tuimon.steplog import End, Header, Record, Step, parse_line
+from tuimon.store import PairWriter, StoreError
+
+STDERR_TAIL = 20
+RATE_WINDOW = 5.0
+
+
+@dataclass(slots=True)
+class SideState:
+    """What is known of one side of a pair."""
+
+    side: str
+    device: str
+    command: str
+    status: str = "starting"
+    """starting / running / stalled / finished / failed / interrupted"""
+    exit_code: int | None = None
+    step: int | None = None
+    total: int | None = None
+    rate: float | None = None
+    """steps per second over the last few seconds"""
+    records: int = 0
+    texts: int = 0
+    header: Header | None = None
+    end: End | None = None
+    stderr_tail: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+    wall_s: float | None = None
+
+    @property
+    def eta(self) -> float | None:
+        """Seconds to the last step, when the total and a rate are known."""
+        if self.total is None or not self.rate or self.step is None:
+            return None
+        return max(0.0, (self.total - 1 - self.step) / self.rate)
+
+    @property
+    def over(self) -> bool:
+        """The run has ended, one way or another."""
+        return self.status in ("finished", "failed", "interrupted")
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Everything that happened in one ~100 ms window. Data fields never replace each other."""
+
+    records: dict[str, list[Record]]
+    """New records per side, in arrival order (text lines included)."""
+    stderr: dict[str, list[str]]
+    aligned: list[Any]
+    """New `AlignedStep`s, in the order they were completed."""
+    sides: dict[str, SideState]
+    """Snapshots of both sides."""
+    summary: Summary
+    done: bool = False
+    pair_path: Path | None = None
+    message: str | None = None
+    """A status line; a later one replaces it."""
+
+
+class Source(Protocol):
+    """Where a session's lines come from: live runs or a replay."""
+
+    async def run(self, queue: asyncio.Queue[SourceEvent]) -> None:
+        """Put events until both sides have exited (each side ends with `Exited`)."""
+
+    async def stop(self) -> None:
+        """End early (quit, Ctrl-C): both sides end with `Exited(..., "interrupted")`."""
+
+    def quiet_for(self, side: str) -> float:
+        """Seconds since `side` last wrote anything (0 when it cannot stall)."""
+
+
+class LiveSource:
+    """Two subprocesses, launched together."""
+
+    def __init__(self, specs: tuple[RunSpec, RunSpec], *, grace: float = 5.0) -> None:
+        self.specs = specs
+        self.grace = grace
+        self.runs: dict[str, Run] = {}
+
+    async def run(self, queue: asyncio.Queue[SourceEvent]) -> None:
+        for spec in self.specs:
+            self.runs[spec.side] = Run(spec, queue)
+        for spec in self.specs:
+            try:
+                await self.runs[spec.side].start()
+            except LaunchError as exc:
+                await queue.put(Stderr(spec.side, f"{exc}\n".encode()))
+                await queue.put(Exited(spec.side, None, "failed"))
+        await asyncio.gather(*(r.pump() for r in self.runs.values() if r.proc is not None))
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(r.terminate(self.grace) for r in self.runs.values()))
+
+    async def stop_side(self, side: str) -> None:
+        """Terminate one side (the other failed and --stop-on-fail is set)."""
+        if side in self.runs:
+            await self.runs[side].terminate(self.grace)
+
+    def quiet_for(self, side: str) -> float:
+        run = self.runs.get(side)
+        return time.monotonic() - run.last_output if run and run.proc else 0.0
+
+
+@dataclass
+class PairOptions:
+    """How a session judges and saves."""
+
+    tolerance: float = 0.0
+    stall_timeout: float | None = None
+    stop_on_fail: bool = False
+    batch_interval: float = 0.1
+    totals: tuple[int | None, int | None] = (None, None)
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Extra pair.json fields: seed, devices, commands, label ..."""
+
+
+class PairSession:
+    """Consumes a source, streams raw lines to the writer, aligns, batches events to a view."""
+
+    def __init__(
+        self,
+        source: Source,
+        sides: tuple[SideState, SideState],
+        *,
+        options: PairOptions | None = None,
+        writer: PairWriter | None = None,
+        on_batch: Callable[[Batch], None] | None = None,
+    ) -> None:
+        self.source = source
+        self.options = options or PairOptions()
+        self.writer = writer
+        self.on_batch = on_batch or (lambda batch: None)
+        self.sides = {s.side: s for s in sides}
+        for state, total in zip(sides, self.options.totals, strict=True):
+            state.total = state.total or total
+        self.aligner = PairAligner(self.options.tolerance)
+        self.aligned: list[Any] = []
+        self.interrupted = False
+        self.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self._rates: dict[str, deque[tuple[float, int]]] = {k: deque() for k in self.sides}
+        self._stderr: dict[str, deque[str]] = {k: deque(maxlen=STDERR_TAIL) for k in self.sides}
+        self._new_records: dict[str, list[Record]] = {k: [] for k in self.sides}
+        self._new_stderr: dict[str, list[str]] = {k: [] for k in self.sides}
+        self._new_aligned: list[Any] = []
+        self._message: str | None = None
+        self._stop_requested = asyncio.Event()
+        self._store_error_told = False
+        self.summary: Summary = self.aligner.summary(complete=False)
+        self.pair_path: Path | None = writer.path if writer else None
+
+    def stop(self) -> None:
+        """Ask the session to end early (quit / Ctrl-C); the partial pair is saved."""
+        self.interrupted = True
+        self._stop_requested.set()
+
+    async def run(self) -> Summary:
+        """Run to the end; return the pair's summary."""
+        queue: asyncio.Queue[SourceEvent] = asyncio.Queue()
+        feeder = asyncio.create_task(self.source.run(queue))
+        stopper = asyncio.create_task(self._stop_requested.wait())
+        exited: set[str] = set()
+        last_flush = time.monotonic()
+        try:
+            while len(exited) < len(self.sides):
+                get = asyncio.ensure_future(queue.get())
+                timeout = max(0.0, self.options.batch_interval - (time.monotonic() - last_flush))
+                done, _ = await asyncio.wait(
+                    {get, stopper, feeder}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                )
+                if get in done:
+                    event = get.result()
+                    self._handle(event)
+                    if isinstance(event, Exited):
+                        exited.add(event.side)
+                        await self._on_exit(event)
+                    while not queue.empty():
+                        event = queue.get_nowait()
+                        self._handle(event)
+                        if isinstance(event, Exited):
+                            exited.add(event.side)
+                            await self._on_exit(event)
+                else:
+                    get.cancel()
+                if stopper in done and not self._stopping:
+                    self._stopping = True
+                    self._message = "stopping both runs…"
+                    self._stop_task = asyncio.create_task(self.source.stop())
+                if feeder in done and feeder.exception() is not None and not queue.qsize():
+                    raise feeder.exception()  # type: ignore[misc]
+                self._check_stalls()
+                if time.monotonic() - last_flush >= self.options.batch_interval:
+                    self._flush()
+                    last_flush = time.monotonic()
+        finally:
+            stopper.cancel()
+            if not feeder.done():
+                await self.source.stop()
+                feeder.cancel()
+        return self._finish()
+
+    _stopping = False
+    _stop_task: asyncio.Task[None] | None = None
+
+    def _handle(self, event: SourceEvent) -> None:
+        state = self.sides[event.side]
+        if isinstance(event, Lines):
+            if self.writer:
+                self.writer.raw(event.side, event.lines)
+            if state.status == "starting" or state.status == "stalled":
+                state.status = "running"
+            for line in event.lines:
+                self._record(state, parse_line(line))
+        elif isinstance(event, Stderr):
+            if self.writer:
+                self.writer.stderr(event.side, event.data)
+            if state.status == "stalled":
+                state.status = "running"
+            text = event.data.decode("utf-8", "replace").splitlines()
+            self._stderr[event.side].extend(text)
+            self._new_stderr[event.side].extend(text)
+        else:
+            state.exit_code = event.code
+            state.status = event.status
+            state.wall_s = time.monotonic() - state.started
+        if self.writer and self.writer.error and not self._store_error_told:
+            self._store_error_told = True
+            self._message = f"raw log not fully saved: {self.writer.error}"
+
+    def _record(self, state: SideState, record: Record) -> None:
+        self._new_records[state.side].append(record)
+        if isinstance(record, Step):
+            state.records += 1
+            state.step = record.step
+            now = time.monotonic()
+            rates = self._rates[state.side]
+            rates.append((now, record.step))
+            while rates and now - rates[0][0] > RATE_WINDOW:
+                rates.popleft()
+            if len(rates) > 1 and rates[-1][0] > rates[0][0]:
+                state.rate = (rates[-1][1] - rates[0][1]) / (rates[-1][0] - rates[0][0])
+            aligned = self.aligner.feed(state.side, record)
+            if aligned is not None:
+                self.aligned.append(aligned)
+                self._new_aligned.append(aligned)
+        elif isinstance(record, Header):
+            state.header = record
+            steps = record.hyper.get("steps")
+            if isinstance(steps, int):
+                state.total = steps
+        elif isinstance(record, End):
+            state.end = record
+        else:
+            state.texts += 1
+
+    async def _on_exit(self, event: Exited) -> None:
+        state = self.sides[event.side]
+        if event.status == "failed":
+            tail = " | ".join(self._stderr[event.side]) or "no stderr"
+            self._message = f"run {event.side} failed (exit {event.code}): {tail[-300:]}"
+            if self.options.stop_on_fail and isinstance(self.source, LiveSource):
+                other = "b" if event.side == "a" else "a"
+                if not self.sides[other].over:
+                    self._message += f"; stopping run {other} (--stop-on-fail)"
+                    await self.source.stop_side(other)
+        state.stderr_tail = list(self._stderr[event.side])
+
+    def _check_stalls(self) -> None:
+        timeout = self.options.stall_timeout
+        if not timeout:
+            return
+        for side, state in self.sides.items():
+            if state.status in ("starting", "running") and self.source.quiet_for(side) > timeout:
+                state.status = "stalled"
+                self._message = f"run {side} stalled: no output for {timeout:g} s"
+
+    def _complete(self) -> tuple[bool, str | None]:
+        if self.interrupted:
+            return False, "interrupted"
+        for side, s in self.sides.items():
+            if s.status != "finished":
+                return False, f"run {side} {s.status}" + (
+                    f" (exit {s.exit_code})" if s.exit_code not in (None, 0) else ""
+                )
+            if s.end is not None and s.end.status != "ok":
+                return False, f"run {side} ended with status {s.end.status}"
+        return True, None
+
+    def _flush(self, *, done: bool = False, message: str | None = None) -> None:
+        if not done:
+            self.summary = self.aligner.summary(running=True)
+        for side, state in self.sides.items():
+            state.stderr_tail = list(self._stderr[side])
+        batch = Batch(
+            records=self._new_records,
+            stderr=self._new_stderr,
+            aligned=self._new_aligned,
+            sides={k: replace(v, stderr_tail=list(v.stderr_tail)) for k, v in self.sides.items()},
+            summary=self.summary,
+            done=done,
+            pair_path=self.pair_path,
+            message=message or self._message,
+        )
+        self._new_records = {k: [] for k in self.sides}
+        self._new_stderr = {k: [] for k in self.sides}
+        self._new_aligned = []
+        self._message = None
+        self.on_batch(batch)
+
+    def status(self) -> str:
+        """finished / interrupted / failed, for pair.json."""
+        if self.interrupted:
+            return "interrupted"
+        return "finished" if all(s.status == "finished" for s in self.sides.values()) else "failed"
+
+    def _finish(self) -> Summary:
+        complete, reason = self._complete()
+        self.summary = self.aligner.summary(complete=complete, reason=reason)
+        message = None
+        if self.writer is not None:
+            try:
+                path = self.writer.finish(self.meta(), (s.to_dict() for s in self.aligned))
+                self.pair_path = path.parent
+                message = f"saved to {self.pair_path}"
+                if self.writer.error:
+                    message += f" (raw log incomplete: {self.writer.error})"
+            except StoreError as exc:
+                message = f"pair not saved: {exc}"
+        self._flush(done=True, message=message)
+        return self.summary
+
+    def meta(self) -> dict[str, Any]:
+        """pair.json: what ran, where, how it ended, and the judgement."""
+        runs = {}
+        for side, s in self.sides.items():
+            runs[side] = {
+                "device": s.device,
+                "command": s.command,
+                "status": s.status,
+                "exit_code": s.exit_code,
+                "steps": s.records,
+                "last_step": s.step,
+                "text_lines": s.texts,
+                "wall_s": s.wall_s,
+                "end": None if s.end is None else {"status": s.end.status, "steps": s.end.steps},
+                "run": s.header.run if s.header else None,
+                "hyper": s.header.hyper if s.header else None,
+                "env": s.header.env if s.header else None,
+                "stderr_tail": list(self._stderr[side]),
+            }
+        a, b = (self.sides[k].header for k in ("a", "b"))
+        return {
+            **self.options.meta,
+            "created": self.created,
+            "status": self.status(),
+            "tolerance": self.options.tolerance,
+            "runs": runs,
+            "env_diff": env_diff(a.env if a else {}, b.env if b else {}),
+            "hyper_diff": env_diff(a.hyper if a else {}, b.hyper if b else {}),
+            "summary": self.summary.to_dict(),
+            "files": {"a": "a.jsonl", "b": "b.jsonl", "aligned": "aligned.jsonl"},
+        }
+
+
+def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def env_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """Keys whose values differ between two (nested) fingerprints: {key: [a, b]}."""
+    fa, fb = _flatten(a), _flatten(b)
+    return {
+        k: [fa.get(k), fb.get(k)] for k in sorted(fa.keys() | fb.keys()) if fa.get(k) != fb.get(k)
+    }

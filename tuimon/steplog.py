@@ -1,0 +1,291 @@
+"""The step-log format v1: records, a tolerant line reader, and `StepLogger` for training scripts.
+
+One JSON object per line, written with orjson so float64 values round-trip exactly. Non-finite
+floats are written as the strings "NaN", "Infinity" and "-Infinity" (valid JSON everywhere); the
+reader also takes the bare NaN/Infinity tokens that Python's `json` writes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+FORMAT = "tuimon.steplog/1"
+STEP_KEYS = ("step", "_step", "global_step", "iteration")
+"""Keys that make a JSON object a step record, in order of preference."""
+TIME_KEYS = frozenset({"t", "time", "timestamp", "_timestamp", "_runtime", "wall_s", "elapsed"})
+"""Numeric keys that are clocks, never compared between runs."""
+NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_MAX_TEXT = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """The first record of a tuimon log: who ran, with which settings, where."""
+
+    run: dict[str, Any]
+    hyper: dict[str, Any]
+    env: dict[str, Any]
+    format: str = FORMAT
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One training step: comparable metrics, the clock, and parameter digests."""
+
+    step: int
+    metrics: dict[str, float]
+    t: float | None = None
+    digest: str | None = None
+    digests: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class End:
+    """The last record of a run."""
+
+    status: str
+    steps: int | None = None
+    wall_s: float | None = None
+    artifacts: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """Any line that is not a record: warnings, tracebacks, garbage. Kept, shown, never parsed."""
+
+    text: str
+
+
+Record = Header | Step | End | Text
+
+
+def _float(value: Any) -> float | None:
+    """A metric value as float, or None when it is not a number."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        return value
+    if isinstance(value, int):
+        return float(value) if abs(value) < 2**1023 else None
+    if isinstance(value, str):
+        return NONFINITE.get(value)
+    return None
+
+
+def _as_text(line: bytes) -> Text:
+    text = line.decode("utf-8", "replace").rstrip("\r\n")
+    if len(text) > _MAX_TEXT:
+        text = f"{text[:_MAX_TEXT]}… [{len(text) - _MAX_TEXT} more characters]"
+    return Text(text)
+
+
+def _loads(line: bytes) -> Any:
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        if b"NaN" not in line and b"Infinity" not in line:
+            raise
+    return json.loads(line)  # Python's json takes NaN / Infinity tokens
+
+
+def parse_obj(obj: Mapping[str, Any]) -> Record | None:
+    """The record a decoded JSON object stands for, or None when it is not one."""
+    kind = obj.get("type")
+    if kind == "header":
+        return Header(
+            run=_dict(obj.get("run")),
+            hyper=_dict(obj.get("hyper")),
+            env=_dict(obj.get("env")),
+            format=str(obj.get("format", FORMAT)),
+        )
+    if kind == "end":
+        steps = obj.get("steps")
+        return End(
+            status=str(obj.get("status", "ok")),
+            steps=steps if isinstance(steps, int) and not isinstance(steps, bool) else None,
+            wall_s=_float(obj.get("wall_s")),
+            artifacts=_dict(obj.get("artifacts")),
+        )
+    for key in STEP_KEYS:
+        step = obj.get(key)
+        if isinstance(step, int) and not isinstance(step, bool):
+            break
+    else:
+        return None
+    metrics: dict[str, float] = {}
+    for name, value in obj.items():
+        if name in STEP_KEYS or name in TIME_KEYS or name == "type":
+            continue
+        number = _float(value)
+        if number is not None:
+            metrics[name] = number
+    digests = obj.get("param_digests")
+    digest = obj.get("param_digest")
+    clock = next((_float(obj[k]) for k in ("t", "_runtime", "time") if k in obj), None)
+    return Step(
+        step=step,
+        metrics=metrics,
+        t=clock,
+        digest=digest if isinstance(digest, str) else None,
+        digests={k: v for k, v in digests.items() if isinstance(v, str)}
+        if isinstance(digests, dict)
+        else {},
+    )
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def parse_line(line: bytes) -> Record:
+    """One line of a step log as a record. Never raises: what is not a record is `Text`."""
+    stripped = line.strip()
+    if not stripped.startswith(b"{"):
+        return _as_text(line)
+    try:
+        obj = _loads(stripped)
+    except (ValueError, RecursionError):
+        return _as_text(line)
+    if not isinstance(obj, dict):
+        return _as_text(line)
+    return parse_obj(obj) or _as_text(line)
+
+
+def iter_records(path: str | Path) -> Iterator[Record]:
+    """Every record of a log file, in order."""
+    with open(path, "rb") as fh:
+        for line in fh:
+            if line.strip():
+                yield parse_line(line)
+
+
+def _default(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy / torch scalars
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"cannot write {type(value).__name__} to a step log")
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    return value
+
+
+def dumps(obj: Mapping[str, Any]) -> bytes:
+    """One record as a line of bytes (newline included), floats lossless, non-finite as strings."""
+    flat = {k: _finite(_default(v) if hasattr(v, "item") else v) for k, v in obj.items()}
+    return orjson.dumps(flat, default=_default) + b"\n"
+
+
+def base_env() -> dict[str, Any]:
+    """The part of the environment fingerprint that needs no framework."""
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "env_vars": {
+            k: os.environ[k]
+            for k in (
+                "OMP_NUM_THREADS",
+                "MKL_NUM_THREADS",
+                "CUBLAS_WORKSPACE_CONFIG",
+                "PYTORCH_ENABLE_MPS_FALLBACK",
+                "CUDA_VISIBLE_DEVICES",
+                "PYTHONHASHSEED",
+            )
+            if k in os.environ
+        },
+    }
+
+
+class StepLogger:
+    """Writes a tuimon step log from any training script.
+
+    >>> log = StepLogger(run={"name": "mine"}, hyper={"lr": 1e-3})   # header, to stdout
+    >>> log.step(0, train_loss=4.7)                                   # one step record
+    >>> log.close("ok")                                               # end record
+    """
+
+    def __init__(
+        self,
+        file: str | Path | IO[bytes] | None = None,
+        *,
+        run: Mapping[str, Any] | None = None,
+        hyper: Mapping[str, Any] | None = None,
+        env: Mapping[str, Any] | None = None,
+    ) -> None:
+        if file is None:
+            self._fh: IO[bytes] = sys.stdout.buffer
+            self._owned = False
+        elif isinstance(file, (str, Path)):
+            self._fh = open(file, "wb")  # noqa: SIM115 - closed in close()
+            self._owned = True
+        else:
+            self._fh = file
+            self._owned = False
+        self._start = time.perf_counter()
+        self._steps = 0
+        self._closed = False
+        self._write(
+            {
+                "type": "header",
+                "format": FORMAT,
+                "run": dict(run or {}),
+                "hyper": dict(hyper or {}),
+                "env": {**base_env(), **dict(env or {})},
+            }
+        )
+
+    def _write(self, obj: Mapping[str, Any]) -> None:
+        self._fh.write(dumps(obj))
+        self._fh.flush()
+
+    def elapsed(self) -> float:
+        """Seconds since the logger was opened."""
+        return time.perf_counter() - self._start
+
+    def step(self, step: int, **metrics: Any) -> None:
+        """Write one step record; `t` (seconds since start) is added unless given."""
+        metrics.setdefault("t", self.elapsed())
+        self._write({"type": "step", "step": int(step), **metrics})
+        self._steps += 1
+
+    def close(self, status: str = "ok", **extra: Any) -> None:
+        """Write the end record (once) and close a file the logger opened."""
+        if self._closed:
+            return
+        self._closed = True
+        self._write(
+            {
+                "type": "end",
+                "status": status,
+                "steps": self._steps,
+                "wall_s": self.elapsed(),
+                **extra,
+            }
+        )
+        if self._owned:
+            self._fh.close()
+
+    def __enter__(self) -> StepLogger:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        self.close("ok" if exc_type is None else "error")

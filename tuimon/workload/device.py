@@ -1,0 +1,107 @@
+"""Devices for `tuimon train`: what is available, the one asked for, and its fingerprint."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import subprocess
+from typing import Any
+
+import torch
+
+from tuimon.cli import UsageError
+
+_NAME = re.compile(r"cpu|mps|cuda(?::(\d+))?")
+
+
+def available_devices() -> list[str]:
+    """Device names usable here, e.g. ["cpu", "cuda:0"]."""
+    names = ["cpu"]
+    if torch.cuda.is_available():
+        names += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    if torch.backends.mps.is_available():
+        names.append("mps")
+    return names
+
+
+def resolve_device(name: str) -> torch.device:
+    """The device `name` stands for ("cuda" is "cuda:0"); UsageError when it is not usable here."""
+    match = _NAME.fullmatch(name.strip().lower())
+    available = available_devices()
+    if match is None:
+        raise UsageError(
+            f"device {name!r} is not a device name (use cpu, cuda, cuda:N or mps; "
+            f"available here: {', '.join(available)})"
+        )
+    resolved = "cuda:0" if match[0] == "cuda" else match[0]
+    if resolved not in available:
+        raise UsageError(
+            f"device {name!r} is not available here (available: {', '.join(available)})"
+        )
+    return torch.device(resolved)
+
+
+def loss_dtype_for(device: torch.device, requested: str | None) -> torch.dtype:
+    """float64 unless the device lacks it (MPS: float32); an explicit request wins if possible."""
+    if requested is None:
+        return torch.float32 if device.type == "mps" else torch.float64
+    if requested == "float64" and device.type == "mps":
+        raise UsageError("--loss-dtype float64 is not available on mps (use float32)")
+    return getattr(torch, requested)
+
+
+def _cpu_name() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    if platform.system() == "Darwin":
+        try:
+            out = subprocess.run(
+                ["sysctl", "-n", "machdep.cpu.brand_string"],
+                capture_output=True,
+                text=True,
+                timeout=2,
+                check=False,
+            )
+            return out.stdout.strip() or None
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return platform.processor() or None
+
+
+def device_name(device: torch.device) -> str | None:
+    """The GPU's name, or the processor's for cpu and mps (Apple's GPU is part of the chip)."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return _cpu_name()
+
+
+def configure(threads: int | None, deterministic: bool) -> None:
+    """Set intra-op threads and deterministic algorithms (call CUBLAS setup before CUDA init)."""
+    if threads is not None:
+        torch.set_num_threads(threads)
+    if deterministic:
+        torch.use_deterministic_algorithms(True)
+
+
+def fingerprint(device: torch.device, loss_dtype: torch.dtype, time_only: bool) -> dict[str, Any]:
+    """The torch part of the header's env block (StepLogger adds steplog.base_env())."""
+    env: dict[str, Any] = {
+        "device": str(device),
+        "device_name": device_name(device),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "deterministic": torch.are_deterministic_algorithms_enabled(),
+        "loss_dtype": str(loss_dtype).removeprefix("torch."),
+        "CUBLAS_WORKSPACE_CONFIG": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
+        "time_only": time_only,
+    }
+    if device.type == "cuda":
+        env["cuda"] = torch.version.cuda
+        env["cudnn"] = torch.backends.cudnn.version()
+    return env

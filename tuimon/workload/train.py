@@ -1,0 +1,90 @@
+"""`tuimon train`: the reference grokking workload, writing a tuimon step log.
+
+Settings are checked before torch is imported, so a bad value fails in a fraction of a second;
+an unusable device fails before any work. Both are one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from tuimon.cli import UsageError
+from tuimon.steplog import StepLogger
+from tuimon.workload.options import Settings, hyper_block, run_block, settings_from_args
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: stop training, write the end record, exit 143."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """Turn SIGTERM into `Terminated` while training (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _open_logger(s: Settings, **blocks: Any) -> StepLogger:
+    try:
+        return StepLogger(s.log, **blocks)
+    except OSError as exc:
+        raise UsageError(f"cannot write the log {s.log}: {exc.strerror or exc}") from None
+
+
+def run_settings(s: Settings, argv: list[str] | None = None) -> int:
+    """Train with checked settings; the exit code (0 ok, 1 error, 130/143 interrupted)."""
+    if s.deterministic:  # cuBLAS reads it when CUDA starts: set it before any torch call
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    from tuimon.workload import device as dev
+    from tuimon.workload import loop
+
+    device = dev.resolve_device(s.device)
+    loss_dtype = dev.loss_dtype_for(device, s.loss_dtype)
+    dev.configure(s.threads, s.deterministic)
+    logger = _open_logger(
+        s,
+        run=run_block(s, str(device), list(sys.argv if argv is None else argv)),
+        hyper=hyper_block(s),
+        env=dev.fingerprint(device, loss_dtype, s.time_only),
+    )
+    try:
+        with _sigterm_raises():
+            artifacts = loop.run(s, device, loss_dtype, logger)
+    except KeyboardInterrupt:
+        return _finish(logger, 130, "interrupted", signal="SIGINT")
+    except Terminated:
+        return _finish(logger, 143, "interrupted", signal="SIGTERM")
+    except Exception as exc:
+        traceback.print_exc(file=sys.stderr)
+        return _finish(logger, 1, "error", error=f"{type(exc).__name__}: {exc}")
+    return _finish(logger, 0, "ok", **({"artifacts": artifacts} if artifacts else {}))
+
+
+def _finish(logger: StepLogger, code: int, status: str, **extra: Any) -> int:
+    with contextlib.suppress(OSError):  # the reader went away; the exit code still tells
+        logger.close(status, **extra)
+    return code
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of `tuimon train` (see tuimon.cli); UsageError for bad settings or device."""
+    return run_settings(settings_from_args(args))
