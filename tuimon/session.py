@@ -16,7 +16,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tuimon.align import PairAligner, Summary
-from tuimon.runner import Exited, LaunchError, Lines, Run, RunSpec, SourceEvent, Stderr
+from tuimon.runner import (
+    Exited,
+    LaunchError,
+    Lines,
+    LineSplitter,
+    Run,
+    RunSpec,
+    SourceEvent,
+    Stderr,
+)
 from tuimon.steplog import End, Header, Record, Step, parse_line
 from tuimon.store import PairWriter, StoreError
 
@@ -163,11 +172,15 @@ class PairSession:
         self._new_records: dict[str, list[Record]] = {k: [] for k in self.sides}
         self._new_stderr: dict[str, list[str]] = {k: [] for k in self.sides}
         self._new_aligned: list[Any] = []
-        self._message: str | None = None
+        self._err_split = {k: LineSplitter() for k in self.sides}
+        self._messages: list[str] = []
         self._stop_requested = asyncio.Event()
         self._store_error_told = False
         self.summary: Summary = self.aligner.summary(complete=False)
         self.pair_path: Path | None = writer.path if writer else None
+
+    def _say(self, message: str) -> None:
+        self._messages.append(message)
 
     def stop(self) -> None:
         """Ask the session to end early (quit / Ctrl-C); the partial pair is saved."""
@@ -204,7 +217,7 @@ class PairSession:
                     get.cancel()
                 if stopper in done and not self._stopping:
                     self._stopping = True
-                    self._message = "stopping both runs…"
+                    self._say("stopping both runs…")
                     self._stop_task = asyncio.create_task(self.source.stop())
                 if feeder in done and feeder.exception() is not None and not queue.qsize():
                     raise feeder.exception()  # type: ignore[misc]
@@ -236,16 +249,20 @@ class PairSession:
                 self.writer.stderr(event.side, event.data)
             if state.status == "stalled":
                 state.status = "running"
-            text = event.data.decode("utf-8", "replace").splitlines()
-            self._stderr[event.side].extend(text)
-            self._new_stderr[event.side].extend(text)
+            self._stderr_text(event.side, self._err_split[event.side].feed(event.data))
         else:
+            self._stderr_text(event.side, self._err_split[event.side].flush())
             state.exit_code = event.code
             state.status = event.status
             state.wall_s = time.monotonic() - state.started
         if self.writer and self.writer.error and not self._store_error_told:
             self._store_error_told = True
-            self._message = f"raw log not fully saved: {self.writer.error}"
+            self._say(f"raw log not fully saved: {self.writer.error}")
+
+    def _stderr_text(self, side: str, lines: list[bytes]) -> None:
+        text = [line.decode("utf-8", "replace").rstrip("\r\n") for line in lines]
+        self._stderr[side].extend(text)
+        self._new_stderr[side].extend(text)
 
     def _record(self, state: SideState, record: Record) -> None:
         self._new_records[state.side].append(record)
@@ -277,11 +294,11 @@ class PairSession:
         state = self.sides[event.side]
         if event.status == "failed":
             tail = " | ".join(self._stderr[event.side]) or "no stderr"
-            self._message = f"run {event.side} failed (exit {event.code}): {tail[-300:]}"
+            self._say(f"run {event.side} failed (exit {event.code}): {tail[-300:]}")
             if self.options.stop_on_fail and isinstance(self.source, LiveSource):
                 other = "b" if event.side == "a" else "a"
                 if not self.sides[other].over:
-                    self._message += f"; stopping run {other} (--stop-on-fail)"
+                    self._say(f"stopping run {other} (--stop-on-fail)")
                     await self.source.stop_side(other)
         state.stderr_tail = list(self._stderr[event.side])
 
@@ -292,7 +309,7 @@ class PairSession:
         for side, state in self.sides.items():
             if state.status in ("starting", "running") and self.source.quiet_for(side) > timeout:
                 state.status = "stalled"
-                self._message = f"run {side} stalled: no output for {timeout:g} s"
+                self._say(f"run {side} stalled: no output for {timeout:g} s")
 
     def _complete(self) -> tuple[bool, str | None]:
         if self.interrupted:
@@ -319,12 +336,12 @@ class PairSession:
             summary=self.summary,
             done=done,
             pair_path=self.pair_path,
-            message=message or self._message,
+            message="; ".join([*self._messages, *([message] if message else [])]) or None,
         )
         self._new_records = {k: [] for k in self.sides}
         self._new_stderr = {k: [] for k in self.sides}
         self._new_aligned = []
-        self._message = None
+        self._messages = []
         self.on_batch(batch)
 
     def status(self) -> str:

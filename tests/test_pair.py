@@ -1,0 +1,310 @@
+"""The pair engine end to end, headless, with fake trainers (no torch)."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tuimon.cli import main
+from tuimon.steplog import Step, Text, parse_line
+
+FAKE = str(Path(__file__).with_name("fake_trainer.py"))
+
+
+def pair(tmp_path: Path, *fake_args: str, extra: tuple[str, ...] = ()) -> list[str]:
+    """argv of a headless JSON pair of two fake trainers."""
+    return [
+        "pair", "--headless", "--json", "--store", str(tmp_path / "store"), *extra,
+        "--", sys.executable, FAKE, "--side", "{side}", *fake_args,
+    ]  # fmt: skip
+
+
+def only_pair(tmp_path: Path) -> Path:
+    (d,) = (tmp_path / "store").iterdir()
+    return d
+
+
+def result(capsys: pytest.CaptureFixture[str]) -> dict:
+    out = capsys.readouterr().out.strip().splitlines()
+    return json.loads(out[-1])
+
+
+def test_identical_pair_is_saved(tmp_path, capsys):
+    assert main(pair(tmp_path, "--steps", "20")) == 0
+    res = result(capsys)
+    assert res["verdict"] == "IDENTICAL"
+    assert res["steps_compared"] == 20
+    d = only_pair(tmp_path)
+    meta = json.loads((d / "pair.json").read_text())
+    assert meta["status"] == "finished"
+    assert meta["seed"] == 0 and meta["devices"] == ["cpu", "cpu"]
+    assert meta["runs"]["a"]["exit_code"] == 0
+    assert meta["env_diff"] == {"pid_side": ["a", "b"]}
+    assert len((d / "aligned.jsonl").read_text().splitlines()) == 20
+    assert len((d / "a.jsonl").read_bytes().splitlines()) == 22  # header, 20 steps, end
+
+
+def test_divergence_names_step_and_tensor(tmp_path, capsys):
+    assert main(pair(tmp_path, "--steps", "30", "--diverge-at", "7")) == 1
+    res = result(capsys)
+    assert res["verdict"] == "DIVERGED"
+    assert res["first_divergent_step"] == 7
+    assert res["first_tensors"] == ["W_E"]
+    assert set(res["first_divergent_metrics"]) == {"train_loss", "test_loss"}
+
+
+def test_tolerance_makes_it_close(tmp_path, capsys):
+    args = pair(tmp_path, "--steps", "30", "--diverge-at", "7", extra=("--tolerance", "1e-3"))
+    assert main(args) == 0
+    assert result(capsys)["verdict"] == "CLOSE"
+
+
+def test_crash_mid_run_is_incomplete_and_keeps_lines(tmp_path, capsys):
+    assert main(pair(tmp_path, "--steps", "20", "--crash-at", "5")) == 3
+    res = result(capsys)
+    assert res["verdict"] == "INCOMPLETE"
+    assert res["steps_compared"] == 5
+    d = only_pair(tmp_path)
+    meta = json.loads((d / "pair.json").read_text())
+    assert meta["status"] == "failed"
+    assert meta["runs"]["b"]["exit_code"] == 1
+    assert "boom at step 5" in " ".join(meta["runs"]["b"]["stderr_tail"])
+    assert b"boom" in (d / "b.stderr").read_bytes()
+    assert len((d / "b.jsonl").read_bytes().splitlines()) == 6
+    assert len((d / "a.jsonl").read_bytes().splitlines()) == 22  # the other run went on
+
+
+def test_stop_on_fail_stops_the_other(tmp_path, capsys):
+    args = pair(tmp_path, "--steps", "200", "--crash-at", "3", "--sleep", "0.02",
+                extra=("--stop-on-fail",))  # fmt: skip
+    assert main(args) == 3
+    meta = json.loads((only_pair(tmp_path) / "pair.json").read_text())
+    assert meta["runs"]["a"]["status"] == "interrupted"
+    assert meta["runs"]["a"]["steps"] < 200
+
+
+def test_exit_before_output(tmp_path, capsys):
+    args = ["pair", "--headless", "--store", str(tmp_path / "store"), "--",
+            sys.executable, "-c", "import sys; sys.exit('no data here')"]  # fmt: skip
+    assert main(args) == 3
+    out = capsys.readouterr()
+    assert "INCOMPLETE" in out.out
+    assert "no data here" in out.err
+
+
+def test_program_not_found(tmp_path, capsys):
+    args = ["pair", "--headless", "--store", str(tmp_path / "store"), "--", "/no/such/trainer"]
+    assert main(args) == 3
+    assert "cannot start '/no/such/trainer'" in capsys.readouterr().err
+
+
+def test_garbage_binary_and_big_lines_kept_raw(tmp_path, capsys):
+    assert main(pair(tmp_path, "--steps", "5", "--garbage", "--bigline")) == 0
+    assert result(capsys)["verdict"] == "IDENTICAL"
+    raw = (only_pair(tmp_path) / "a.jsonl").read_bytes()
+    assert b"\xff\xfe\x00 binary junk\n" in raw
+    assert b"[bold red]not markup[/]" in raw
+    big = [line for line in raw.splitlines() if len(line) > 2_000_000]
+    assert len(big) == 1
+    assert isinstance(parse_line(big[0]), Text)
+
+
+def test_nan_on_one_side_diverges(tmp_path, capsys):
+    assert main(pair(tmp_path, "--steps", "10", "--nan-at", "4")) == 1
+    res = result(capsys)
+    assert res["first_divergent_step"] == 4
+    assert res["max_divergence"] == "Infinity"
+
+
+def test_one_side_longer_is_incomplete(tmp_path, capsys):
+    assert main(pair(tmp_path, "--steps", "10", "--extra-steps", "50")) == 3
+    res = result(capsys)
+    assert res["verdict"] == "INCOMPLETE"
+    assert res["steps_compared"] == 10
+    assert res["unmatched_b"] == 50
+
+
+def test_stall_is_flagged(tmp_path, capsys):
+    args = pair(tmp_path, "--steps", "4", "--hang-at", "2", "--hang-s", "1.5",
+                extra=("--stall-timeout", "0.5"))  # fmt: skip
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "run a stalled" in err and "run b stalled" in err
+
+
+def test_log_file_template(tmp_path, capsys):
+    args = ["pair", "--headless", "--json", "--store", str(tmp_path / "store"),
+            "--log-file", str(tmp_path / "log-{side}.jsonl"), "--",
+            sys.executable, FAKE, "--side", "{side}", "--steps", "8", "--diverge-at", "3",
+            "--stdout-file", str(tmp_path / "log-{side}.jsonl")]  # fmt: skip
+    assert main(args) == 1
+    assert result(capsys)["first_divergent_step"] == 3
+
+
+def test_repeat_runs_k_pairs(tmp_path, capsys):
+    assert main(pair(tmp_path, "--steps", "5", extra=("--repeat", "2"))) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2
+    assert len(list((tmp_path / "store").iterdir())) == 2
+
+
+def test_threads_are_the_same_on_both_sides(tmp_path, capsys):
+    assert main(pair(tmp_path, "--steps", "3", extra=("--threads", "3"))) == 0
+    meta = json.loads((only_pair(tmp_path) / "pair.json").read_text())
+    assert meta["threads"] == 3
+    assert meta["runs"]["a"]["env"]["threads"] == meta["runs"]["b"]["env"]["threads"] == "3"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["pair", "--devices", "cpu"], "--devices takes two devices"),
+        (["pair", "--repeat", "0"], "--repeat must be at least 1"),
+        (["pair", "--json"], "--json needs --headless"),
+        (["pair", "--devices", "tpu,cpu"], "not a torch device"),
+        (["compare", "/no/such/a", "/no/such/b"], "no such log file"),
+        (["replay", "/no/such/pair"], "no such file or directory"),
+    ],
+)
+def test_bad_usage_is_one_line(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert message in err and err.startswith("tuimon: error:")
+
+
+def test_unwritable_store_launches_nothing(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    marker = tmp_path / "launched"
+    args = ["pair", "--headless", "--store", str(blocker / "store"), "--",
+            sys.executable, "-c", f"open({str(marker)!r}, 'w')"]  # fmt: skip
+    assert main(args) == 2
+    assert "not writable" in capsys.readouterr().err
+    assert not marker.exists()
+
+
+def test_disk_full_keeps_what_was_written(tmp_path, capsys, monkeypatch):
+    from tuimon import store
+
+    real = store.PairWriter.raw
+    calls = {"n": 0}
+
+    def full_after_two(self, side, lines):
+        calls["n"] += 1
+        if calls["n"] > 2:
+            self.error = f"cannot write {self.path / 'a.jsonl'}: {os.strerror(errno.ENOSPC)}"
+            return None
+        return real(self, side, lines)
+
+    monkeypatch.setattr(store.PairWriter, "raw", full_after_two)
+    code = main(pair(tmp_path, "--steps", "5", "--sleep", "0.05"))
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "No space left on device" in err
+
+
+def test_compare_logs_and_pair_dir(tmp_path, capsys):
+    assert main(pair(tmp_path, "--steps", "12", "--diverge-at", "4")) == 1
+    capsys.readouterr()
+    d = only_pair(tmp_path)
+    assert main(["compare", str(d / "a.jsonl"), str(d / "b.jsonl"), "--json"]) == 1
+    assert result(capsys)["first_divergent_step"] == 4
+    assert main(["compare", str(d)]) == 1
+    assert "first divergent step 4" in capsys.readouterr().out
+    assert main(["compare", str(d / "a.jsonl"), str(d / "a.jsonl")]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(d / "a.jsonl"), str(d / "b.jsonl"), "--save",
+                 "--store", str(tmp_path / "saved")]) == 1  # fmt: skip
+    (saved,) = (tmp_path / "saved").iterdir()
+    assert json.loads((saved / "pair.json").read_text())["summary"]["first_divergent_step"] == 4
+    assert (saved / "a.jsonl").read_bytes() == (d / "a.jsonl").read_bytes()
+
+
+def test_compare_wandb_style_logs(tmp_path, capsys):
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    rows = [{"_step": i, "loss": 1 / (i + 1), "_runtime": i * 0.5} for i in range(6)]
+    a.write_text("\n".join(json.dumps(r) for r in rows))
+    rows[3]["loss"] += 1e-12
+    b.write_text("\n".join(json.dumps(r) for r in rows))
+    assert main(["compare", str(a), str(b), "--json"]) == 1
+    assert result(capsys)["first_divergent_step"] == 3
+
+
+def test_compare_garbage_file(tmp_path, capsys):
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(os.urandom(4096))
+    assert main(["compare", str(junk), str(junk)]) == 2
+    assert "no step records" in capsys.readouterr().err
+
+
+def test_replay_headless_matches_the_saved_verdict(tmp_path, capsys):
+    assert main(pair(tmp_path, "--steps", "15", "--diverge-at", "9")) == 1
+    capsys.readouterr()
+    d = only_pair(tmp_path)
+    assert main(["replay", str(d), "--headless", "--json", "--speed", "100000"]) == 1
+    assert result(capsys)["first_divergent_step"] == 9
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_to_tuimon_saves_partial_pair(tmp_path, sig):
+    store = tmp_path / "store"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuimon", "pair", "--headless", "--json", "--store", str(store),
+         "--", sys.executable, FAKE, "--side", "{side}", "--steps", "100000", "--sleep", "0.01"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        logs = list(store.glob("*/a.jsonl"))
+        if logs and len(logs[0].read_bytes().splitlines()) > 20:
+            break
+        time.sleep(0.1)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 3, err
+    res = json.loads(out.decode().strip().splitlines()[-1])
+    assert res["verdict"] == "INCOMPLETE" and res["status"] == "interrupted"
+    d = Path(res["pair"])
+    meta = json.loads((d / "pair.json").read_text())
+    assert meta["runs"]["a"]["status"] == meta["runs"]["b"]["status"] == "interrupted"
+    for side in "ab":
+        lines = (d / f"{side}.jsonl").read_bytes().splitlines()
+        steps = [r for r in map(parse_line, lines) if isinstance(r, Step)]
+        assert len(steps) == meta["runs"][side]["steps"] > 20
+        assert [s.step for s in steps] == list(range(len(steps)))
+
+
+def test_engine_imports_neither_textual_nor_torch():
+    code = (
+        "import sys\n"
+        "import tuimon.cli, tuimon.session, tuimon.headless, tuimon.compare, tuimon.replay\n"
+        "import tuimon.plan, tuimon.store, tuimon.align, tuimon.steplog, tuimon.runner\n"
+        "bad = [m for m in ('textual', 'torch') if m in sys.modules]\n"
+        "sys.exit(f'loaded: {bad}' if bad else 0)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_headless_pair_process_never_imports_torch_or_textual(tmp_path):
+    code = (
+        "import sys, atexit\n"
+        "from tuimon.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        "bad = [m for m in ('textual', 'torch') if m in sys.modules]\n"
+        "print('LOADED', bad)\n"
+        "sys.exit(code)\n"
+    )
+    argv = pair(tmp_path, "--steps", "3")
+    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "LOADED []" in proc.stdout
