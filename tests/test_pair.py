@@ -163,6 +163,13 @@ def test_threads_are_the_same_on_both_sides(tmp_path, capsys):
     assert meta["runs"]["a"]["env"]["threads"] == meta["runs"]["b"]["env"]["threads"] == "3"
 
 
+def test_threads_may_differ_on_purpose(tmp_path, capsys):
+    assert main(pair(tmp_path, "--steps", "3", extra=("--threads", "1,2"))) == 0
+    meta = json.loads((only_pair(tmp_path) / "pair.json").read_text())
+    assert meta["threads"] == [1, 2]
+    assert meta["env_diff"]["threads"] == ["1", "2"]
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

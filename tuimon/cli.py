@@ -98,10 +98,11 @@ def _add_pair(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--eval-every", type=int, default=None, help="reference: test eval interval")
     p.add_argument(
         "--threads",
-        type=int,
         default=None,
+        metavar="N[,M]",
         help="intra-op threads of each run (default: cores / CPU runs, so they do not "
-        "oversubscribe); the same on both sides, recorded",
+        "oversubscribe); the same on both sides unless given as A,B (e.g. 1,2 to test the "
+        "thread count itself); recorded",
     )
     p.add_argument(
         "--deterministic", action="store_true", help="deterministic algorithms on both sides"
@@ -146,9 +147,24 @@ def _add_pair(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_run_pair)
 
 
+def _threads(text: str | None, devices: tuple[str, ...]) -> tuple[int, int]:
+    from tuimon.plan import default_threads
+
+    if text is None:
+        n = default_threads(devices)
+        return n, n
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise UsageError(f"--threads takes N or A,B (got {text!r})") from None
+    if len(values) not in (1, 2) or min(values) < 1:
+        raise UsageError(f"--threads takes N or A,B, each at least 1 (got {text!r})")
+    return (values[0], values[-1])
+
+
 def _run_pair(args: argparse.Namespace) -> int:
     from tuimon.devices import DeviceError, check
-    from tuimon.plan import PairPlan, default_threads, loss_dtype_for
+    from tuimon.plan import PairPlan, loss_dtype_for
     from tuimon.store import StoreError, check_writable, resolve_store
 
     devices = tuple(d.strip() for d in args.devices.split(","))
@@ -159,8 +175,7 @@ def _run_pair(args: argparse.Namespace) -> int:
         raise UsageError("--repeat must be at least 1")
     if args.steps is not None and args.steps < 1:
         raise UsageError("--steps must be at least 1")
-    if args.threads is not None and args.threads < 1:
-        raise UsageError("--threads must be at least 1")
+    threads = _threads(args.threads, devices)
     if args.json and not args.headless:
         raise UsageError("--json needs --headless")
     workload = {
@@ -190,7 +205,7 @@ def _run_pair(args: argparse.Namespace) -> int:
     plan = PairPlan(
         seed=args.seed,
         devices=devices,  # type: ignore[arg-type]
-        threads=args.threads or default_threads(devices),
+        threads=threads,
         deterministic=args.deterministic,
         loss_dtype=loss_dtype_for(devices, args.loss_dtype) if not template else args.loss_dtype,
         template=template or None,

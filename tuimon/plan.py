@@ -35,7 +35,8 @@ class PairPlan:
 
     seed: int | None
     devices: tuple[str, str]
-    threads: int
+    threads: tuple[int, int]
+    """Intra-op threads of run a and run b: the same unless the user asked otherwise."""
     deterministic: bool
     loss_dtype: str | None
     template: tuple[str, ...] | None = None
@@ -51,7 +52,7 @@ class PairPlan:
 
     def env(self, side: str, device: str) -> dict[str, str]:
         """The child's environment additions: the same on both sides but for the device."""
-        threads = str(self.threads)
+        threads = str(self.threads[SIDES.index(side)])
         env = {
             "PYTHONUNBUFFERED": "1",
             "OMP_NUM_THREADS": threads,
@@ -71,11 +72,12 @@ class PairPlan:
     def spec(self, side: str, pair_dir: Path | None) -> RunSpec:
         """The command of one side."""
         device = self.devices[SIDES.index(side)]
+        threads = self.threads[SIDES.index(side)]
         values = {
             "seed": self.seed,
             "device": device,
             "side": side,
-            "threads": self.threads,
+            "threads": threads,
             "pair_dir": pair_dir or ".",
         }
         log_file = None
@@ -94,7 +96,7 @@ class PairPlan:
             "--device",
             device,
             "--threads",
-            str(self.threads),
+            str(threads),
         ]
         if self.seed is not None:
             argv += ["--seed", str(self.seed)]
@@ -120,7 +122,9 @@ class PairPlan:
             "seed": self.seed,
             "devices": list(self.devices),
             "label": self.label,
-            "threads": self.threads,
+            "threads": self.threads[0]
+            if self.threads[0] == self.threads[1]
+            else list(self.threads),
             "deterministic": self.deterministic,
             "loss_dtype": self.loss_dtype,
             "commands": {s.side: list(s.argv) for s in specs},
