@@ -193,13 +193,14 @@ class PairSession:
         feeder = asyncio.create_task(self.source.run(queue))
         stopper = asyncio.create_task(self._stop_requested.wait())
         exited: set[str] = set()
+        waiting: set[asyncio.Future[Any]] = {stopper, feeder}
         last_flush = time.monotonic()
         try:
             while len(exited) < len(self.sides):
                 get = asyncio.ensure_future(queue.get())
                 timeout = max(0.0, self.options.batch_interval - (time.monotonic() - last_flush))
                 done, _ = await asyncio.wait(
-                    {get, stopper, feeder}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                    {get, *waiting}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
                 )
                 if get in done:
                     event = get.result()
@@ -215,12 +216,14 @@ class PairSession:
                             await self._on_exit(event)
                 else:
                     get.cancel()
-                if stopper in done and not self._stopping:
-                    self._stopping = True
+                if stopper in done:
+                    waiting.discard(stopper)
                     self._say("stopping both runs…")
                     self._stop_task = asyncio.create_task(self.source.stop())
-                if feeder in done and feeder.exception() is not None and not queue.qsize():
-                    raise feeder.exception()  # type: ignore[misc]
+                if feeder in done:
+                    waiting.discard(feeder)
+                    if feeder.exception() is not None:
+                        await self._source_failed(feeder.exception(), queue, exited)
                 self._check_stalls()
                 if time.monotonic() - last_flush >= self.options.batch_interval:
                     self._flush()
@@ -232,7 +235,14 @@ class PairSession:
                 feeder.cancel()
         return self._finish()
 
-    _stopping = False
+    async def _source_failed(
+        self, exc: BaseException | None, queue: asyncio.Queue[SourceEvent], exited: set[str]
+    ) -> None:
+        """The source broke (unreadable log, OS error): end the sides it left open."""
+        self._say(f"source failed: {exc}")
+        for side in self.sides:
+            if side not in exited:
+                queue.put_nowait(Exited(side, None, "failed"))
     _stop_task: asyncio.Task[None] | None = None
 
     def _handle(self, event: SourceEvent) -> None:

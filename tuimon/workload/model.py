@@ -50,22 +50,43 @@ class Transformer(nn.Module):
         self.W_out = _randn(g, d_model, d_mlp, scale=d_model)
         self.b_out = nn.Parameter(torch.zeros(d_model))
         self.W_U = _randn(g, d_model, p, scale=d_vocab)
-        self.register_buffer("mask", torch.tril(torch.ones(N_CTX, N_CTX)), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Logits (batch, p) at the last position for token ids `x` (batch, 3)."""
-        resid = self.W_E[:, x].permute(1, 2, 0) + self.W_pos  # (batch, pos, d_model)
-        resid = resid + self._attention(resid)
-        hidden = torch.relu(resid @ self.W_in.T + self.b_in)
-        resid = resid + hidden @ self.W_out.T + self.b_out
-        return resid[:, -1] @ self.W_U
+        """Logits (batch, p) at the last position for token ids `x` (batch, 3).
 
-    def _attention(self, resid: torch.Tensor) -> torch.Tensor:
-        k = torch.einsum("ihd,bpd->biph", self.W_K, resid)
-        q = torch.einsum("ihd,bpd->biph", self.W_Q, resid)
-        v = torch.einsum("ihd,bpd->biph", self.W_V, resid)
-        scores = q @ k.transpose(-1, -2)  # (batch, head, query, key)
-        scores = scores.masked_fill(self.mask == 0, -1e10) / math.sqrt(self.d_head)
-        z = torch.softmax(scores, dim=-1) @ v  # (batch, head, query, d_head)
-        z = z.permute(0, 2, 1, 3).reshape(resid.shape[0], resid.shape[1], -1)
-        return z @ self.W_O.T
+        Only what those logits depend on is computed: keys and values at every position; the
+        query, MLP and unembedding at the last one (which, under the causal mask, attends to
+        all three positions, so no mask is needed).
+        """
+        resid = self.W_E[:, x].permute(1, 2, 0) + self.W_pos  # (batch, pos, d_model)
+        last = resid[:, -1]
+        q = last @ self.W_Q.flatten(0, 1).T
+        k = resid @ self.W_K.flatten(0, 1).T
+        v = resid @ self.W_V.flatten(0, 1).T
+        return self._readout(last, q, k, v)
+
+    def forward_tabled(self, x: torch.Tensor) -> torch.Tensor:
+        """The same logits as `forward`, cheaper for evaluation: each position holds one token,
+        so queries, keys and values are computed once per (position, token) and gathered."""
+        resid = self.W_E.T + self.W_pos[:, None]  # (pos, token, d_model)
+        k = resid @ self.W_K.flatten(0, 1).T
+        v = resid @ self.W_V.flatten(0, 1).T
+        pos = torch.arange(x.shape[1], device=x.device)
+        last_token = x[:, -1]
+        q = (resid[-1] @ self.W_Q.flatten(0, 1).T)[last_token]
+        return self._readout(resid[-1][last_token], q, k[pos, x], v[pos, x])
+
+    def _readout(
+        self, last: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
+    ) -> torch.Tensor:
+        """Attention of the last position (q: batch, heads*d_head) over keys and values
+        (batch, pos, heads*d_head), then the MLP and the unembedding."""
+        batch = last.shape[0]
+        heads = (batch, -1, self.n_heads, self.d_head)
+        scores = (q.view(batch, 1, self.n_heads, self.d_head) * k.view(heads)).sum(-1)
+        pattern = torch.softmax(scores / math.sqrt(self.d_head), dim=1)  # (batch, pos, head)
+        z = (pattern.unsqueeze(-1) * v.view(heads)).sum(1).flatten(1)  # (batch, heads*d_head)
+        last = last + z @ self.W_O.T
+        hidden = torch.relu(torch.addmm(self.b_in, last, self.W_in.T))
+        last = last + torch.addmm(self.b_out, hidden, self.W_out.T)
+        return last @ self.W_U
