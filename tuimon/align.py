@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tuimon.steplog import Step
+from tuimon.steplog import Step, jsonable
 
 IDENTICAL, CLOSE, DIVERGED, INCOMPLETE = "IDENTICAL", "CLOSE", "DIVERGED", "INCOMPLETE"
 VERDICTS = (IDENTICAL, CLOSE, DIVERGED, INCOMPLETE)
@@ -49,7 +49,11 @@ class AlignedStep:
     @property
     def equal(self) -> bool:
         """Bitwise equal in every shared metric and in the digests."""
-        return self.digest_equal is not False and all(d.equal for d in self.diffs.values())
+        return (
+            self.digest_equal is not False
+            and not self.tensors
+            and all(d.equal for d in self.diffs.values())
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The line of aligned.jsonl: flat columns for pandas, plus both records."""
@@ -68,7 +72,7 @@ class AlignedStep:
             row[f"{name}_ulps"] = d.ulps
         row["t_a"] = self.a.t
         row["t_b"] = self.b.t
-        return _jsonable(row)
+        return jsonable(row)
 
 
 @dataclass(slots=True)
@@ -93,7 +97,7 @@ class Summary:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (non-finite floats as strings)."""
-        return _jsonable(asdict(self))
+        return jsonable(asdict(self))
 
     def headline(self) -> str:
         """One line: the verdict and where the runs part."""
@@ -114,16 +118,6 @@ class Summary:
         return text
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
-
-
 def _ordered(bits: np.ndarray) -> np.ndarray:
     """float64 bit patterns mapped to integers that order like the floats (as Python ints)."""
     return np.where(bits < 0, -(bits & np.int64(0x7FFFFFFFFFFFFFFF)), bits)
@@ -132,8 +126,8 @@ def _ordered(bits: np.ndarray) -> np.ndarray:
 def diff_arrays(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
     """Vectorised diffs of two float64 arrays: (equal, abs, rel, ulps).
 
-    Bitwise equality treats NaN == NaN (any NaN payload) and keeps 0.0 != -0.0 apart only in
-    ulps (they compare equal). NaN against a number, or inf against finite, has rel = inf.
+    Bitwise equality treats NaN == NaN (any NaN payload); 0.0 and -0.0 differ (by 1 ulp).
+    NaN against a number, or inf against anything else, has rel = inf and ulps = -1 for NaN.
     """
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
@@ -143,12 +137,16 @@ def diff_arrays(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
         absd = np.abs(a - b)
         scale = np.maximum(np.abs(a), np.abs(b))
         rel = np.where(scale > 0, absd / scale, 0.0)
+        huge = np.isinf(absd) & np.isfinite(a) & np.isfinite(b)
+        if huge.any():  # |a - b| overflowed: take the ratio of scaled values
+            rel = np.where(huge, np.abs(a / scale - b / scale), rel)
     odd = (nan_a != nan_b) | (np.isinf(a) | np.isinf(b)) & ~equal
     absd = np.where(equal, 0.0, np.where(odd, np.inf, absd))
     rel = np.where(equal, 0.0, np.where(odd, np.inf, rel))
     oa = _ordered(a.view(np.int64)).astype(object)
     ob = _ordered(b.view(np.int64)).astype(object)
     ulps = np.where(equal, 0, np.abs(oa - ob))
+    ulps = np.where(~equal & (ulps == 0), 1, ulps)  # 0.0 against -0.0
     ulps = np.where(nan_a | nan_b, np.where(equal, 0, -1), ulps)
     return equal, absd, rel, ulps
 
@@ -238,14 +236,19 @@ class PairAligner:
         if s.tensors and (self._first_tensor_step is None or s.step < self._first_tensor_step):
             self.first_tensors = s.tensors
             self._first_tensor_step = s.step
-        if s.divergence > self.max_divergence or (
-            math.isnan(s.divergence) and not math.isnan(self.max_divergence)
+        if s.divergence > 0 and (
+            s.divergence > self.max_divergence
+            or (s.divergence == self.max_divergence and s.step < (self.max_step or 0))
         ):
             self.max_divergence = s.divergence
             self.max_step = s.step
         for name, d in s.diffs.items():
             cur = self.metric_max.get(name)
-            if cur is None or d.rel > float(cur["rel"] or 0.0):
+            if (
+                cur is None
+                or d.rel > cur["rel"]  # type: ignore[operator]
+                or (d.rel == cur["rel"] and s.step < cur["step"])  # type: ignore[operator]
+            ):
                 self.metric_max[name] = {"rel": d.rel, "abs": d.abs, "step": s.step}
 
     def unmatched(self) -> tuple[int, int]:
@@ -261,8 +264,10 @@ class PairAligner:
         not held against it.
         """
         ua, ub = self.unmatched()
-        if running:
-            ua = ub = 0
+        if running:  # only steps the other side has already gone past count
+            top_a, top_b = (max(self._seen[k], default=-1) for k in SIDES)
+            ua = sum(step < top_b for step in self._pending["a"])
+            ub = sum(step < top_a for step in self._pending["b"])
         fd = self.first_divergent
         return Summary(
             verdict=verdict(
@@ -316,34 +321,21 @@ def compare_steps(
     first_a = _first_by_step(a, aligner, "a")
     first_b = _first_by_step(b, aligner, "b")
     steps = sorted(first_a.keys() & first_b.keys())
-    names = sorted(
-        {n for s in steps for n in first_a[s].metrics}
-        & {n for s in steps for n in first_b[s].metrics}
-    )
-    cols: dict[str, tuple[np.ndarray, ...]] = {}
-    present: dict[str, np.ndarray] = {}
-    for n in names:
+    names = dict.fromkeys(n for s in steps for n in first_a[s].metrics)
+    in_b = {n for s in steps for n in first_b[s].metrics}
+    cols: dict[str, tuple[list[Any], ...]] = {}
+    for n in (n for n in names if n in in_b):
         va = np.array([first_a[s].metrics.get(n, np.nan) for s in steps], np.float64)
         vb = np.array([first_b[s].metrics.get(n, np.nan) for s in steps], np.float64)
-        present[n] = np.array(
-            [n in first_a[s].metrics and n in first_b[s].metrics for s in steps], bool
-        )
-        cols[n] = (va, vb, *diff_arrays(va, vb))
+        cols[n] = tuple(x.tolist() for x in (va, vb, *diff_arrays(va, vb)))
     aligned = []
     for i, s in enumerate(steps):
         ra, rb = first_a[s], first_b[s]
-        diffs = {
-            n: MetricDiff(
-                float(c[0][i]),
-                float(c[1][i]),
-                bool(c[2][i]),
-                float(c[3][i]),
-                float(c[4][i]),
-                int(c[5][i]),
-            )
-            for n, c in cols.items()
-            if present[n][i]
-        }
+        diffs = {}
+        for n in ra.metrics:
+            if n in rb.metrics:
+                c = cols[n]
+                diffs[n] = MetricDiff(c[0][i], c[1][i], c[2][i], c[3][i], c[4][i], int(c[5][i]))
         digest_equal = ra.digest == rb.digest if ra.digest and rb.digest else None
         tensors = tuple(k for k, h in ra.digests.items() if k in rb.digests and rb.digests[k] != h)
         divergence = max((d.rel for d in diffs.values()), default=0.0)

@@ -107,19 +107,19 @@ def parse_obj(obj: Mapping[str, Any]) -> Record | None:
             run=_dict(obj.get("run")),
             hyper=_dict(obj.get("hyper")),
             env=_dict(obj.get("env")),
-            format=str(obj.get("format", FORMAT)),
+            format=_str(obj.get("format"), FORMAT),
         )
     if kind == "end":
         steps = obj.get("steps")
         return End(
-            status=str(obj.get("status", "ok")),
+            status=_str(obj.get("status"), "ok"),
             steps=steps if isinstance(steps, int) and not isinstance(steps, bool) else None,
             wall_s=_float(obj.get("wall_s")),
             artifacts=_dict(obj.get("artifacts")),
         )
     for key in STEP_KEYS:
         step = obj.get(key)
-        if isinstance(step, int) and not isinstance(step, bool):
+        if isinstance(step, int) and not isinstance(step, bool) and abs(step) < 2**63:
             break
     else:
         return None
@@ -144,6 +144,10 @@ def parse_obj(obj: Mapping[str, Any]) -> Record | None:
     )
 
 
+def _str(value: Any, default: str) -> str:
+    return value if isinstance(value, str) else default
+
+
 def _dict(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
 
@@ -159,7 +163,10 @@ def parse_line(line: bytes) -> Record:
         return _as_text(line)
     if not isinstance(obj, dict):
         return _as_text(line)
-    return parse_obj(obj) or _as_text(line)
+    try:
+        return parse_obj(obj) or _as_text(line)
+    except RecursionError:
+        return _as_text(line)
 
 
 def iter_records(path: str | Path) -> Iterator[Record]:
@@ -170,28 +177,39 @@ def iter_records(path: str | Path) -> Iterator[Record]:
                 yield parse_line(line)
 
 
-def _default(value: Any) -> Any:
-    if hasattr(value, "item"):  # numpy / torch scalars
-        return value.item()
-    if hasattr(value, "tolist"):
+def _plain(value: Any) -> Any:
+    """numpy / torch scalars and arrays as Python values; anything else as it is."""
+    if hasattr(value, "tolist") and getattr(value, "ndim", 1) != 0:
         return value.tolist()
+    if hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+def _default(value: Any) -> Any:
+    plain = _plain(value)
+    if plain is not value:
+        return plain
     if isinstance(value, Path):
         return str(value)
     raise TypeError(f"cannot write {type(value).__name__} to a step log")
 
 
-def _finite(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """Non-finite floats (at any depth) as the strings "NaN", "Infinity", "-Infinity"."""
+    value = _plain(value)
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
     return value
 
 
 def dumps(obj: Mapping[str, Any]) -> bytes:
     """One record as a line of bytes (newline included), floats lossless, non-finite as strings."""
-    flat = {k: _finite(_default(v) if hasattr(v, "item") else v) for k, v in obj.items()}
-    return orjson.dumps(flat, default=_default) + b"\n"
+    return orjson.dumps(jsonable(dict(obj)), default=_default) + b"\n"
 
 
 def base_env() -> dict[str, Any]:

@@ -1,0 +1,695 @@
+"""Tests for tuimon.align: per-metric diffs, incremental and whole-log alignment, verdicts."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tuimon.align import (
+    CLOSE,
+    DIVERGED,
+    IDENTICAL,
+    INCOMPLETE,
+    AlignedStep,
+    PairAligner,
+    Summary,
+    align_step,
+    compare_steps,
+    diff_arrays,
+    verdict,
+)
+from tuimon.steplog import Step
+
+FAST = settings(max_examples=100, deadline=None)
+MASK = 0x7FFF_FFFF_FFFF_FFFF
+TINY = 5e-324  # the smallest subnormal
+
+
+# --- independent references ---------------------------------------------------------------
+
+
+def bits(x: float) -> int:
+    return struct.unpack("<Q", struct.pack("<d", x))[0]
+
+
+def from_bits(b: int) -> float:
+    return struct.unpack("<d", struct.pack("<Q", b))[0]
+
+
+def same(x: float, y: float) -> bool:
+    """Bitwise equal, any NaN matching any NaN (the design's 'equal')."""
+    if math.isnan(x) or math.isnan(y):
+        return math.isnan(x) and math.isnan(y)
+    return bits(x) == bits(y)
+
+
+def ref_ulps(x: float, y: float) -> int:
+    """ULP distance from the sign-magnitude bit patterns: same sign -> difference of magnitudes,
+    opposite signs -> sum of magnitudes (so -0.0 and 0.0 are the same point). -1 for NaN vs not."""
+    if math.isnan(x) or math.isnan(y):
+        return 0 if math.isnan(x) and math.isnan(y) else -1
+    bx, by = bits(x), bits(y)
+    mx, my = bx & MASK, by & MASK
+    return abs(mx - my) if (bx >> 63) == (by >> 63) else mx + my
+
+
+def ref_rel(x: float, y: float) -> float:
+    """|x-y| / max(|x|,|y|), 0 when bitwise equal, inf when NaN or inf is involved unequally."""
+    if same(x, y):
+        return 0.0
+    if math.isnan(x) or math.isnan(y) or math.isinf(x) or math.isinf(y):
+        return math.inf
+    scale = max(abs(x), abs(y))
+    return abs(x - y) / scale if scale > 0 else 0.0
+
+
+def first_by_step(records: Sequence[Step]) -> dict[int, Step]:
+    out: dict[int, Step] = {}
+    for r in records:
+        out.setdefault(r.step, r)
+    return out
+
+
+def ref_step_equal(ra: Step, rb: Step) -> bool:
+    """Every shared metric bitwise equal, and no digest (aggregate or per tensor) differs."""
+    for n in ra.metrics.keys() & rb.metrics.keys():
+        if not same(ra.metrics[n], rb.metrics[n]):
+            return False
+    if ra.digest and rb.digest and ra.digest != rb.digest:
+        return False
+    return all(rb.digests.get(k, h) == h for k, h in ra.digests.items())
+
+
+def ref_first_divergent(a: Sequence[Step], b: Sequence[Step]) -> int | None:
+    fa, fb = first_by_step(a), first_by_step(b)
+    for s in sorted(fa.keys() & fb.keys()):
+        if not ref_step_equal(fa[s], fb[s]):
+            return s
+    return None
+
+
+def ref_verdict(a: Sequence[Step], b: Sequence[Step], tol: float, complete: bool = True) -> str:
+    fa, fb = first_by_step(a), first_by_step(b)
+    shared = fa.keys() & fb.keys()
+    equal = [ref_step_equal(fa[s], fb[s]) for s in shared]
+    rels = [
+        ref_rel(fa[s].metrics[n], fb[s].metrics[n])
+        for s in shared
+        for n in fa[s].metrics.keys() & fb[s].metrics.keys()
+    ]
+    if any(r > tol for r in rels) or (tol == 0 and not all(equal)):
+        return DIVERGED
+    if not complete or not shared or fa.keys() != fb.keys():
+        return INCOMPLETE
+    return IDENTICAL if all(equal) else CLOSE
+
+
+# --- diff_arrays -----------------------------------------------------------------------------
+
+
+def d1(x: float, y: float) -> tuple[bool, float, float, int]:
+    eq, absd, rel, ulps = diff_arrays(np.array([x]), np.array([y]))
+    return bool(eq[0]), float(absd[0]), float(rel[0]), int(ulps[0])
+
+
+def test_diff_equal() -> None:
+    assert d1(1.0, 1.0) == (True, 0.0, 0.0, 0)
+    assert d1(0.0, 0.0) == (True, 0.0, 0.0, 0)
+    assert d1(-3.5, -3.5) == (True, 0.0, 0.0, 0)
+
+
+def test_diff_one_ulp() -> None:
+    up = math.nextafter(1.0, 2.0)
+    eq, absd, rel, ulps = d1(1.0, up)
+    assert not eq and ulps == 1
+    assert absd == up - 1.0 == 2.0**-52
+    assert rel == (up - 1.0) / up
+    assert d1(1.0, math.nextafter(1.0, 0.0))[3] == 1
+    assert d1(up, 1.0) == (eq, absd, rel, ulps)
+
+
+def test_diff_signed_zeros_are_bitwise_different_but_at_zero_distance() -> None:
+    eq, absd, rel, _ = d1(-0.0, 0.0)
+    assert not eq  # the design's equality is bitwise
+    assert absd == 0.0 and rel == 0.0
+
+
+def test_diff_signed_zeros_ulps_agree_with_equal() -> None:
+    eq, _, _, ulps = d1(-0.0, 0.0)
+    assert (ulps == 0) == eq
+
+
+def test_diff_nan() -> None:
+    quiet, payload = math.nan, from_bits(0x7FF8_0000_0000_0001)
+    negative_nan = from_bits(0xFFF8_0000_0000_0000)
+    assert d1(quiet, quiet) == (True, 0.0, 0.0, 0)
+    assert d1(quiet, payload) == (True, 0.0, 0.0, 0)
+    assert d1(negative_nan, quiet) == (True, 0.0, 0.0, 0)
+    eq, absd, rel, ulps = d1(math.nan, 1.0)
+    assert not eq and rel == math.inf and absd == math.inf and ulps == -1
+    assert d1(1.0, math.nan) == (eq, absd, rel, ulps)
+    assert d1(math.nan, math.inf)[:3] == (False, math.inf, math.inf)
+
+
+def test_diff_infinities() -> None:
+    assert d1(math.inf, math.inf) == (True, 0.0, 0.0, 0)
+    assert d1(-math.inf, -math.inf) == (True, 0.0, 0.0, 0)
+    eq, absd, rel, ulps = d1(math.inf, -math.inf)
+    assert not eq and absd == math.inf and rel == math.inf
+    assert ulps == 2 * bits(math.inf) == ref_ulps(math.inf, -math.inf)
+    eq, absd, rel, ulps = d1(math.inf, 1.0)
+    assert not eq and absd == math.inf and rel == math.inf and ulps == ref_ulps(math.inf, 1.0)
+    assert d1(1.7976931348623157e308, math.inf)[3] == 1
+
+
+def test_diff_subnormals() -> None:
+    assert d1(TINY, 2 * TINY) == (False, TINY, 0.5, 1)
+    assert d1(0.0, TINY) == (False, TINY, 1.0, 1)
+    assert d1(-TINY, TINY) == (False, 2 * TINY, 2.0, 2)
+    smallest_normal = 2.2250738585072014e-308
+    below = math.nextafter(smallest_normal, 0.0)
+    assert d1(below, smallest_normal)[3] == 1
+
+
+def test_diff_rel_of_huge_opposite_values() -> None:
+    assert d1(1.7e308, -1.7e308)[2] == 2.0
+
+
+def test_diff_vectorised_matches_elementwise() -> None:
+    xs = [1.0, -0.0, math.nan, math.inf, TINY, 3.0, -1e300]
+    ys = [math.nextafter(1.0, 2.0), 0.0, 1.0, math.inf, -TINY, 3.0, 1e300]
+    eq, absd, rel, ulps = diff_arrays(np.array(xs), np.array(ys))
+    for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
+        assert (bool(eq[i]), float(absd[i]), float(rel[i]), int(ulps[i])) == d1(x, y)
+
+
+any_float64 = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True),
+    st.integers(0, 2**64 - 1).map(from_bits),
+)
+
+
+def signed_zero_pair(x: float, y: float) -> bool:
+    return x == 0 and y == 0 and bits(x) != bits(y)
+
+
+@FAST
+@given(any_float64, any_float64)
+def test_diff_properties(x: float, y: float) -> None:
+    fwd, back = d1(x, y), d1(y, x)
+    assert fwd[0] == back[0] and fwd[3] == back[3]  # equal and ulps symmetric
+    assert same(fwd[1], back[1]) and same(fwd[2], back[2])
+    eq, _, rel, ulps = fwd
+    assert eq == same(x, y)
+    assert rel == 0.0 if eq else (rel > 0 or signed_zero_pair(x, y))
+    if not (math.isnan(x) or math.isnan(y)) and not signed_zero_pair(x, y):
+        assert (ulps == 0) == eq
+    assert ulps == ref_ulps(x, y)
+    if not math.isinf(rel):
+        assert 0.0 <= rel <= 2.0
+        assert rel == ref_rel(x, y)
+
+
+@FAST
+@given(st.floats(allow_nan=False, allow_infinity=False), st.integers(0, 40), st.booleans())
+def test_diff_ulps_counts_nextafter_steps(x: float, k: int, up: bool) -> None:
+    y = x
+    for _ in range(k):
+        y = math.nextafter(y, math.inf if up else -math.inf)
+    if math.isinf(y):
+        return
+    assert d1(x, y)[3] == k
+
+
+@FAST
+@given(st.lists(st.tuples(any_float64, any_float64), min_size=1, max_size=30))
+def test_diff_arrays_matches_references(pairs: list[tuple[float, float]]) -> None:
+    xs = np.array([p[0] for p in pairs])
+    ys = np.array([p[1] for p in pairs])
+    eq, _, _, ulps = diff_arrays(xs, ys)
+    assert [bool(e) for e in eq] == [same(x, y) for x, y in pairs]
+    assert [int(u) for u in ulps] == [ref_ulps(x, y) for x, y in pairs]
+
+
+# --- building step logs ----------------------------------------------------------------------
+
+
+def digest_of(tensors: dict[str, str]) -> str:
+    return hashlib.sha256(orjson.dumps(tensors, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+def step(s: int, t: float | None = None, tensors: dict[str, str] | None = None, **m: float) -> Step:
+    return Step(
+        s,
+        dict(m),
+        t=float(s) if t is None else t,
+        digest=digest_of(tensors) if tensors else None,
+        digests=dict(tensors or {}),
+    )
+
+
+METRICS = ("train_loss", "test_loss", "train_acc", "lr")  # deliberately not in sorted order
+TENSORS = ("W_E", "W_pos", "W_U")
+KINDS = ("ulp", "tiny", "small", "large", "nan", "inf", "digest")
+
+
+def perturb(x: float, kind: str, k: int) -> float:
+    if kind == "ulp":
+        return math.nextafter(x, math.inf)
+    if kind == "tiny":
+        return x * (1 + 1e-12 * (k + 1))
+    if kind == "small":
+        return x * (1 + 1e-6 * (k + 1))
+    if kind == "large":
+        return x * (1.5 + k)
+    if kind == "nan":
+        return math.nan
+    if kind == "inf":
+        return math.inf
+    return x
+
+
+@st.composite
+def pair_logs(draw: st.DrawFn) -> tuple[list[Step], list[Step]]:
+    """Two logs of a pair, b a copy of a that parts at some step, with gaps, extra steps,
+    duplicates, metrics one side lacks, shared NaNs, and per-tensor digests."""
+    shape = draw(st.sampled_from(["same", "same", "shorter", "much longer", "gaps"]))
+    n_a = draw(st.integers(1, 12))
+    skip_a = set(draw(st.lists(st.integers(0, 11), max_size=3)))
+    n_b, skip_b = n_a, set(skip_a)
+    if shape == "shorter":  # one side stopped early (crashed, interrupted)
+        n_b = draw(st.integers(0, n_a))
+    elif shape == "much longer":
+        n_b = draw(st.integers(20, 60))
+    elif shape == "gaps":  # each side skipped other steps
+        skip_b = set(draw(st.lists(st.integers(0, 11), max_size=3)))
+    if draw(st.booleans()):
+        n_a, n_b, skip_a, skip_b = n_b, n_a, skip_b, skip_a
+    seed = draw(st.integers(0, 2**32 - 1))
+    diverge_at = draw(st.none() | st.none() | st.integers(0, max(n_a, n_b, 1)))
+    kind = draw(st.sampled_from(KINDS))
+    which = draw(st.lists(st.sampled_from(METRICS), min_size=1, max_size=3, unique=True))
+    with_digests = kind == "digest" or draw(st.booleans())
+    nan_metric = draw(st.booleans())
+
+    def make(side: str, n: int, skip: set[int]) -> list[Step]:
+        out = []
+        for s in range(n):
+            if s in skip:
+                continue
+            values = np.random.default_rng((seed, s)).random(len(METRICS)) + 0.5
+            metrics = {m: float(v) for m, v in zip(METRICS, values, strict=True)}
+            tensors = {name: f"{name}-{s}" for name in TENSORS} if with_digests else None
+            if side == "b" and diverge_at is not None and s >= diverge_at:
+                k = s - diverge_at
+                if kind == "digest":
+                    if tensors:  # W_E parts first, every tensor from the next step on
+                        for name in TENSORS if k else ("W_E",):
+                            tensors[name] += "'"
+                else:
+                    for m in which:
+                        metrics[m] = perturb(metrics[m], kind, k)
+            if nan_metric and s % 3 == 0:
+                metrics["grad_norm"] = math.nan  # NaN on both sides: equal
+            if side == "a":
+                metrics["a_only"] = 1.0
+            elif s % 4 == 1:
+                del metrics["lr"]  # a metric one side lacks at some steps
+            out.append(step(s, tensors=tensors, **metrics))
+        return out
+
+    a, b = make("a", n_a, skip_a), make("b", n_b, skip_b)
+    for log in (a, b):  # duplicates, with other values: the first record of a step wins
+        for i in draw(st.lists(st.integers(0, max(len(log) - 1, 0)), max_size=3)):
+            if log:
+                src = log[min(i, len(log) - 1)]
+                log.insert(
+                    min(i + 1 + draw(st.integers(0, 3)), len(log)),
+                    Step(src.step, {m: 9.0 for m in src.metrics}, t=src.t),
+                )
+    return a, b
+
+
+@st.composite
+def pair_and_order(draw: st.DrawFn) -> tuple[list[Step], list[Step], list[str]]:
+    a, b = draw(pair_logs())
+    order = draw(st.permutations(["a"] * len(a) + ["b"] * len(b)))
+    return a, b, list(order)
+
+
+def feed_all(
+    a: Sequence[Step], b: Sequence[Step], order: Sequence[str], tol: float = 0.0
+) -> tuple[list[AlignedStep], PairAligner]:
+    """Feed each side's records in its own order, interleaved as `order` says."""
+    aligner = PairAligner(tol)
+    its = {"a": iter(a), "b": iter(b)}
+    got = [r for side in order if (r := aligner.feed(side, next(its[side]))) is not None]
+    return sorted(got, key=lambda s: s.step), aligner
+
+
+def row(s: AlignedStep) -> dict[str, Any]:
+    out = s.to_dict()
+    out["metric_equal"] = {n: d.equal for n, d in s.diffs.items()}
+    return out
+
+
+def normalised(summary: Summary, aligned: Sequence[AlignedStep]) -> dict[str, Any]:
+    """A summary as a dict, checked against the aligned steps it was made from."""
+    by_step = {s.step: s for s in aligned}
+    if summary.max_divergence_step is not None:
+        assert by_step[summary.max_divergence_step].divergence == summary.max_divergence
+    for name, m in summary.metric_max.items():
+        diff = by_step[m["step"]].diffs[name]
+        assert (diff.rel, diff.abs) == (m["rel"], m["abs"])
+        assert m["rel"] == max(s.diffs[name].rel for s in aligned if name in s.diffs)
+    return summary.to_dict()
+
+
+# --- PairAligner against compare_steps and the references -----------------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(pair_and_order(), st.sampled_from([0.0, 1e-9, 1e-3, 10.0]))
+def test_any_interleaving_matches_compare_steps(
+    case: tuple[list[Step], list[Step], list[str]], tol: float
+) -> None:
+    a, b, order = case
+    want_aligned, want = compare_steps(a, b, tol)
+    got_aligned, got = feed_all(a, b, order, tol)
+
+    assert [row(s) for s in got_aligned] == [row(s) for s in want_aligned]
+    fa, fb = first_by_step(a), first_by_step(b)
+    assert [s.step for s in got_aligned] == sorted(fa.keys() & fb.keys())  # never invented
+    assert got.unmatched() == want.unmatched() == (len(fa.keys() - fb), len(fb.keys() - fa))
+    assert got.duplicates == want.duplicates == {"a": len(a) - len(fa), "b": len(b) - len(fb)}
+
+    for complete in (True, False):
+        sg, sw = got.summary(complete), want.summary(complete)
+        assert normalised(sg, got_aligned) == normalised(sw, want_aligned)
+        assert sg.first_divergent_step == ref_first_divergent(a, b)
+        assert sg.verdict == ref_verdict(a, b, tol, complete)
+        assert sg.steps_compared == len(fa.keys() & fb.keys())
+        assert sg.steps_equal == sum(ref_step_equal(fa[s], fb[s]) for s in fa.keys() & fb.keys())
+        assert (sg.unmatched_a, sg.unmatched_b) == got.unmatched()
+        assert sg.headline().startswith(sg.verdict)
+        orjson.dumps(sg.to_dict())
+
+
+@FAST
+@given(pair_and_order())
+def test_aligned_rows_are_plain_json(case: tuple[list[Step], list[Step], list[str]]) -> None:
+    a, b, order = case
+    aligned, aligner = feed_all(a, b, order)
+    for s in aligned:
+        check_plain_json(s.to_dict())
+    check_plain_json(aligner.summary().to_dict())
+
+
+def test_unmatched_steps_are_counted_never_invented() -> None:
+    a = [step(s, train_loss=1.0) for s in (0, 1, 2, 3, 5)]
+    b = [step(s, train_loss=1.0) for s in (0, 2, 3, 4, 6, 7)]
+    aligned, aligner = feed_all(a, b, ["b"] * 6 + ["a"] * 5)
+    assert [s.step for s in aligned] == [0, 2, 3]
+    assert aligner.unmatched() == (2, 3)
+    summary = aligner.summary()
+    assert (summary.unmatched_a, summary.unmatched_b) == (2, 3)
+    assert summary.verdict == INCOMPLETE and not summary.complete
+    assert summary.reason == "steps logged by one run only: a 2, b 3"
+    assert summary.steps_compared == summary.steps_equal == 3
+
+
+def test_duplicates_counted_first_record_wins() -> None:
+    aligner = PairAligner()
+    assert aligner.feed("a", step(0, train_loss=1.0)) is None
+    assert aligner.feed("a", step(0, train_loss=2.0)) is None
+    got = aligner.feed("b", step(0, train_loss=1.0))
+    assert got is not None and got.equal
+    assert aligner.feed("b", step(0, train_loss=3.0)) is None
+    assert aligner.feed("a", step(0, train_loss=3.0)) is None
+    assert aligner.duplicates == {"a": 2, "b": 1}
+    assert aligner.steps_compared == 1
+    _, whole = compare_steps(
+        [step(0, train_loss=1.0), step(0, train_loss=2.0), step(0, train_loss=3.0)],
+        [step(0, train_loss=1.0), step(0, train_loss=3.0)],
+    )
+    assert whole.duplicates == {"a": 2, "b": 1}
+    assert whole.summary().verdict == IDENTICAL
+
+
+def run_pair(kind: str, n: int = 10, at: int = 2) -> tuple[list[Step], list[Step]]:
+    """Two runs like the design's measurement: bitwise equal at steps < at, then apart."""
+    a, b = [], []
+    for s in range(n):
+        loss, acc = 4.7 / (s + 1), s / n
+        tensors = {name: f"{name}{s}" for name in TENSORS}
+        a.append(step(s, tensors=tensors, train_loss=loss, test_loss=loss + 0.1, train_acc=acc))
+        tb = dict(tensors)
+        lb = loss
+        if s >= at:
+            for name in TENSORS if s > at else ("W_E",):
+                tb[name] += "x"
+            if kind != "digest-only-first" or s > at:
+                lb = loss * (1 + 6e-10 * 10 ** (s - at))
+        b.append(step(s, tensors=tb, train_loss=lb, test_loss=loss + 0.1, train_acc=acc))
+    return a, b
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_per_tensor_digests_name_the_tensor_that_parted_first(reverse: bool) -> None:
+    a, b = run_pair("digest-only-first")
+    order = ["a"] * 10 + ["b"] * 10
+    if reverse:
+        a, b = a[::-1], b[::-1]
+    _, aligner = feed_all(a, b, order)
+    summary = aligner.summary()
+    assert summary.first_divergent_step == 2
+    assert summary.first_divergent_metrics == []  # only the digests differ at step 2
+    assert summary.first_digest_step == 2
+    assert summary.first_tensors == ["W_E"]
+    assert summary.verdict == DIVERGED
+    assert "W_E" in summary.headline() and "first divergent step 2" in summary.headline()
+    _, whole = compare_steps(a, b)
+    assert whole.summary().first_tensors == ["W_E"]
+
+
+def test_first_divergent_metrics_named() -> None:
+    a, b = run_pair("metrics")
+    _, aligner = compare_steps(a, b, tolerance=1e-3)
+    s = aligner.summary()
+    assert s.first_divergent_step == 2 and s.first_divergent_metrics == ["train_loss"]
+    assert s.first_tensors == ["W_E"]
+    assert s.max_divergence_step == 9 and s.verdict == DIVERGED
+    assert s.metric_max["train_loss"]["step"] == 9
+    assert s.metric_max["test_loss"]["rel"] == 0.0
+
+
+# --- verdicts --------------------------------------------------------------------------------
+
+
+def logs(values_b: Sequence[float], values_a: Sequence[float] | None = None) -> tuple[list, list]:
+    values_a = values_a if values_a is not None else [1.0 + i for i in range(len(values_b))]
+    a = [step(i, train_loss=v) for i, v in enumerate(values_a)]
+    b = [step(i, train_loss=v) for i, v in enumerate(values_b)]
+    return a, b
+
+
+@pytest.mark.parametrize("tol", [0.0, 1e-6])
+def test_verdict_identical(tol: float) -> None:
+    a, b = logs([1.0, 2.0, math.nan])
+    a[2] = step(2, train_loss=math.nan)
+    s = compare_steps(a, b, tol)[1].summary()
+    assert s.verdict == IDENTICAL
+    assert s.headline() == "IDENTICAL: 3 steps bitwise equal"
+    assert s.first_divergent_step is None and s.max_divergence == 0.0
+
+
+def test_verdict_tolerance_zero_is_bitwise() -> None:
+    a, b = logs([1.0, math.nextafter(2.0, 3.0)])
+    assert compare_steps(a, b, 0.0)[1].summary().verdict == DIVERGED
+    assert compare_steps(a, b, 1e-15)[1].summary().verdict == CLOSE
+    assert compare_steps(a, b, 1e-17)[1].summary().verdict == DIVERGED
+
+
+def test_verdict_close_is_inclusive_of_the_tolerance() -> None:
+    a, b = logs([1.0, 1.5], [1.0, 2.0])
+    rel = 0.5 / 2.0
+    assert compare_steps(a, b, rel)[1].summary().verdict == CLOSE
+    assert compare_steps(a, b, math.nextafter(rel, 0.0))[1].summary().verdict == DIVERGED
+    s = compare_steps(a, b, rel)[1].summary()
+    assert s.first_divergent_step == 1 and s.max_divergence == rel and s.max_divergence_step == 1
+    assert s.headline().startswith("CLOSE: first divergent step 1 (train_loss)")
+
+
+def test_verdict_signed_zero_with_tolerance_is_close() -> None:
+    a, b = logs([0.0], [-0.0])
+    assert compare_steps(a, b, 0.0)[1].summary().verdict == DIVERGED
+    assert compare_steps(a, b, 1e-9)[1].summary().verdict == CLOSE
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_verdict_nonfinite_on_one_side_diverges_at_any_tolerance(bad: float) -> None:
+    a, b = logs([1.0, bad])
+    s = compare_steps(a, b, 1e6)[1].summary()
+    assert s.verdict == DIVERGED and s.max_divergence == math.inf
+    check_plain_json(s.to_dict())
+
+
+def test_verdict_incomplete() -> None:
+    a, b = logs([1.0, 2.0])
+    aligner = compare_steps(a, b)[1]
+    s = aligner.summary(complete=False, reason="run b exited with 1")
+    assert s.verdict == INCOMPLETE and not s.complete
+    assert s.headline().endswith("[run b exited with 1]")
+    a, b = logs([1.0, 2.5])
+    assert compare_steps(a, b)[1].summary(complete=False).verdict == DIVERGED
+    a, b = logs([1.0, 2.0 + 1e-9])
+    assert compare_steps(a, b, 1e-6)[1].summary(complete=False).verdict == INCOMPLETE
+
+
+def test_verdict_no_shared_steps() -> None:
+    s = PairAligner().summary()
+    assert s.verdict == INCOMPLETE
+    assert s.headline() == "INCOMPLETE: no step logged by both runs"
+    aligner = PairAligner()
+    aligner.feed("a", step(0, train_loss=1.0))
+    aligner.feed("b", step(1, train_loss=1.0))
+    assert aligner.summary().verdict == INCOMPLETE
+
+
+@pytest.mark.parametrize(
+    ("args", "want"),
+    [
+        ((0, 0, 0.0, 0.0, True), INCOMPLETE),
+        ((3, 3, 0.0, 0.0, True), IDENTICAL),
+        ((3, 2, 0.0, 0.0, True), DIVERGED),
+        ((3, 2, 1e-9, 1e-6, True), CLOSE),
+        ((3, 2, 1e-9, 1e-6, False), INCOMPLETE),
+        ((3, 2, 1e-3, 1e-6, False), DIVERGED),
+        ((3, 3, 0.0, 1e-6, False), INCOMPLETE),
+        ((3, 2, math.nan, 1.0, True), DIVERGED),
+    ],
+)
+def test_verdict_function(args: tuple[Any, ...], want: str) -> None:
+    assert verdict(*args) == want
+
+
+@pytest.mark.parametrize("tol", [-1e-9, math.nan])
+def test_bad_tolerance(tol: float) -> None:
+    with pytest.raises(ValueError):
+        PairAligner(tol)
+
+
+def test_running_summary_ignores_steps_not_reached_yet() -> None:
+    aligner = PairAligner()
+    for s in range(10):
+        aligner.feed("a", step(s, train_loss=1.0 / (s + 1)))
+    for s in range(4):
+        aligner.feed("b", step(s, train_loss=1.0 / (s + 1)))
+    running = aligner.summary(running=True)
+    assert running.verdict == IDENTICAL and running.complete
+    assert (running.unmatched_a, running.unmatched_b) == (0, 0) and running.reason is None
+    final = aligner.summary()
+    assert final.verdict == INCOMPLETE and (final.unmatched_a, final.unmatched_b) == (6, 0)
+    aligner.feed("b", step(4, train_loss=0.3))
+    assert aligner.summary(running=True).verdict == DIVERGED
+
+
+# --- to_dict ---------------------------------------------------------------------------------
+
+
+def check_plain_json(obj: dict[str, Any]) -> dict[str, Any]:
+    """orjson can write it, and a plain json loader reads it back without NaN/Infinity tokens."""
+    text = orjson.dumps(obj)
+
+    def no_constant(token: str) -> Any:
+        raise AssertionError(f"bare {token} token")
+
+    back = json.loads(text.decode(), parse_constant=no_constant)
+    assert back == obj
+    return back
+
+
+def test_aligned_row_columns() -> None:
+    a = step(3, t=1.5, tensors={"W_E": "1"}, loss=1.0, acc=math.nan, lr=math.inf, only_a=2.0)
+    b = step(3, t=1.75, tensors={"W_E": "2"}, loss=math.nextafter(1.0, 2.0), acc=0.5, lr=-math.inf)
+    s = align_step(a, b)
+    r = check_plain_json(s.to_dict())
+    assert r["step"] == 3 and r["equal"] is False and r["digest_equal"] is False
+    assert r["tensors_differ"] == ["W_E"]
+    assert r["divergence"] == "Infinity"
+    assert (r["t_a"], r["t_b"]) == (1.5, 1.75)
+    assert r["loss_a"] == 1.0 and r["loss_b"] == math.nextafter(1.0, 2.0)
+    assert r["loss_ulps"] == 1 and r["loss_abs"] == 2.0**-52
+    assert r["acc_a"] == "NaN" and r["acc_rel"] == "Infinity" and r["acc_ulps"] == -1
+    assert r["lr_a"] == "Infinity" and r["lr_b"] == "-Infinity"
+    assert r["lr_ulps"] == 2 * bits(math.inf)  # beyond int64, still plain JSON
+    assert not any(k.startswith("only_a") for k in r)
+    for m in ("loss", "acc", "lr"):
+        assert {f"{m}_{c}" for c in ("a", "b", "abs", "rel", "ulps")} <= r.keys()
+
+
+def test_summary_to_dict_is_plain_json() -> None:
+    a, b = logs([1.0, math.nan])
+    s = compare_steps(a, b)[1].summary()
+    d = check_plain_json(s.to_dict())
+    assert d["verdict"] == DIVERGED and d["max_divergence"] == "Infinity"
+    assert d["metric_max"]["train_loss"] == {"rel": "Infinity", "abs": "Infinity", "step": 1}
+
+
+# --- bugs found and fixed: kept as regression tests ---------------------------------------
+
+
+def test_per_tensor_digests_alone_make_a_step_divergent() -> None:
+    a = [Step(0, {"loss": 1.0}, digests={"W_E": "1"}), Step(1, {"loss": 1.0}, digests={"W_E": "1"})]
+    b = [Step(0, {"loss": 1.0}, digests={"W_E": "1"}), Step(1, {"loss": 1.0}, digests={"W_E": "2"})]
+    s = compare_steps(a, b)[1].summary()
+    assert s.first_tensors == ["W_E"]  # holds today
+    assert s.first_divergent_step == 1
+    assert s.verdict == DIVERGED
+
+
+def test_max_divergence_step_independent_of_feed_order() -> None:
+    a = [step(s, loss=1.0) for s in range(4)]
+    b = [step(0, loss=1.0), step(1, loss=math.nan), step(2, loss=1.0), step(3, loss=math.nan)]
+    want = compare_steps(a, b)[1].summary()
+    assert want.max_divergence_step == 1
+    got = feed_all(a[::-1], b[::-1], ["a"] * 4 + ["b"] * 4)[1].summary()
+    assert got.max_divergence_step == want.max_divergence_step
+
+
+def test_metric_max_independent_of_feed_order() -> None:
+    a = [step(s, loss=1.0) for s in range(3)]
+    b = [step(s, loss=1.0) for s in range(3)]
+    want = compare_steps(a, b)[1].summary()
+    got = feed_all(a[::-1], b[::-1], ["a"] * 3 + ["b"] * 3)[1].summary()
+    assert got.metric_max == want.metric_max
+
+
+def test_first_divergent_metrics_same_order_live_and_whole() -> None:
+    a = [step(0, train_loss=1.0, test_loss=2.0)]
+    b = [step(0, train_loss=1.5, test_loss=2.5)]
+    live = feed_all(a, b, ["a", "b"])[1].summary()
+    whole = compare_steps(a, b)[1].summary()
+    assert live.first_divergent_metrics == whole.first_divergent_metrics
+    assert live.headline() == whole.headline()
+
+
+def test_running_summary_still_counts_skipped_steps() -> None:
+    aligner = PairAligner()
+    for s in (0, 1, 2, 3):
+        aligner.feed("a", step(s, loss=1.0))
+    for s in (0, 2, 3):  # b skipped step 1 and is already at 3
+        aligner.feed("b", step(s, loss=1.0))
+    s = aligner.summary(running=True)
+    assert s.unmatched_a == 1
+    assert s.verdict == INCOMPLETE
