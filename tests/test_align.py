@@ -55,12 +55,14 @@ def same(x: float, y: float) -> bool:
 
 def ref_ulps(x: float, y: float) -> int:
     """ULP distance from the sign-magnitude bit patterns: same sign -> difference of magnitudes,
-    opposite signs -> sum of magnitudes (so -0.0 and 0.0 are the same point). -1 for NaN vs not."""
+    opposite signs -> sum of magnitudes; -0.0 and 0.0 differ bitwise, so they count as 1 apart.
+    -1 for NaN vs not."""
     if math.isnan(x) or math.isnan(y):
         return 0 if math.isnan(x) and math.isnan(y) else -1
     bx, by = bits(x), bits(y)
     mx, my = bx & MASK, by & MASK
-    return abs(mx - my) if (bx >> 63) == (by >> 63) else mx + my
+    dist = abs(mx - my) if (bx >> 63) == (by >> 63) else mx + my
+    return 1 if dist == 0 and bx != by else dist
 
 
 def ref_rel(x: float, y: float) -> float:

@@ -243,6 +243,7 @@ class PairSession:
         for side in self.sides:
             if side not in exited:
                 queue.put_nowait(Exited(side, None, "failed"))
+
     _stop_task: asyncio.Task[None] | None = None
 
     def _handle(self, event: SourceEvent) -> None:

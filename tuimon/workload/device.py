@@ -12,7 +12,7 @@ import torch
 
 from tuimon.cli import UsageError
 
-_NAME = re.compile(r"cpu|mps|cuda(?::(\d+))?")
+_NAME = re.compile(r"cpu|mps(?::0)?|cuda(?::\d+)?")
 
 
 def available_devices() -> list[str]:
@@ -34,7 +34,7 @@ def resolve_device(name: str) -> torch.device:
             f"device {name!r} is not a device name (use cpu, cuda, cuda:N or mps; "
             f"available here: {', '.join(available)})"
         )
-    resolved = "cuda:0" if match[0] == "cuda" else match[0]
+    resolved = {"cuda": "cuda:0", "mps:0": "mps"}.get(match[0], match[0])
     if resolved not in available:
         raise UsageError(
             f"device {name!r} is not available here (available: {', '.join(available)})"

@@ -1,7 +1,8 @@
 """The one-layer transformer of Nanda et al. (2023), "Progress measures for grokking".
 
 No LayerNorm, ReLU MLP, causal attention; logits are read at the last position and cover the
-p answer classes. Parameter names, shapes and initialisation follow the paper's code.
+p answer classes. Parameter names, shapes, draw order and initialisation follow the paper's
+code, except W_U: (d_model, p) here, where the paper's has p + 1 columns and drops the last logit.
 """
 
 from __future__ import annotations
@@ -58,7 +59,10 @@ class Transformer(nn.Module):
         query, MLP and unembedding at the last one (which, under the causal mask, attends to
         all three positions, so no mask is needed).
         """
-        resid = self.W_E[:, x].permute(1, 2, 0) + self.W_pos  # (batch, pos, d_model)
+        # The residual stream, (batch, pos, d_model) contiguous. The layout matters beyond
+        # speed: the backward of the gather then adds rows of samples into W_E's columns, which
+        # is not deterministic on CPU with more than one thread (see DESIGN.md).
+        resid = self.W_E[:, x].permute(1, 2, 0).contiguous() + self.W_pos
         last = resid[:, -1]
         q = last @ self.W_Q.flatten(0, 1).T
         k = resid @ self.W_K.flatten(0, 1).T

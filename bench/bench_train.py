@@ -1,0 +1,125 @@
+"""How much does `tuimon train` cost over a plain training loop of the same model?
+
+Times, in one process and one run, N full-batch steps of:
+  (a) a plain loop: forward, float64 cross-entropy, backward, AdamW; no eval, digest or log;
+  (b) the real `tuimon train` loop (test evaluation every step, digests, the step log);
+  (c) the plain loop plus a test evaluation every step (so b/c is the cost of logging alone);
+  (d) `tuimon train --eval-every N` (test evaluated at the first and last step only);
+and, alone, the parameter digest and the test evaluation. Every case is timed step by step
+(tuimon's steps from the `t` of its log records) and the cases are interleaved, so the median
+and the minimum of a step are both shown: on a shared machine the minimum is the steadier one.
+Prints; never asserts.
+
+    python bench/bench_train.py [--p 113] [--steps 30] [--threads N] [--repeats 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+import orjson
+import torch
+import torch.nn.functional as F
+
+from tuimon.workload import loop
+from tuimon.workload.options import BETAS, Settings, lr_at
+from tuimon.workload.train import run_settings
+
+
+def plain(s: Settings, evaluate: bool) -> list[float]:
+    """The loop anyone would write, no digest and no log (no test eval unless asked): the
+    seconds of each step."""
+    model, data = loop.build(s, torch.device("cpu"))
+    opt = torch.optim.AdamW(model.parameters(), lr=s.lr, betas=BETAS, weight_decay=s.weight_decay)
+    times = []
+    for k in range(s.steps):
+        start = time.perf_counter()
+        loss = F.cross_entropy(model(data.train_x).double(), data.train_y)
+        loss.item()
+        if evaluate:
+            loop.evaluate(model, data.test_x, data.test_y, torch.float64)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        for group in opt.param_groups:
+            group["lr"] = lr_at(k, s.lr, s.warmup)
+        opt.step()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def tuimon(s: Settings) -> list[float]:
+    """The real `tuimon train` loop, its log in a temporary file: the seconds between records."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log = os.path.join(tmp, "log.jsonl")
+        code = run_settings(replace(s, log=log), argv=["bench"])
+        assert code == 0, "tuimon train failed"
+        with open(log, "rb") as fh:
+            clock = [r["t"] for r in map(orjson.loads, fh) if r["type"] == "step"]
+    return [b - a for a, b in itertools.pairwise(clock)]
+
+
+def alone(s: Settings) -> tuple[list[float], list[float]]:
+    """Seconds of each call of the parameter digest, and of one test evaluation, alone."""
+    model, data = loop.build(s, torch.device("cpu"))
+    digests, evals = [], []
+    for _ in range(max(3, s.steps // 3)):
+        start = time.perf_counter()
+        loop.param_digests(model)
+        middle = time.perf_counter()
+        loop.evaluate(model, data.test_x, data.test_y, torch.float64)
+        digests.append(middle - start)
+        evals.append(time.perf_counter() - middle)
+    return digests, evals
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--p", type=int, default=113)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--repeats", type=int, default=2, help="runs of each case (default 2)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    s = Settings(p=args.p, steps=args.steps, threads=args.threads, time_only=True)
+    cases: dict[str, Callable[[], list[float]]] = {
+        "(a) plain loop, train only": lambda: plain(s, evaluate=False),
+        "(b) tuimon train": lambda: tuimon(s),
+        "(c) plain loop + test eval every step": lambda: plain(s, evaluate=True),
+        f"(d) tuimon train --eval-every {s.steps}": lambda: tuimon(replace(s, eval_every=s.steps)),
+    }
+    steps: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(args.repeats):  # interleaved, so drifting load hits every case alike
+        for name, case in cases.items():
+            steps[name] += case()[2:]  # the first steps warm up allocators and thread pools
+    digest, evaluation = alone(s)
+    print(
+        f"tuimon train benchmark: p={s.p} (n_train {s.n_train}, n_test {s.n_test}), "
+        f"{s.steps} steps x {args.repeats}, {torch.get_num_threads()} threads, "
+        f"torch {torch.__version__}"
+    )
+    base = {"median": statistics.median(steps["(a) plain loop, train only"])}
+    base["min"] = min(steps["(a) plain loop, train only"])
+    print(f"{'seconds per step':42s} {'median':>8s} {'vs (a)':>7s} {'min':>8s} {'vs (a)':>7s}")
+    rows = {**steps, "digest alone": digest, "test evaluation alone": evaluation}
+    for name, times in rows.items():
+        med, low = statistics.median(times), min(times)
+        print(
+            f"{name:42s} {med:8.4f} {med / base['median']:7.2f} {low:8.4f} {low / base['min']:7.2f}"
+        )
+    b, c = steps["(b) tuimon train"], steps["(c) plain loop + test eval every step"]
+    print(
+        f"{'logging + digests alone, (b) / (c)':42s} {'':8s} "
+        f"{statistics.median(b) / statistics.median(c):7.2f} {'':8s} {min(b) / min(c):7.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

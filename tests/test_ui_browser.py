@@ -1,0 +1,181 @@
+"""The browser of past pairs over a store written by the test (three pairs and a damaged one)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+from tuimon.ui.app import TuimonApp
+from tuimon.ui.browser import BrowserScreen, PairTable
+from tuimon.ui.demo import DEMO_PAIRS, write_demo_pair, write_demo_store
+from tuimon.ui.modals import ConfirmScreen
+from tuimon.ui.pair_screen import PairScreen
+
+SIZE = (120, 40)
+NAMES = DEMO_PAIRS
+
+
+async def wait_for(pilot: Pilot, ready: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Let the app run until `ready()` holds."""
+    for _ in range(int(timeout / 0.05)):
+        if ready():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("the app did not get there in time")
+
+
+def rows(screen: BrowserScreen) -> list[list[str]]:
+    """The table's rows as plain text."""
+    table = screen.query_one(PairTable)
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def names(screen: BrowserScreen) -> list[str]:
+    """The pair names of the rows shown."""
+    return [row[-1].split(" ")[0] for row in rows(screen)]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    """A store with three pairs and a damaged one."""
+    return write_demo_store(tmp_path / "store")
+
+
+async def loaded(pilot: Pilot, app: TuimonApp) -> BrowserScreen:
+    """The browser once the store has been read."""
+    await wait_for(pilot, lambda: isinstance(app.screen, BrowserScreen) and bool(app.screen.pairs))
+    assert isinstance(app.screen, BrowserScreen)
+    return app.screen
+
+
+async def test_lists_pairs_newest_first_with_damaged_ones(store: Path) -> None:
+    app = TuimonApp(store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await loaded(pilot, app)
+        table = rows(screen)
+        assert [r[-1] for r in table[:3]] == [f"{NAMES[0]} (failed)", *NAMES[1:]]
+        assert [r[4] for r in table] == ["DIVERGED", "IDENTICAL", "DIVERGED", "DAMAGED"]
+        assert table[0][1:4] == ["2", "cuda vs cpu", "40"]
+        assert table[0][5] == "10" and table[2][5] == "2" and table[1][5] == "–"
+        assert table[1][6] == "0"
+        assert "pair.json is not valid JSON" in table[3][-1]
+        assert "4 of 4 pairs" in str(screen.query_one("#browser-status").render())
+
+
+async def test_keys_move_open_and_go_back(store: Path) -> None:
+    app = TuimonApp(store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await loaded(pilot, app)
+        cursor = screen.query_one(PairTable)
+        await pilot.press("j", "j")
+        assert cursor.cursor_row == 2
+        await pilot.press("k")
+        assert cursor.cursor_row == 1
+        await pilot.press("j", "enter")
+        assert isinstance(app.screen, PairScreen)
+        view = app.screen
+        await wait_for(pilot, lambda: view.saved is not None)
+        await pilot.pause()
+        assert view.mode == "static"
+        assert str(view.query_one("#first-divergence").render()).startswith(
+            "first divergence: step 2 (train_loss"
+        )
+        assert str(view.query_one("#verdict").render()) == "verdict: DIVERGED"
+        assert len(view.pane("a").buffer) == 42  # header, 40 steps, end
+        await pilot.press("g")
+        assert not view.follow
+        await pilot.press("escape")
+        assert app.screen is screen
+        # the damaged pair opens to an error, never a crash
+        await pilot.press("j", "enter")
+        await pilot.pause(0.3)
+        assert app.is_running
+        await pilot.press("escape")
+        await pilot.press("q")
+    assert app.return_code == 0
+
+
+async def test_filter_narrows_and_escape_clears(store: Path) -> None:
+    app = TuimonApp(store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await loaded(pilot, app)
+        await pilot.press("slash")
+        assert screen.query_one("#filter", Input).has_focus
+        await pilot.press(*"mps")
+        assert names(screen) == [NAMES[1]]
+        await pilot.press("enter")
+        assert screen.query_one(PairTable).has_focus
+        await pilot.press("escape")
+        assert len(rows(screen)) == 4
+        await pilot.press("slash", *"damaged")
+        assert len(rows(screen)) == 1
+        await pilot.press("escape", "slash", *"seed", "space", "2")
+        assert names(screen) == [NAMES[0]]
+
+
+async def test_delete_asks_first(store: Path) -> None:
+    app = TuimonApp(store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await loaded(pilot, app)
+        await pilot.press("j", "d")
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+        assert (store / NAMES[1]).is_dir()
+        await pilot.press("d", "y")
+        await pilot.pause()
+        assert not (store / NAMES[1]).exists()
+        assert names(screen)[:2] == [NAMES[0], NAMES[2]]
+
+
+async def test_mouse_and_replay(store: Path) -> None:
+    app = TuimonApp(store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await loaded(pilot, app)
+        table = screen.query_one(PairTable)
+        await pilot.click(PairTable, offset=(5, 3))  # header row, then rows 0, 1, 2
+        assert table.cursor_row == 2
+        await pilot.click(PairTable, offset=(5, 3))  # a click on the selected row opens it
+        assert isinstance(app.screen, PairScreen)
+        await pilot.press("escape")
+        await pilot.press("r")
+        assert isinstance(app.screen, PairScreen)
+        view = app.screen
+        assert view.mode == "replay"
+        await pilot.press("space")
+        assert view.session is not None and view.session.source.paused
+        await pilot.press("escape")
+        assert app.screen is screen
+
+
+async def test_empty_store(tmp_path: Path) -> None:
+    app = TuimonApp(store=tmp_path / "nothing")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        screen = app.screen
+        assert isinstance(screen, BrowserScreen)
+        assert "No pairs in" in str(screen.query_one("#browser-status").render())
+        await pilot.press("enter", "d", "r")
+        assert app.screen is screen
+
+
+async def test_saved_pair_jump_reads_the_lines_around_the_first_divergence(tmp_path: Path) -> None:
+    path = write_demo_pair(tmp_path / "store", "long", steps=400, diverge=10)
+    app = TuimonApp(store=tmp_path / "store")
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, app)
+        view = PairScreen(saved=path, can_go_back=True, max_lines=100)
+        await app.push_screen(view)
+        await wait_for(pilot, lambda: view.saved is not None)
+        assert view.pane("a").buffer.index_of(10) is None  # only the last 100 lines are kept
+        await pilot.press("g")
+        await wait_for(pilot, lambda: view.pane("a").buffer.index_of(10) is not None)
+        await pilot.pause()
+        for side in ("a", "b"):
+            pane = view.pane(side)
+            index = pane.buffer.index_of(10)
+            assert pane.scroll_y <= index < pane.scroll_y + pane.size.height - 1
+            assert len(pane.buffer) <= 100

@@ -1,0 +1,331 @@
+"""The pair view driven by the real engine: replays of small logs and live fake trainers."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from textual.pilot import Pilot
+from textual.widgets import ContentSwitcher, DataTable
+
+from tuimon.replay import ReplaySource, replay_session, resolve_logs
+from tuimon.runner import RunSpec
+from tuimon.session import Batch, LiveSource, PairOptions, PairSession, SideState
+from tuimon.store import PairWriter
+from tuimon.ui.app import TuimonApp, terminate_leftovers
+from tuimon.ui.chart import LossChart
+from tuimon.ui.commands import ScreenActions
+from tuimon.ui.demo import write_demo
+from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen
+from tuimon.ui.model import env_rows
+from tuimon.ui.pair_screen import PairScreen
+from tuimon.ui.panes import SideHeader, StepPane
+
+SIZE = (120, 40)
+MARKUP = "[bold red]boom[/] [@click=app.quit]x[/]"
+ANSI = "\x1b[31mred alert\x1b[0m"
+
+TRAINER = r"""
+import json, sys, time
+side, steps, diverge, delay = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+header = {"type": "header", "format": "tuimon.steplog/1", "run": {"side": side},
+          "hyper": {"steps": steps}, "env": {"device": "cpu", "threads": 1 if side == "a" else 2}}
+print(json.dumps(header), flush=True)
+for step in range(steps):
+    loss = 1.0 / (step + 1)
+    if side == "b" and step >= diverge:
+        loss *= 1 + 1e-6
+    print(json.dumps({"type": "step", "step": step, "train_loss": loss, "test_loss": 2 * loss}),
+          flush=True)
+    if step == 1:
+        print("[bold red]boom[/] from " + side, flush=True)
+        print("warning on stderr " + side, file=sys.stderr, flush=True)
+    time.sleep(delay)
+print(json.dumps({"type": "end", "status": "ok", "steps": steps}), flush=True)
+"""
+
+
+async def wait_for(pilot: Pilot, ready: Callable[[], bool], timeout: float = 15.0) -> None:
+    """Let the app run until `ready()` holds."""
+    for _ in range(int(timeout / 0.05)):
+        if ready():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("the app did not get there in time")
+
+
+def pair_screen(app: TuimonApp) -> PairScreen:
+    """The pair view (under any modal)."""
+    return next(s for s in app.screen_stack if isinstance(s, PairScreen))
+
+
+def pane_lines(screen: PairScreen, side: str) -> list[str]:
+    """Every kept line of a pane, as plain text."""
+    pane = screen.pane(side)
+    return [pane.line_text(i).plain for i in range(len(pane.buffer))]
+
+
+def replay_app(
+    tmp_path: Path, *, steps: int = 40, diverge: int | None = 2, speed: float = 1e6
+) -> TuimonApp:
+    """An app replaying two demo logs; run b prints markup and an ANSI sequence at step 5."""
+    a, b = write_demo(
+        tmp_path / "logs", steps=steps, diverge=diverge, extra={"b": [(5, MARKUP), (5, ANSI)]}
+    )
+    logs = resolve_logs([str(a), str(b)])
+    return TuimonApp(
+        store=tmp_path / "store",
+        make_session=lambda on_batch: replay_session(logs, speed=speed, on_batch=on_batch),
+        replay=True,
+    )
+
+
+def live_app(tmp_path: Path, *, steps: int, delay: float, diverge: int = 3) -> TuimonApp:
+    """An app running two fake trainers that part at `diverge`, saving into tmp_path/store."""
+
+    def make(on_batch: Callable[[Batch], None]) -> PairSession:
+        specs = tuple(
+            RunSpec(
+                side,
+                "cpu",
+                argv=(sys.executable, "-c", TRAINER, side, str(steps), str(diverge), str(delay)),
+            )
+            for side in ("a", "b")
+        )
+        sides = tuple(SideState(side, "cpu", f"fake trainer {side}") for side in ("a", "b"))
+        writer = PairWriter.create(tmp_path / "store", seed=0, devices=("cpu", "cpu"))
+        return PairSession(
+            LiveSource(specs, grace=2.0),
+            sides,
+            options=PairOptions(),
+            writer=writer,
+            on_batch=on_batch,
+        )
+
+    return TuimonApp(store=tmp_path / "store", make_session=make)
+
+
+async def test_finished_replay_shows_both_runs_and_where_they_part(tmp_path: Path) -> None:
+    app = replay_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = pair_screen(app)
+        await wait_for(pilot, lambda: screen.model.done)
+        await pilot.pause()
+        first = screen.query_one("#first-divergence").render()
+        assert str(first) == (
+            "first divergence: step 2 (train_loss, test_loss, train_acc) · tensors: W_E"
+        )
+        assert str(screen.query_one("#verdict").render()) == "verdict: DIVERGED"
+        assert screen.query_one("#verdict").has_class("verdict-diverged")
+        for side in ("a", "b"):
+            header = screen.query_one(f"#header-{side}", SideHeader)
+            assert header.status_text == "finished · step 39/39 · exit 0"
+        lines_b = pane_lines(screen, "b")
+        # untrusted text is shown literally, escapes made visible; the app did not quit
+        assert MARKUP in lines_b
+        assert "^[[31mred alert^[[0m" in lines_b
+        assert app.is_running
+        # step 0 and 1 are equal; from step 2 on the differing digits are highlighted
+        pane = screen.pane("a")
+        diff_style = pane.get_component_rich_style("step-pane--diff")
+        spans = {
+            step: [
+                s for s in pane.line_text(pane.buffer.index_of(step)).spans if s.style == diff_style
+            ]
+            for step in (1, 2, 30)
+        }
+        assert spans[1] == [] and spans[2] and spans[30]
+        assert pane_lines(screen, "a")[pane.buffer.index_of(2)].startswith("▶")
+        assert str(screen.query_one("#message").render()) == "replay finished"
+
+
+async def test_metric_curves_env_and_palette(tmp_path: Path) -> None:
+    app = replay_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = pair_screen(app)
+        await wait_for(pilot, lambda: screen.model.done)
+        assert screen.series == "divergence"
+        await pilot.press("m")
+        assert screen.series == "train_loss"
+        assert "train_loss (m)" in str(screen.query_one("#spark-legend").render())
+        for _ in range(len(screen.model.series_names()) - 1):
+            await pilot.press("m")
+        assert screen.series == "divergence"
+
+        pane = screen.pane("a")
+        narrow = pane.line_text(pane.buffer.index_of(2)).plain
+        assert "…" in narrow  # 1e-10 apart: more digits than fit, flagged
+        await pilot.press("w")
+        wide = pane.line_text(pane.buffer.index_of(2)).plain
+        assert pane.wide and "…" not in wide and len(wide) > len(narrow)
+        await pilot.press("w")
+        assert not pane.wide
+
+        await pilot.press("c")
+        assert screen.query_one("#views", ContentSwitcher).current == "curves"
+        chart = screen.query_one("#chart-0", LossChart)
+        assert chart.metric == "train_loss" and set(chart.curves) == {"a", "b"}
+        assert "A = B" in str(chart.render())
+        await pilot.press("c")
+        assert screen.query_one("#views", ContentSwitcher).current == "panes"
+
+        await pilot.press("e")
+        assert isinstance(app.screen, EnvDiffScreen)
+        table = app.screen.query_one(DataTable)
+        keys = [str(table.get_row_at(i)[0]).strip("≠ ") for i in range(table.row_count)]
+        assert keys == ["env.env_vars.OMP_NUM_THREADS", "env.threads"]
+        await pilot.press("a")
+        assert table.row_count > 2
+        await pilot.press("escape")
+        assert app.screen is screen
+
+        provider = ScreenActions(screen)
+        await provider._wait_init()
+        found = [hit.text async for hit in provider.discover()]
+        assert {
+            "Follow",
+            "First div.",
+            "Metric",
+            "Curves",
+            "Env",
+            "Folder",
+            "Digits",
+            "Quit",
+        } <= set(found)
+        assert "Pause" not in found  # replay keys are gone once the replay is over
+        assert "Focus Next" not in found  # only tuimon's own actions
+
+
+async def test_replay_keys_pause_speed_and_jump(tmp_path: Path) -> None:
+    app = replay_app(tmp_path, steps=400, diverge=120, speed=20)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = pair_screen(app)
+        await wait_for(pilot, lambda: screen.model.aligned_count > 3)
+        source = screen.session.source
+        assert isinstance(source, ReplaySource)
+        await pilot.press("space")
+        assert source.paused and "paused" in screen.sub_title
+        await pilot.press("space")
+        assert not source.paused
+        await pilot.press("plus")
+        assert source.speed == 40
+        await pilot.press("minus", "minus")
+        assert source.speed == 10
+        assert screen.model.first is None
+        await pilot.press("g")  # not reached yet: the replay fast-forwards to it and pauses
+        await wait_for(pilot, lambda: screen.pending_jump is None and source.paused)
+        assert screen.model.first is not None and screen.model.first.step == 120
+        assert not screen.follow
+        await pilot.pause()
+        for side in ("a", "b"):
+            pane = screen.pane(side)
+            index = pane.buffer.index_of(120)
+            assert index is not None
+            assert pane.scroll_y <= index < pane.scroll_y + pane.size.height - 1
+        await pilot.press("f")
+        assert screen.follow
+        await pilot.press("q")
+    assert app.return_code == 0
+
+
+async def test_live_pair_is_saved_and_says_where(tmp_path: Path) -> None:
+    app = live_app(tmp_path, steps=12, delay=0.005)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = pair_screen(app)
+        await wait_for(pilot, lambda: screen.model.done)
+        await pilot.pause()
+        [saved] = (tmp_path / "store").iterdir()
+        assert (saved / "pair.json").is_file()
+        assert str(screen.query_one("#message").render()) == f"saved to {saved}"
+        assert "first divergence: step 3 (train_loss, test_loss)" in str(
+            screen.query_one("#first-divergence").render()
+        )
+        for side in ("a", "b"):
+            assert screen.query_one(f"#header-{side}", SideHeader).status_text == (
+                "finished · step 11/11 · exit 0"
+            )
+            lines = pane_lines(screen, side)
+            assert f"[bold red]boom[/] from {side}" in lines
+            assert f"! warning on stderr {side}" in lines
+        await pilot.press("o")
+        assert app.clipboard == str(saved)
+        await pilot.press("e")
+        assert isinstance(app.screen, EnvDiffScreen)
+        await pilot.press("escape")
+        await pilot.press("q")  # finished: no question asked
+    assert app.return_code == 0
+
+
+async def test_quitting_a_running_live_pair_asks_stops_and_saves(tmp_path: Path) -> None:
+    app = live_app(tmp_path, steps=2000, delay=0.2)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = pair_screen(app)
+        await wait_for(pilot, lambda: screen.model.aligned_count >= 3)
+        await pilot.press("q")
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+        assert app.screen is screen and not screen.stopping
+        await pilot.press("q")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: not app.is_running)
+    assert app.return_code == 130
+    [saved] = (tmp_path / "store").iterdir()
+    meta = json.loads((saved / "pair.json").read_text())
+    assert meta["status"] == "interrupted"
+    assert {run["status"] for run in meta["runs"].values()} == {"interrupted"}
+
+
+async def test_panes_stay_bounded_on_a_long_replay(tmp_path: Path) -> None:
+    app = replay_app(tmp_path, steps=6000, diverge=3)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = pair_screen(app)
+        await wait_for(pilot, lambda: screen.model.done, timeout=30)
+        for side in ("a", "b"):
+            pane = screen.pane(side)
+            assert isinstance(pane, StepPane)
+            assert len(pane.buffer) == pane.buffer.max_lines == 2000
+        assert all(len(series) <= 200 for series in screen.model.spark.values())
+        assert screen.model.aligned_count == 6000
+        await pilot.press("g")  # step 3 has left the panes: said, not crashed
+        await pilot.pause()
+        assert screen.follow
+
+
+def _running(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "State:\tZ" not in status
+
+
+async def test_no_run_outlives_the_app(tmp_path: Path) -> None:
+    app = live_app(tmp_path, steps=5000, delay=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = pair_screen(app)
+        await wait_for(pilot, lambda: screen.model.aligned_count >= 1)
+        pids = [run.proc.pid for run in screen.session.source.runs.values() if run.proc]
+        app.exit()  # no confirmation, no stop: the app just ends
+    terminate_leftovers(app.sessions)
+    for _ in range(100):
+        if not any(_running(pid) for pid in pids):
+            break
+        time.sleep(0.05)
+    assert pids and not any(_running(pid) for pid in pids)
+
+
+async def test_env_diff_of_identical_environments_shows_every_key(tmp_path: Path) -> None:
+    app = TuimonApp(store=tmp_path / "store")
+    async with app.run_test(size=SIZE) as pilot:
+        await app.push_screen(
+            EnvDiffScreen(
+                env_rows({"threads": 2, "torch": "2.13"}, {"threads": 2, "torch": "2.13"})
+            )
+        )
+        await pilot.pause()
+        assert app.screen.query_one(DataTable).row_count == 2
+        assert "identical (2 keys)" in str(app.screen.query_one("#env-title").render())

@@ -1,0 +1,160 @@
+"""The UI's pure parts: text safety, first differing digit, bounded series, buffers, the model."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tuimon.align import compare_steps
+from tuimon.replay import read_lines, steps_of
+from tuimon.steplog import Step, Text
+from tuimon.ui.demo import write_demo
+from tuimon.ui.divergence import spark_data
+from tuimon.ui.model import DIVERGENCE, LineBuffer, PairModel, choose_columns, env_rows
+from tuimon.ui.series import EQUAL_LEVEL, BucketSeries, CurveSeries, levels
+from tuimon.ui.text import cell, clean, fmt_number
+
+
+def test_clean_makes_escapes_and_controls_visible() -> None:
+    assert clean("\x1b[31mred\x1b[0m\x07") == "^[[31mred^[[0m^G"
+    assert clean("\x9b2J\x7f") == "\\x9b2J^?"
+    assert clean("a\tb") == "a   b"
+    assert clean("x" * 50, limit=10) == "x" * 9 + "…"
+    assert clean("[bold red]boom[/]") == "[bold red]boom[/]"
+
+
+def test_cell_highlights_the_first_differing_digit() -> None:
+    assert cell(4.58, 4.59, 12) == ("4.58000", 3)
+    assert cell(4.59, 4.58, 12) == ("4.59000", 3)
+    assert cell(1.5, 1.5, 12) == ("1.5", None)
+    assert cell(1.5, None, 12) == ("1.5", None)
+    assert cell(None, 1.5, 12) == ("·", None)
+    # differing beyond what fits: the marker carries the difference
+    text, at = cell(4.588051234567, 4.588051234568, 10)
+    assert text.endswith("…") and at == len(text) - 1 and len(text) <= 10
+    # 0.0 and -0.0 differ in their bits: the sign shows it
+    assert cell(-0.0, 0.0, 10) == ("-0.00000", 0)
+
+
+@given(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.integers(min_value=4, max_value=20),
+)
+def test_cell_fits_and_never_hides_a_difference(a: float, b: float, width: int) -> None:
+    text, at = cell(a, b, width)
+    assert len(text) <= width
+    same = a == b and np.copysign(1, a) == np.copysign(1, b)
+    assert (at is None) == same
+    if at is not None:
+        assert 0 <= at < len(text)
+
+
+def test_fmt_number_specials() -> None:
+    assert fmt_number(float("nan"), 5) == "nan"
+    assert fmt_number(float("-inf"), 5) == "-inf"
+    assert fmt_number(None, 5) == "·"
+
+
+def test_bucket_series_stays_bounded_and_keeps_maxima() -> None:
+    series = BucketSeries(200)
+    for start in range(0, 25_000, 997):
+        series.extend(np.arange(start, min(start + 997, 25_000), dtype=float))
+    assert len(series) <= 200
+    assert series.points == 25_000
+    data = series.data()
+    assert data[-1] == 24_999.0
+    assert data == sorted(data)
+    assert series.width == 128
+
+
+def test_bucket_series_one_by_one_matches_bulk() -> None:
+    bulk, single = BucketSeries(8), BucketSeries(8)
+    values = np.random.default_rng(0).normal(size=77)
+    bulk.extend(values)
+    for v in values:
+        single.extend([v])
+    assert bulk.data() == single.data()
+
+
+def test_curve_series_decimates_and_keeps_the_last_point() -> None:
+    curve = CurveSeries(16)
+    curve.extend(np.arange(1000.0), np.arange(1000.0) * 2)
+    x, y = curve.arrays()
+    assert len(curve) <= 16
+    assert x[0] == 0 and x[-1] == 999 and y[-1] == 1998
+    assert np.all(np.diff(x) > 0)
+
+
+def test_levels_put_equal_steps_below_every_real_difference() -> None:
+    out = levels(np.array([0.0, 1e-17, 1e-3, np.inf]), np.array([True, False, False, False]))
+    assert out[0] == EQUAL_LEVEL
+    assert out[0] < out[1] < out[2] < out[3]
+    values, lo, hi = spark_data([EQUAL_LEVEL, -9.0, -3.0])
+    assert lo == -9.0 and hi == -3.0
+    assert values[0] < -9.0
+
+
+def test_line_buffer_is_bounded_and_indexes_steps() -> None:
+    buffer = LineBuffer(100)
+    buffer.add([Step(i, {"x": float(i)}) for i in range(50)], ["warn"])
+    buffer.add([Text("[bold]x[/]")])
+    dropped = buffer.add([Step(i, {"x": float(i)}) for i in range(50, 25_000)])
+    assert len(buffer) == 100
+    assert dropped == 52 + 24_950 - 100
+    assert buffer.index_of(24_999) == 99
+    assert buffer.index_of(10) is None
+    assert len(buffer.by_step) == 100
+
+
+def test_columns_put_losses_first() -> None:
+    assert choose_columns(["lr", "test_acc", "train_loss", "test_loss", "x"]) == [
+        "train_loss",
+        "test_loss",
+        "test_acc",
+        "lr",
+        "x",
+    ]
+
+
+def test_env_rows_put_differences_first() -> None:
+    rows = env_rows(
+        {"env": {"threads": 1, "device": "cpu"}}, {"env": {"threads": 2, "device": "cpu"}}
+    )
+    assert [(r.key, r.differs) for r in rows] == [("env.threads", True), ("env.device", False)]
+
+
+def test_model_from_aligned_steps(tmp_path: Path) -> None:
+    a, b = write_demo(tmp_path, steps=500, diverge=7)
+    aligned, aligner = compare_steps(steps_of(read_lines(a)), steps_of(read_lines(b)))
+    model = PairModel()
+    model.add_records("a", steps_of(read_lines(a)))
+    for start in range(0, len(aligned), 64):
+        model.add_aligned(aligned[start : start + 64])
+    model.summary = aligner.summary()
+    assert model.first is not None and model.first.step == 7
+    assert model.first.tensors == ("W_E",)
+    assert model.first_line() == (
+        "first divergence: step 7 (train_loss, test_loss, train_acc) · tensors: W_E"
+    )
+    assert model.columns[:2] == ["train_loss", "test_loss"]
+    assert len(model.spark[DIVERGENCE]) <= 200
+    assert set(model.series_names()) >= {DIVERGENCE, "train_loss", "test_loss"}
+    assert model.aligned_count == 500
+
+
+def test_importing_the_app_does_not_import_torch() -> None:
+    code = (
+        "import sys, tuimon.ui.app, tuimon.ui.browser, tuimon.ui.pair_screen; "
+        "assert 'torch' not in sys.modules, 'torch imported'; print('ok')"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

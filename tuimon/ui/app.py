@@ -1,0 +1,85 @@
+"""The tuimon Textual app and its one entry point for the CLI, `run_app`."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+from textual.app import App
+
+from tuimon.session import Batch, LiveSource, PairSession
+from tuimon.ui.browser import BrowserScreen
+from tuimon.ui.pair_screen import PairScreen
+from tuimon.ui.workers import ReportsWorkerErrors
+
+SessionFactory = Callable[[Callable[[Batch], None]], PairSession]
+
+
+class TuimonApp(ReportsWorkerErrors, App[int]):
+    """The browser of past pairs, or a pair view straight away when given a session factory."""
+
+    CSS_PATH = "tuimon.tcss"
+    TITLE = "tuimon"
+
+    def __init__(
+        self,
+        *,
+        store: Path,
+        make_session: SessionFactory | None = None,
+        title: str = "tuimon",
+        replay: bool = False,
+    ) -> None:
+        super().__init__()
+        self.store = Path(store)
+        self.make_session = make_session
+        self.replay = replay
+        self.title = title
+        self.sessions: list[PairSession] = []
+        """Sessions started by pair views (so no child run outlives the app)."""
+
+    def on_mount(self) -> None:
+        """The first screen: a pair view for a session, else the browser."""
+        if self.make_session is not None:
+            self.push_screen(PairScreen(make_session=self.make_session, replay=self.replay))
+        else:
+            self.push_screen(BrowserScreen(self.store))
+
+    async def action_quit(self) -> None:
+        """Quit (ctrl+q, ctrl+c, the palette): a running live pair asks first."""
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, PairScreen):
+                screen.request_quit()
+                return
+        self.exit(0)
+
+    async def action_help_quit(self) -> None:
+        """ctrl+c quits too (a live pair asks first), as in any terminal program."""
+        await self.action_quit()
+
+
+def run_app(
+    *,
+    store: Path,
+    make_session: SessionFactory | None = None,
+    title: str = "tuimon",
+    replay: bool = False,
+) -> int:
+    """Run the app until the user quits; the exit code (130 after stopping a live pair)."""
+    app = TuimonApp(store=store, make_session=make_session, title=title, replay=replay)
+    try:
+        result = app.run()
+    finally:
+        terminate_leftovers(app.sessions)
+    if isinstance(result, int):
+        return result
+    return app.return_code or 0
+
+
+def terminate_leftovers(sessions: list[PairSession]) -> None:
+    """SIGTERM the process group of any live run still there (the app ended without a stop)."""
+    for session in sessions:
+        source = session.source
+        if isinstance(source, LiveSource):
+            for run in source.runs.values():
+                run.signal(signal.SIGTERM)

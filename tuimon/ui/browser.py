@@ -1,0 +1,306 @@
+"""The browser of past pairs: a table of the store, newest first; open, replay, filter, delete."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from pathlib import Path
+
+from rich.style import Style
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Input, Static
+
+from tuimon.replay import ReplayError, replay_session, resolve_logs
+from tuimon.store import PairInfo, StoreError, delete_pair, list_pairs
+from tuimon.ui.commands import ScreenActions
+from tuimon.ui.modals import ConfirmScreen
+from tuimon.ui.pair_screen import PairScreen
+from tuimon.ui.text import clean, sci
+from tuimon.ui.workers import ReportsWorkerErrors
+
+COLUMNS = ("when", "seed", "devices", "steps", "verdict", "first div.", "max div.", "pair")
+VERDICT_COLOURS = {
+    "IDENTICAL": "success",
+    "CLOSE": "warning",
+    "DIVERGED": "error",
+    "INCOMPLETE": "warning",
+    "DAMAGED": "error",
+}
+REPLAY_SPEED = 50.0
+
+
+def when(created: str | None) -> str:
+    """An ISO time as local 'YYYY-mm-dd HH:MM'."""
+    if not created:
+        return "?"
+    try:
+        stamp = datetime.fromisoformat(created.replace("Z", "+00:00"))
+    except ValueError:
+        return clean(created)[:16]
+    if stamp.tzinfo is not None:
+        stamp = stamp.astimezone()
+    return f"{stamp:%Y-%m-%d %H:%M}"
+
+
+def haystack(info: PairInfo) -> str:
+    """The text a filter matches against: name, devices, verdict, seed, status, damage."""
+    parts = [info.name, info.verdict or "", info.status or "", info.damaged or ""]
+    if info.devices:
+        parts += [*info.devices, "-".join(info.devices), " vs ".join(info.devices)]
+    if info.seed is not None:
+        parts += [f"seed {info.seed}", f"s{info.seed}", f"seed={info.seed}"]
+    if info.damaged:
+        parts.append("damaged")
+    return " ".join(parts).lower()
+
+
+def matches(info: PairInfo, query: str) -> bool:
+    """The query appears in the pair's text, or each of its words does (numbers whole)."""
+    text, query = haystack(info), " ".join(query.lower().split())
+    if query in text:
+        return True
+    tokens = set(re.split(r"[^a-z0-9.]+", text))
+    return all(word in tokens if word.isdigit() else word in text for word in query.split())
+
+
+class PairTable(DataTable[Text]):
+    """The pairs, one per row; Enter (or a click on the selected row) opens one."""
+
+    BINDINGS = [  # noqa: RUF012
+        Binding("enter", "select_cursor", "Open", id="open", tooltip="Open the pair (static view)"),
+    ]
+
+
+class BrowserScreen(ReportsWorkerErrors, Screen[None]):
+    """Every pair in the store: when, seed, devices, steps, verdict, first divergence, max."""
+
+    BINDINGS = [  # noqa: RUF012
+        Binding(
+            "o", "open", "Open", id="open-pair", show=False, tooltip="Open the pair (static view)"
+        ),
+        Binding("r", "replay", "Replay", id="replay", tooltip="Replay the pair"),
+        Binding(
+            "slash",
+            "filter",
+            "Filter",
+            key_display="/",
+            id="filter",
+            tooltip="Filter by devices, verdict, seed or name",
+        ),
+        Binding("d", "delete", "Delete", id="delete", tooltip="Delete the pair (asks first)"),
+        Binding("j", "cursor(1)", show=False, id="down"),
+        Binding("k", "cursor(-1)", show=False, id="up"),
+        Binding("escape", "clear_filter", "Clear filter", id="clear-filter", show=False),
+        Binding(
+            "f5,ctrl+r", "reload", "Reload", id="reload", show=False, tooltip="Read the store again"
+        ),
+        Binding("q", "quit", "Quit", id="quit", tooltip="Quit tuimon"),
+    ]
+    COMMANDS = {ScreenActions}  # noqa: RUF012
+
+    def __init__(self, store: Path) -> None:
+        super().__init__()
+        self.store = Path(store)
+        self.pairs: list[PairInfo] = []
+        self.shown: list[PairInfo] = []
+        self.query_text = ""
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False, icon="≈")
+        yield Input(placeholder="filter: devices, verdict, seed, name …", id="filter")
+        yield PairTable(id="pairs", cursor_type="row", zebra_stripes=True)
+        yield Static(Text(""), id="browser-status")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        """Columns now, rows when the store has been read (in a thread)."""
+        self.sub_title = f"pairs in {self.store}"
+        table = self.query_one(PairTable)
+        for name in COLUMNS:
+            table.add_column(name, key=name)
+        self.query_one("#filter", Input).display = False
+        table.focus()
+        self.action_reload()
+
+    def on_screen_resume(self) -> None:
+        """Back from a pair: read the store again (a pair may have been added)."""
+        if self.pairs:
+            self.action_reload()
+
+    def action_reload(self) -> None:
+        """Read the store again."""
+
+        def read() -> None:
+            pairs = list_pairs(self.store)
+            self.app.call_from_thread(self._show_pairs, pairs)
+
+        self.run_worker(
+            read,
+            thread=True,
+            group="store",
+            exclusive=True,
+            exit_on_error=False,
+            description=f"reading the store {self.store}",
+        )
+
+    def _show_pairs(self, pairs: list[PairInfo]) -> None:
+        self.pairs = pairs
+        self._fill()
+
+    def _row(self, info: PairInfo) -> list[Text]:
+        variables = self.app.theme_variables
+        verdict = "DAMAGED" if info.damaged else (info.verdict or "–")
+        colour = VERDICT_COLOURS.get(verdict)
+        style = Style(color=variables.get(colour), bold=True) if colour else Style()
+        devices = " vs ".join(info.devices) if info.devices else "?"
+        note = f"{info.name} ({info.damaged})" if info.damaged else info.name
+        if not info.damaged and info.status not in (None, "finished"):
+            note += f" ({info.status})"
+        return [
+            Text(when(info.created)),
+            Text("–" if info.seed is None else str(info.seed), justify="right"),
+            Text(clean(devices, 40)),
+            Text("–" if info.steps is None else str(info.steps), justify="right"),
+            Text(verdict, style=style),
+            Text(
+                "–" if info.first_divergent_step is None else str(info.first_divergent_step),
+                justify="right",
+            ),
+            Text(sci(info.max_divergence), justify="right"),
+            Text(clean(note, 120), style=Style(dim=bool(info.damaged))),
+        ]
+
+    def _fill(self) -> None:
+        table = self.query_one(PairTable)
+        current = self.selected()
+        table.clear()
+        self.shown = [p for p in self.pairs if matches(p, self.query_text)]
+        for info in self.shown:
+            table.add_row(*self._row(info), key=str(info.path))
+        if current is not None and current in self.shown:
+            table.move_cursor(row=self.shown.index(current))
+        status = self.query_one("#browser-status", Static)
+        if not self.pairs:
+            status.update(Text(f"No pairs in {self.store} yet: run `tuimon pair …` to make one."))
+        else:
+            text = f"{len(self.shown)} of {len(self.pairs)} pairs in {self.store}"
+            if self.query_text:
+                text += f" · filter: {self.query_text}"
+            status.update(Text(clean(text)))
+
+    def selected(self) -> PairInfo | None:
+        """The pair under the cursor."""
+        table = self.query_one(PairTable)
+        if not self.shown or table.cursor_row < 0 or table.cursor_row >= len(self.shown):
+            return None
+        return self.shown[table.cursor_row]
+
+    # -- actions ------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Pair actions need a pair; Clear filter needs a filter."""
+        if action in ("open", "replay", "delete"):
+            return self.selected() is not None
+        if action == "clear_filter":
+            return bool(self.query_text) or self.query_one("#filter", Input).display
+        return True
+
+    def action_cursor(self, delta: int) -> None:
+        """j / k: move the cursor."""
+        table = self.query_one(PairTable)
+        if delta > 0:
+            table.action_cursor_down()
+        else:
+            table.action_cursor_up()
+
+    @on(DataTable.RowSelected)
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open()
+
+    @on(DataTable.RowHighlighted)
+    def _row_highlighted(self) -> None:
+        self.refresh_bindings()
+
+    def action_open(self) -> None:
+        """The selected pair in the static pair view."""
+        info = self.selected()
+        if info is None:
+            return
+        self.app.push_screen(PairScreen(saved=info.path, can_go_back=True))
+
+    def action_replay(self) -> None:
+        """Replay the selected pair in the pair view."""
+        info = self.selected()
+        if info is None:
+            return
+        try:
+            logs = resolve_logs([str(info.path)])
+        except ReplayError as exc:
+            self.notify(str(exc), severity="error", markup=False)
+            return
+        self.app.push_screen(
+            PairScreen(
+                make_session=lambda on_batch: replay_session(
+                    logs, speed=REPLAY_SPEED, on_batch=on_batch
+                ),
+                replay=True,
+                can_go_back=True,
+            )
+        )
+
+    def action_filter(self) -> None:
+        """Show the filter input."""
+        field = self.query_one("#filter", Input)
+        field.display = True
+        field.focus()
+        self.refresh_bindings()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.query_text = event.value.strip()
+        self._fill()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self) -> None:
+        self.query_one(PairTable).focus()
+
+    def action_clear_filter(self) -> None:
+        """Esc: clear and hide the filter."""
+        field = self.query_one("#filter", Input)
+        field.value = ""
+        field.display = False
+        self.query_text = ""
+        self._fill()
+        self.query_one(PairTable).focus()
+        self.refresh_bindings()
+
+    def action_delete(self) -> None:
+        """Delete the selected pair after a confirmation."""
+        info = self.selected()
+        if info is None:
+            return
+
+        def answer(yes: bool | None) -> None:
+            if not yes:
+                return
+            try:
+                delete_pair(info.path)
+            except StoreError as exc:
+                self.notify(str(exc), severity="error", markup=False)
+                return
+            self.notify(f"deleted {info.name}", markup=False)
+            self.pairs = [p for p in self.pairs if p.path != info.path]
+            self._fill()
+
+        self.app.push_screen(
+            ConfirmScreen(f"Delete the pair {info.name}?\n{info.path}", yes="Delete", no="Keep"),
+            answer,
+        )
+
+    def action_quit(self) -> None:
+        """Leave tuimon."""
+        self.app.exit(0)

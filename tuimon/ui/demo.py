@@ -1,0 +1,231 @@
+"""Two small diverging step logs, to try the pair view without torch.
+
+``python -m tuimon.ui.demo [DIR] [--steps N] [--diverge K] [--speed S]`` writes ``DIR/a.jsonl``
+and ``DIR/b.jsonl`` (deterministic: no clock, no randomness) and replays them in the app.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import math
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tuimon.steplog import FORMAT, dumps
+
+TENSORS = ("W_E", "W_pos", "W_Q", "W_U")
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
+def demo_records(
+    side: str, *, steps: int = 300, diverge: int | None = 2, extra: Sequence[tuple[int, str]] = ()
+) -> list[bytes]:
+    """The lines of one side's log; side "b" parts from "a" at step `diverge` (None: never).
+
+    `extra` puts non-log text lines (step, text) after a step's record.
+    """
+    threads = 2 if side == "a" else 1
+    env: dict[str, Any] = {
+        "device": "cpu",
+        "torch": "2.13.0",
+        "python": "3.11.7",
+        "threads": threads,
+        "deterministic": False,
+        "loss_dtype": "float64",
+        "env_vars": {"OMP_NUM_THREADS": str(threads)},
+    }
+    lines = [
+        dumps(
+            {
+                "type": "header",
+                "format": FORMAT,
+                "run": {"name": f"demo-{side}"},
+                "hyper": {"steps": steps, "lr": 1e-3, "seed": 0, "p": 113},
+                "env": env,
+            }
+        )
+    ]
+    texts: dict[int, list[str]] = {}
+    for at, text in extra:
+        texts.setdefault(at, []).append(text)
+    for step in range(steps):
+        apart = side == "b" and diverge is not None and step >= diverge
+        wobble = 1e-10 * 1.35 ** min(step - diverge, 60) if apart and diverge is not None else 0.0
+        wobble = min(wobble, 0.05)
+        train = 4.73 * math.exp(-step / 60) + 0.012 + 0.004 * math.sin(step / 7)
+        test = 4.75 * math.exp(-step / 400) + 0.05 + 0.002 * math.cos(step / 11)
+        record = {
+            "type": "step",
+            "step": step,
+            "t": step * 0.02,
+            "train_loss": train * (1 + wobble),
+            "test_loss": test * (1 - wobble / 2),
+            "train_acc": min(1.0, step / 120) * (1 - wobble / 3),
+            "test_acc": min(1.0, max(0.0, (step - 150) / 100)),
+            "lr": 1e-3 * min(1.0, (step + 1) / 10),
+        }
+        tensors = {
+            name: _digest(name, step, apart and (name == "W_E" or step > (diverge or 0)))
+            for name in TENSORS
+        }
+        record["param_digest"] = _digest(step, tuple(sorted(tensors.values())))
+        record["param_digests"] = tensors
+        lines.append(dumps(record))
+        lines += [f"{text}\n".encode() for text in texts.get(step, [])]
+    lines.append(dumps({"type": "end", "status": "ok", "steps": steps, "wall_s": steps * 0.02}))
+    return lines
+
+
+def write_demo(
+    folder: Path,
+    *,
+    steps: int = 300,
+    diverge: int | None = 2,
+    extra: dict[str, Sequence[tuple[int, str]]] | None = None,
+) -> tuple[Path, Path]:
+    """Write ``a.jsonl`` and ``b.jsonl`` in `folder`; their paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for side in ("a", "b"):
+        path = folder / f"{side}.jsonl"
+        lines = demo_records(side, steps=steps, diverge=diverge, extra=(extra or {}).get(side, ()))
+        path.write_bytes(b"".join(lines))
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def write_demo_pair(
+    root: Path,
+    name: str,
+    *,
+    created: str = "2026-01-02T03:04:05+00:00",
+    seed: int = 0,
+    devices: tuple[str, str] = ("cpu", "cpu"),
+    steps: int = 40,
+    diverge: int | None = 2,
+    status: str = "finished",
+) -> Path:
+    """A saved pair directory as `PairSession` would leave it (logs, aligned.jsonl, pair.json)."""
+    from tuimon.align import compare_steps
+    from tuimon.replay import read_lines, steps_of
+    from tuimon.session import env_diff
+    from tuimon.steplog import Header, parse_line
+    from tuimon.store import PAIR_FORMAT, write_json_atomic
+
+    folder = root / name
+    a, b = write_demo(folder, steps=steps, diverge=diverge)
+    aligned, aligner = compare_steps(steps_of(read_lines(a)), steps_of(read_lines(b)))
+    complete = status == "finished"
+    summary = aligner.summary(complete=complete, reason=None if complete else f"run b {status}")
+    (folder / "aligned.jsonl").write_bytes(b"".join(dumps(s.to_dict()) for s in aligned))
+    headers = {}
+    for side, path in (("a", a), ("b", b)):
+        head = parse_line(read_lines(path)[0])
+        headers[side] = head if isinstance(head, Header) else None
+    runs = {
+        side: {
+            "device": devices[i],
+            "command": f"tuimon train --seed {seed} --device {devices[i]}",
+            "status": "finished" if side == "a" else status,
+            "exit_code": 0 if side == "a" or status == "finished" else 1,
+            "env": {**headers[side].env, "device": devices[i]} if headers[side] else {},
+            "hyper": headers[side].hyper if headers[side] else {},
+        }
+        for i, side in enumerate(("a", "b"))
+    }
+    meta = {
+        "format": PAIR_FORMAT,
+        "created": created,
+        "seed": seed,
+        "devices": list(devices),
+        "status": status,
+        "tolerance": 0.0,
+        "runs": runs,
+        "env_diff": env_diff(runs["a"]["env"], runs["b"]["env"]),
+        "summary": summary.to_dict(),
+        "files": {"a": "a.jsonl", "b": "b.jsonl", "aligned": "aligned.jsonl"},
+    }
+    write_json_atomic(folder / "pair.json", meta)
+    return folder
+
+
+DEMO_PAIRS = (
+    "20260104-030405_s2_cuda-cpu_ef56",
+    "20260103-030405_s1_cpu-mps_cd34",
+    "20260102-030405_s0_cpu-cpu_ab12",
+)
+"""The pairs of `write_demo_store`, newest first."""
+DEMO_DAMAGED = "20260101-000000_s3_cpu-cpu_dead"
+
+
+def write_demo_store(root: Path) -> Path:
+    """A store of three pairs and a damaged one (fixed times, for the browser).
+
+    Newest first: DIVERGED at step 10 with a failed run b (cuda vs cpu), IDENTICAL (cpu vs
+    mps), DIVERGED at step 2 (cpu vs cpu); the damaged one has a pair.json that is not JSON.
+    """
+    import os
+
+    write_demo_pair(root, DEMO_PAIRS[2], created="2026-01-02T03:04:05+00:00", seed=0, diverge=2)
+    write_demo_pair(
+        root,
+        DEMO_PAIRS[1],
+        created="2026-01-03T03:04:05+00:00",
+        seed=1,
+        devices=("cpu", "mps"),
+        diverge=None,
+    )
+    write_demo_pair(
+        root,
+        DEMO_PAIRS[0],
+        created="2026-01-04T03:04:05+00:00",
+        seed=2,
+        devices=("cuda", "cpu"),
+        diverge=10,
+        status="failed",
+    )
+    damaged = root / DEMO_DAMAGED
+    damaged.mkdir()
+    (damaged / "a.jsonl").write_text("{}\n")
+    (damaged / "pair.json").write_text("{not json")
+    os.utime(damaged, (1767225600, 1767225600))  # 2026-01-01 00:00 UTC: the oldest
+    return root
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Write the demo logs and replay them in the app."""
+    parser = argparse.ArgumentParser(prog="python -m tuimon.ui.demo", description=__doc__)
+    parser.add_argument("folder", nargs="?", default=None, help="where to write the logs")
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--diverge", type=int, default=2)
+    parser.add_argument("--speed", type=float, default=50.0, help="steps per second")
+    parser.add_argument("--store", default="tuimon_pairs", help="store for the browser")
+    args = parser.parse_args(argv)
+
+    from tuimon.replay import replay_session, resolve_logs
+    from tuimon.ui.app import run_app
+
+    folder = Path(args.folder or tempfile.mkdtemp(prefix="tuimon-demo-"))
+    a, b = write_demo(
+        folder,
+        steps=args.steps,
+        diverge=args.diverge,
+        extra={"b": [(5, "UserWarning: [bold red]boom[/] \x1b[31mred\x1b[0m")]},
+    )
+    logs = resolve_logs([str(a), str(b)])
+    return run_app(
+        store=Path(args.store),
+        make_session=lambda on_batch: replay_session(logs, speed=args.speed, on_batch=on_batch),
+        title="tuimon demo",
+        replay=True,
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,90 @@
+"""The panel under the panes: where the runs part, the divergence sparkline, the verdict so far."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Sparkline, Static
+
+from tuimon.align import VERDICTS
+from tuimon.ui.model import DIVERGENCE, PairModel
+from tuimon.ui.series import EQUAL_LEVEL, ZERO_LEVEL
+from tuimon.ui.text import clean, sci
+
+
+def spark_data(levels: list[float]) -> tuple[list[float], float | None, float | None]:
+    """Sparkline values with bitwise-equal steps at a floor below every real level.
+
+    Returns (values, lowest real level, highest real level); the levels are log10 relative
+    differences, so the floor always draws lower than the smallest real difference.
+    """
+    real = [v for v in levels if v > ZERO_LEVEL]
+    if not real:
+        return levels, None, None
+    lo, hi = min(real), max(real)
+    gap = max(1.0, (hi - lo) * 0.25)
+    floor, zero = lo - gap, lo - gap / 2
+    out = [floor if v <= EQUAL_LEVEL else zero if v <= ZERO_LEVEL else v for v in levels]
+    return out, lo, hi
+
+
+class DivergencePanel(Vertical):
+    """First divergence, a bounded sparkline of log10 divergence, current/max, the verdict."""
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("no step compared yet"), id="first-divergence")
+        with Horizontal(id="spark-row"):
+            yield Sparkline([], id="spark")
+            yield Static(Text(""), id="spark-legend")
+        with Horizontal(id="numbers-row"):
+            yield Static(Text(""), id="numbers")
+            yield Static(Text(""), id="verdict")
+        yield Static(Text(""), id="message")
+
+    def show(self, model: PairModel, series: str) -> None:
+        """Draw what the model holds, the sparkline following `series`."""
+        first = self.query_one("#first-divergence", Static)
+        first.update(Text(model.first_line(), no_wrap=True, overflow="ellipsis"))
+        first.set_class(model.first is not None, "diverged")
+        bucket = model.spark.get(series) or model.spark[DIVERGENCE]
+        values, lo, hi = spark_data(bucket.data())
+        spark = self.query_one("#spark", Sparkline)
+        if list(spark.data or []) != values:
+            spark.data = values
+        legend = Text(no_wrap=True, overflow="ellipsis")
+        legend.append(f"{clean(series)} (m)\n", "bold")
+        if lo is None:
+            legend.append("log10: –\n")
+        else:
+            legend.append(f"log10 {lo:.1f} … {hi:.1f}\n")
+        legend.append("▁ bitwise equal")
+        self.query_one("#spark-legend", Static).update(legend)
+
+        summary = model.summary
+        numbers = Text(no_wrap=True, overflow="ellipsis")
+        numbers.append(f"now {sci(model.current)}")
+        if summary is not None:
+            at = summary.max_divergence_step
+            numbers.append(f" · max {sci(summary.max_divergence)}")
+            if at is not None and summary.max_divergence:
+                numbers.append(f" at step {at}")
+        numbers.append(f" · {model.aligned_count} steps compared")
+        if bucket.width > 1:
+            numbers.append(f" · {bucket.width} steps/bar")
+        self.query_one("#numbers", Static).update(numbers)
+
+        verdict_widget = self.query_one("#verdict", Static)
+        verdict = summary.verdict if summary is not None else None
+        label = "verdict" if model.done else "verdict so far"
+        verdict_widget.update(Text(f"{label}: {verdict or '–'}", no_wrap=True))
+        for name in VERDICTS:
+            verdict_widget.set_class(verdict == name, f"verdict-{name.lower()}")
+        if model.message:
+            self.query_one("#message", Static).update(
+                Text(clean(model.message), no_wrap=True, overflow="ellipsis")
+            )
+
+    def say(self, message: str) -> None:
+        """Replace the status line."""
+        self.query_one("#message", Static).update(Text(clean(message), no_wrap=True))

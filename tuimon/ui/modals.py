@@ -1,0 +1,125 @@
+"""Modal screens: a yes/no confirmation, and the environment differences of the two runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.style import Style
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, DataTable, Footer, Static
+
+from tuimon.ui.model import EnvRow
+from tuimon.ui.text import clean
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Ask one question; dismiss with True (yes) or False (no)."""
+
+    BINDINGS = [  # noqa: RUF012
+        Binding("y", "answer(True)", "Yes", id="yes"),
+        Binding("n,escape", "answer(False)", "No", id="no"),
+    ]
+
+    def __init__(self, question: str, *, yes: str = "Yes", no: str = "No") -> None:
+        super().__init__(classes="confirm")
+        self.question = question
+        self.labels = (yes, no)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm-box"):
+            yield Static(Text(self.question), id="question")
+            with Horizontal(id="confirm-buttons"):
+                yield Button(f"{self.labels[0]} (y)", variant="error", id="yes")
+                yield Button(f"{self.labels[1]} (n)", variant="primary", id="no")
+
+    def on_mount(self) -> None:
+        """Focus the safe answer."""
+        self.query_one("#no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        """A click on either button answers."""
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, yes: bool) -> None:
+        """Answer by key."""
+        self.dismiss(yes)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "–"
+    return clean(value if isinstance(value, str) else repr(value), 200)
+
+
+class EnvDiffScreen(ModalScreen[None]):
+    """The two runs' fingerprints key by key: differing keys first and marked, the rest dimmed."""
+
+    BINDINGS = [  # noqa: RUF012
+        Binding("escape,e,q", "close", "Close", id="close"),
+        Binding("a", "toggle_same", "Identical keys", id="toggle-same"),
+    ]
+
+    def __init__(self, rows: list[EnvRow], *, note: str = "") -> None:
+        super().__init__(classes="env-diff")
+        self.rows = rows
+        self.note = note
+        self.show_same = not any(r.differs for r in rows)
+        """Identical keys shown (dimmed); at first only when no key differs."""
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="env-box"):
+            yield Static(Text(""), id="env-title")
+            yield DataTable(id="env-table", cursor_type="row", zebra_stripes=True)
+            yield Footer()
+
+    def on_mount(self) -> None:
+        """Fill the table."""
+        table = self.query_one(DataTable)
+        table.add_columns("key", "A", "B")
+        self._fill()
+        table.focus()
+
+    def _fill(self) -> None:
+        table = self.query_one(DataTable)
+        table.clear()
+        variables = self.app.theme_variables
+        warn = Style(color=variables.get("warning"), bold=True)
+        dim = Style(dim=True)
+        differ = [r for r in self.rows if r.differs]
+        for row in self.rows:
+            if not row.differs and not self.show_same:
+                continue
+            style = warn if row.differs else dim
+            table.add_row(
+                Text(("≠ " if row.differs else "  ") + clean(row.key), style=style),
+                Text(_cell(row.a), style=style),
+                Text(_cell(row.b), style=style),
+                key=row.key,
+            )
+        same = len(self.rows) - len(differ)
+        title = Text(no_wrap=True, overflow="ellipsis")
+        title.append("Environment of the two runs: ", Style(bold=True))
+        if differ:
+            title.append(f"{len(differ)} keys differ · {same} identical ")
+            title.append("(shown dimmed)" if self.show_same else "(hidden: press a)", dim)
+        else:
+            title.append(f"identical ({same} keys): ", warn)
+            title.append("what parts them is not in the recorded environment", dim)
+        if not self.rows:
+            title = Text("No environment recorded: the logs have no header.")
+        elif self.note:
+            title.append(f" · {clean(self.note)}", dim)
+        self.query_one("#env-title", Static).update(title)
+
+    def action_toggle_same(self) -> None:
+        """Show or hide the keys both runs agree on."""
+        self.show_same = not self.show_same
+        self._fill()
+
+    def action_close(self) -> None:
+        """Back to the pair."""
+        self.dismiss(None)

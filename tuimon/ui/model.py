@@ -1,0 +1,356 @@
+"""What the pair view shows, kept compact and bounded; built from batches or a saved pair.
+
+`PairModel` and `LineBuffer` never import textual (toolong's split): the screen feeds them and
+draws what they hold. No `AlignedStep` is kept beyond the batch it came in, except what the
+first divergent step says.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tuimon.align import AlignedStep, Summary
+from tuimon.session import Batch, SideState
+from tuimon.steplog import End, Header, Record, Step, Text
+from tuimon.ui.series import BucketSeries, CurveSeries, levels
+from tuimon.ui.text import clean, duration, si
+
+DIVERGENCE = "divergence"
+"""The sparkline's default series: the largest relative difference over the metrics."""
+PREFERRED = ("train_loss", "test_loss", "train_acc", "test_acc")
+MAX_SERIES = 12
+"""Metrics that get a sparkline series of their own (the first columns)."""
+SPARK_BUCKETS = 200
+CURVE_POINTS = 1024
+
+
+@dataclass(frozen=True)
+class FirstDivergence:
+    """The first step where the runs differ, as much as the view needs of it."""
+
+    step: int
+    metrics: dict[str, tuple[float, float, float, int]]
+    """Metrics that differ there: (a, b, rel, ulps)."""
+    tensors: tuple[str, ...]
+    digest_equal: bool | None
+    divergence: float
+
+
+@dataclass(frozen=True)
+class EnvRow:
+    """One key of the two runs' fingerprints."""
+
+    key: str
+    a: Any
+    b: Any
+
+    @property
+    def differs(self) -> bool:
+        """The two runs disagree on this key."""
+        return self.a != self.b
+
+
+def choose_columns(metrics: Iterable[str]) -> list[str]:
+    """Columns of the step lines: the usual loss/accuracy first, then the rest as logged."""
+    names = list(dict.fromkeys(metrics))
+    return [n for n in PREFERRED if n in names] + [n for n in names if n not in PREFERRED]
+
+
+def curve_metrics(columns: Sequence[str]) -> list[str]:
+    """The two metrics the curves view plots: train and test loss, or the first columns."""
+    losses = [c for c in columns if "loss" in c]
+    return (losses or list(columns))[:2]
+
+
+def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested mappings as dotted keys."""
+    out: dict[str, Any] = {}
+    for key, value in d.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def env_rows(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[EnvRow]:
+    """Every key of two fingerprints: differing keys first, each group sorted."""
+    fa, fb = flatten(a), flatten(b)
+    rows = [EnvRow(k, fa.get(k), fb.get(k)) for k in sorted(fa.keys() | fb.keys())]
+    return [r for r in rows if r.differs] + [r for r in rows if not r.differs]
+
+
+def side_status(state: SideState, *, live: bool = True, compact: int = 0) -> tuple[str, str]:
+    """One line on a side's progress, and its status name (for styling).
+
+    `compact` 1 drops words for a narrow pane ("running · 137/2999 · 41/s · ETA 1:10"), 2 also
+    the total ("running · 137 · 41/s · ETA 1:10").
+    """
+    status = state.status
+    parts = [status]
+    if status == "failed" and state.exit_code is not None:
+        parts[0] = f"failed (exit {state.exit_code})"
+    if state.step is not None:
+        total = f"/{state.total - 1}" if state.total and compact < 2 else ""
+        parts.append(f"{state.step}{total}" if compact else f"step {state.step}{total}")
+    if live and not state.over:
+        if state.rate:
+            rate = si(state.rate) if state.rate < 10 else si(round(state.rate))
+            parts.append(f"{rate}/s" if compact else f"{rate} steps/s")
+        if state.eta is not None:
+            parts.append(f"ETA {duration(state.eta)}")
+    elif status == "finished" and state.exit_code is not None:
+        parts.append(f"exit {state.exit_code}")
+    return " · ".join(parts), status
+
+
+class LineBuffer:
+    """The last `max_lines` lines of one side: step records (step, metrics) and text lines.
+
+    Entries are ``(kind, payload, metrics)`` with kind "step" (payload the step), "text" (a
+    non-log stdout line), "stderr" or "note" (header / end records); text is cleaned on entry.
+    """
+
+    def __init__(self, max_lines: int = 2000) -> None:
+        self.max_lines = max_lines
+        self.entries: deque[tuple[str, Any, dict[str, float] | None]] = deque()
+        self.start = 0
+        """Absolute index of the first entry kept."""
+        self.by_step: dict[int, tuple[int, dict[str, float]]] = {}
+        """step -> (absolute index, metrics) for the steps still kept."""
+        self.widest = 0
+        """The widest text line ever added (cells, capped)."""
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    @property
+    def end(self) -> int:
+        """Absolute index after the last entry."""
+        return self.start + len(self.entries)
+
+    def _push(self, kind: str, payload: Any, metrics: dict[str, float] | None = None) -> None:
+        if kind == "step":
+            self.by_step[payload] = (self.end, metrics or {})
+        else:
+            self.widest = max(self.widest, len(payload))
+        self.entries.append((kind, payload, metrics))
+
+    def _trim(self) -> int:
+        dropped = len(self.entries) - self.max_lines
+        for _ in range(max(0, dropped)):
+            kind, payload, _ = self.entries.popleft()
+            if kind == "step":
+                kept = self.by_step.get(payload)
+                if kept is not None and kept[0] == self.start:
+                    del self.by_step[payload]
+            self.start += 1
+        return max(0, dropped)
+
+    def add(self, records: Sequence[Record], stderr: Sequence[str] = ()) -> int:
+        """Append records then stderr lines; the number of old entries dropped."""
+        dropped = 0
+        over = len(records) + len(stderr) - self.max_lines
+        if over > 0:  # a huge batch: only its tail can stay; the rest passes through unseen
+            dropped = len(self.entries) + over
+            self._trim_all()
+            self.start += over
+            cut = min(over, len(records))
+            records, stderr = records[cut:], stderr[over - cut :]
+        for rec in records:
+            if isinstance(rec, Step):
+                self._push("step", rec.step, rec.metrics)
+            elif isinstance(rec, Text):
+                self._push("text", clean(rec.text))
+            elif isinstance(rec, Header):
+                device = rec.env.get("device")
+                note = f"header · {rec.format}" + (f" · {device}" if device else "")
+                self._push("note", clean(note))
+            elif isinstance(rec, End):
+                steps = f" · {rec.steps} steps" if rec.steps is not None else ""
+                self._push("note", clean(f"end · {rec.status}{steps}"))
+        for line in stderr:
+            self._push("stderr", clean(line))
+        return dropped + self._trim()
+
+    def _trim_all(self) -> None:
+        self.start += len(self.entries)
+        self.entries.clear()
+        self.by_step.clear()
+
+    def index_of(self, step: int) -> int | None:
+        """Position of a step's line among the kept entries, None when not kept."""
+        kept = self.by_step.get(step)
+        return None if kept is None else kept[0] - self.start
+
+    def metrics_of(self, step: int) -> dict[str, float] | None:
+        """A kept step's metrics."""
+        kept = self.by_step.get(step)
+        return None if kept is None else kept[1]
+
+    def clear(self) -> None:
+        """Forget every entry (the absolute count goes on)."""
+        self._trim_all()
+
+
+@dataclass
+class PairModel:
+    """Columns, bounded sparkline series, curves and the judgement of one pair."""
+
+    columns: list[str] = field(default_factory=list)
+    metrics: list[str] = field(default_factory=list)
+    """Shared metrics with a sparkline series, in column order."""
+    spark: dict[str, BucketSeries] = field(default_factory=dict)
+    curves: dict[tuple[str, str], CurveSeries] = field(default_factory=dict)
+    first: FirstDivergence | None = None
+    current: float | None = None
+    """Divergence of the newest aligned step."""
+    aligned_count: int = 0
+    first_step: int | None = None
+    last_step: int | None = None
+    summary: Summary | None = None
+    sides: dict[str, SideState] = field(default_factory=dict)
+    headers: dict[str, Header] = field(default_factory=dict)
+    saved: dict[str, Any] = field(default_factory=dict)
+    """pair.json of a saved pair, when there is one."""
+    pair_path: Path | None = None
+    message: str | None = None
+    done: bool = False
+
+    def __post_init__(self) -> None:
+        self.spark.setdefault(DIVERGENCE, BucketSeries(SPARK_BUCKETS))
+
+    # -- feeding ------------------------------------------------------------------------------
+
+    def apply(self, batch: Batch) -> None:
+        """Take one batch of a session."""
+        for side, records in batch.records.items():
+            self.add_records(side, records)
+        self.add_aligned(batch.aligned)
+        self.sides = batch.sides
+        for side, state in batch.sides.items():
+            if state.header is not None:
+                self.headers.setdefault(side, state.header)
+        self.summary = batch.summary
+        if batch.pair_path is not None:
+            self.pair_path = batch.pair_path
+        if batch.message:
+            self.message = batch.message
+        self.done = batch.done
+
+    def add_records(self, side: str, records: Sequence[Record]) -> None:
+        """Columns from the first step record; headers; loss curve points."""
+        steps = [r for r in records if isinstance(r, Step)]
+        for rec in records:
+            if isinstance(rec, Header):
+                self.headers.setdefault(side, rec)
+                break
+        if not steps:
+            return
+        if not self.columns:
+            self.columns = choose_columns(steps[0].metrics)
+        xs = np.fromiter((s.step for s in steps), np.float64, len(steps))
+        for metric in curve_metrics(self.columns):
+            ys = np.fromiter((s.metrics.get(metric, np.nan) for s in steps), np.float64, len(steps))
+            curve = self.curves.setdefault((side, metric), CurveSeries(CURVE_POINTS))
+            curve.extend(xs, ys)
+
+    def add_aligned(self, aligned: Sequence[AlignedStep]) -> None:
+        """Sparkline levels, the current divergence, the first divergent step."""
+        n = len(aligned)
+        if not n:
+            return
+        if not self.metrics:
+            shared = aligned[0].diffs.keys()
+            self.metrics = [c for c in self.columns if c in shared][:MAX_SERIES]
+            self.metrics += [m for m in shared if m not in self.metrics][
+                : MAX_SERIES - len(self.metrics)
+            ]
+        div = np.fromiter((s.divergence for s in aligned), np.float64, n)
+        equal = np.fromiter((s.equal for s in aligned), bool, n)
+        self.spark[DIVERGENCE].extend(levels(div, equal))
+        for metric in self.metrics:
+            rel = np.fromiter(
+                (s.diffs[metric].rel if metric in s.diffs else 0.0 for s in aligned), np.float64, n
+            )
+            eq = np.fromiter(
+                (s.diffs[metric].equal if metric in s.diffs else True for s in aligned), bool, n
+            )
+            self.spark.setdefault(metric, BucketSeries(SPARK_BUCKETS)).extend(levels(rel, eq))
+        for i in np.flatnonzero(~equal):
+            s = aligned[int(i)]
+            if self.first is None or s.step < self.first.step:
+                self.first = FirstDivergence(
+                    step=s.step,
+                    metrics={
+                        k: (d.a, d.b, d.rel, d.ulps) for k, d in s.diffs.items() if not d.equal
+                    },
+                    tensors=s.tensors,
+                    digest_equal=s.digest_equal,
+                    divergence=s.divergence,
+                )
+        self.aligned_count += n
+        self.current = float(div[-1])
+        self.first_step = aligned[0].step if self.first_step is None else self.first_step
+        self.last_step = aligned[-1].step
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def series_names(self) -> list[str]:
+        """What the sparkline can follow: the divergence, then each shared metric."""
+        return [DIVERGENCE, *self.metrics]
+
+    def env(self, side: str) -> dict[str, Any]:
+        """A side's fingerprint (env and hyper) from its header, else from pair.json."""
+        header = self.headers.get(side)
+        if header is not None:
+            return {"env": header.env, "hyper": header.hyper}
+        runs = self.saved.get("runs")
+        run = runs.get(side) if isinstance(runs, dict) else None
+        if isinstance(run, dict):
+            return {
+                "env": run.get("env") if isinstance(run.get("env"), dict) else {},
+                "hyper": run.get("hyper") if isinstance(run.get("hyper"), dict) else {},
+            }
+        return {}
+
+    def env_rows(self) -> list[EnvRow]:
+        """Both fingerprints key by key, differing keys first (else pair.json's env_diff)."""
+        rows = env_rows(self.env("a"), self.env("b"))
+        saved = self.saved.get("env_diff")
+        if not rows and isinstance(saved, dict):
+            rows = [
+                EnvRow(str(k), v[0], v[1])
+                for k, v in sorted(saved.items())
+                if isinstance(v, list) and len(v) == 2
+            ]
+        return rows
+
+    def first_line(self) -> str:
+        """Where the runs part, in one line."""
+        summary, first = self.summary, self.first
+        step = summary.first_divergent_step if summary else None
+        if step is None and first is not None:
+            step = first.step
+        if step is None:
+            if not self.aligned_count:
+                return "no step compared yet"
+            return f"no divergence: {self.aligned_count} steps bitwise equal"
+        metrics = list(summary.first_divergent_metrics) if summary else []
+        if not metrics and first is not None and first.step == step:
+            metrics = list(first.metrics)
+        what = ", ".join(metrics) if metrics else "parameter digests only"
+        text = f"first divergence: step {step} ({what})"
+        tensors = list(summary.first_tensors) if summary and summary.first_tensors else []
+        if not tensors and first is not None:
+            tensors = list(first.tensors)
+        if tensors:
+            text += f" · tensors: {', '.join(tensors)}"
+        return text

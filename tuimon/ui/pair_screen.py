@@ -1,0 +1,521 @@
+"""The pair view: two panes side by side, the divergence panel, curves and environment one key away.
+
+One screen serves a live pair, a replay and a saved pair (static). Live and replay sessions run
+in an async worker and post one `BatchArrived` per engine batch (~10 per second); the screen
+feeds its `PairModel` and panes with the whole batch at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import ContentSwitcher, Footer, Header
+from textual.worker import Worker, WorkerState
+
+from tuimon.replay import ReplaySource, first_divergence
+from tuimon.session import Batch, PairSession
+from tuimon.steplog import Record
+from tuimon.ui.chart import CurvesView
+from tuimon.ui.commands import ScreenActions
+from tuimon.ui.divergence import DivergencePanel
+from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen
+from tuimon.ui.model import DIVERGENCE, PairModel
+from tuimon.ui.panes import SideHeader, StepPane
+from tuimon.ui.saved import SavedPair, load_saved, window
+from tuimon.ui.text import si
+from tuimon.ui.workers import ReportsWorkerErrors
+
+SIDES = ("a", "b")
+MAX_LINES = 2000
+STOP_QUESTION = "Stop both runs? The partial pair is saved."
+SessionFactory = Callable[[Callable[[Batch], None]], PairSession]
+
+
+class BatchArrived(Message):
+    """One batch of the session (data: never merged with or replaced by another)."""
+
+    def __init__(self, batch: Batch) -> None:
+        super().__init__()
+        self.batch = batch
+
+
+class PairScreen(ReportsWorkerErrors, Screen[None]):
+    """Two runs side by side: live (a session), replay (a paced session) or static (saved)."""
+
+    BINDINGS = [  # noqa: RUF012
+        Binding("space", "pause", "Pause", id="pause", tooltip="Pause or resume the replay"),
+        Binding(
+            "plus,equals_sign",
+            "faster",
+            "Faster",
+            key_display="+",
+            id="faster",
+            tooltip="Replay twice as fast",
+        ),
+        Binding(
+            "minus", "slower", "Slower", key_display="-", id="slower", tooltip="Replay half as fast"
+        ),
+        Binding(
+            "g",
+            "first_divergence",
+            "First div.",
+            id="first-divergence",
+            tooltip="Jump to the first divergent step",
+        ),
+        Binding(
+            "f", "follow", "Follow", id="follow", tooltip="Pause or resume following new lines"
+        ),
+        Binding("w", "wide", "Digits", id="digits", tooltip="Show every digit (scroll sideways)"),
+        Binding(
+            "m",
+            "cycle_metric",
+            "Metric",
+            id="metric",
+            tooltip="Choose the metric the sparkline follows",
+        ),
+        Binding("c", "curves", "Curves", id="curves", tooltip="Show the loss curves, A over B"),
+        Binding("e", "env", "Env", id="env", tooltip="Environment differences of the two runs"),
+        Binding(
+            "o",
+            "open_folder",
+            "Folder",
+            id="folder",
+            tooltip="Show and copy the saved pair's folder",
+        ),
+        Binding("escape", "back", "Back", id="back", tooltip="Back to the list of pairs"),
+        Binding("q", "quit", "Quit", id="quit", tooltip="Quit tuimon"),
+    ]
+    COMMANDS = {ScreenActions}  # noqa: RUF012
+
+    def __init__(
+        self,
+        *,
+        make_session: SessionFactory | None = None,
+        replay: bool = False,
+        saved: Path | None = None,
+        can_go_back: bool = False,
+        max_lines: int = MAX_LINES,
+    ) -> None:
+        super().__init__()
+        self.mode = "static" if saved is not None else ("replay" if replay else "live")
+        self.make_session = make_session
+        self.saved_path = saved
+        self.can_go_back = can_go_back
+        self.max_lines = max_lines
+        self.session: PairSession | None = None
+        self.saved: SavedPair | None = None
+        self.model = PairModel()
+        self.series = DIVERGENCE
+        self.follow = True
+        self.stopping = False
+        self.pending_jump: int | None = None
+        self._curves_dirty = True
+        self._columns: list[str] = []
+
+    # -- layout -------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False, icon="≈")
+        with ContentSwitcher(initial="panes", id="views"):
+            with Horizontal(id="panes"):
+                for side in SIDES:
+                    with Vertical(classes="side", id=f"side-{side}"):
+                        yield SideHeader(side, id=f"header-{side}")
+                        yield StepPane(side, max_lines=self.max_lines, id=f"pane-{side}")
+            yield CurvesView(id="curves")
+        yield DivergencePanel(id="divergence")
+        yield Footer(compact=True)
+
+    def pane(self, side: str) -> StepPane:
+        """The step pane of a side."""
+        return self.query_one(f"#pane-{side}", StepPane)
+
+    def on_mount(self) -> None:
+        """Link the panes, then start the session or load the saved pair."""
+        a, b = self.pane("a"), self.pane("b")
+        a.partner, b.partner = b, a
+        a.focus()
+        self._update_subtitle()
+        if self.mode == "static":
+            self._start_load()
+        else:
+            self._start_session()
+
+    def _start_session(self) -> None:
+        assert self.make_session is not None
+        try:
+            self.session = self.make_session(lambda batch: self.post_message(BatchArrived(batch)))
+        except Exception as exc:
+            self.notify(f"cannot start the pair: {exc}", severity="error", markup=False)
+            self.query_one(DivergencePanel).say(f"cannot start the pair: {exc}")
+            return
+        for side in SIDES:
+            self.query_one(f"#header-{side}", SideHeader).show(self.session.sides[side])
+        self.model.pair_path = self.session.pair_path
+        sessions = getattr(self.app, "sessions", None)
+        if isinstance(sessions, list):
+            sessions.append(self.session)
+        self.run_worker(
+            self.session.run(),
+            name="session",
+            group="session",
+            exclusive=True,
+            exit_on_error=False,
+            description="replay" if self.mode == "replay" else "pair of runs",
+        )
+
+    def _start_load(self) -> None:
+        path = self.saved_path
+        assert path is not None
+        self.query_one(DivergencePanel).say(f"loading {path} …")
+
+        def load() -> None:
+            saved = load_saved(path, self.max_lines)
+            self.app.call_from_thread(self._show_saved, saved)
+
+        self.run_worker(
+            load,
+            thread=True,
+            group="load",
+            exclusive=True,
+            exit_on_error=False,
+            description=f"loading {path.name}",
+        )
+
+    # -- data ---------------------------------------------------------------------------------
+
+    @on(BatchArrived)
+    def _on_batch(self, message: BatchArrived) -> None:
+        batch = message.batch
+        self.model.apply(batch)
+        self._fill_panes(batch.records, batch.stderr)
+        for side, state in batch.sides.items():
+            self.query_one(f"#header-{side}", SideHeader).show(state)
+        if self.pending_jump is not None:
+            self._land_jump()
+        self._refresh_views()
+        if batch.done:
+            self._on_done(batch)
+
+    def _fill_panes(
+        self,
+        records: dict[str, list[Record]],
+        stderr: dict[str, list[str]],
+        *,
+        stderr_first: bool = False,
+    ) -> None:
+        if self.model.columns != self._columns:
+            self._columns = list(self.model.columns)
+            for side in SIDES:
+                self.pane(side).set_columns(self._columns)
+        first = self.model.first.step if self.model.first else None
+        for side in SIDES:
+            pane = self.pane(side)
+            pane.marked = first
+            if stderr_first:  # a saved pair: its stderr file's tail, then the log's tail
+                pane.add([], stderr.get(side, []))
+                pane.add(records.get(side, []))
+            else:
+                pane.add(records.get(side, []), stderr.get(side, []))
+
+    def _refresh_views(self) -> None:
+        self.query_one(DivergencePanel).show(self.model, self.series)
+        self._curves_dirty = True
+        if self.query_one("#views", ContentSwitcher).current == "curves":
+            self._draw_curves()
+        self._update_subtitle()
+
+    def _draw_curves(self) -> None:
+        if self._curves_dirty:
+            self.query_one(CurvesView).show(self.model)
+            self._curves_dirty = False
+
+    def _on_done(self, batch: Batch) -> None:
+        if self.stopping:
+            self.app.exit(130, return_code=130)
+            return
+        self.refresh_bindings()
+        if self.mode == "replay" and not batch.message:
+            self.model.message = "replay finished"
+            self.query_one(DivergencePanel).say(self.model.message)
+        if self.mode == "live" and batch.pair_path is not None:
+            self.notify(
+                batch.message or f"saved to {batch.pair_path}", title="pair finished", markup=False
+            )
+
+    def _show_saved(self, saved: SavedPair) -> None:
+        self.saved = saved
+        self.model = saved.model
+        self._fill_panes(saved.tails, saved.stderr, stderr_first=True)
+        for side, state in saved.model.sides.items():
+            self.query_one(f"#header-{side}", SideHeader).show(state, live=False)
+        self._refresh_views()
+
+    def _update_subtitle(self) -> None:
+        parts = {"live": ["live pair"], "replay": ["replay"], "static": ["saved pair"]}[self.mode]
+        source = self._replay_source()
+        if source is not None:
+            parts.append(f"{si(source.speed)} steps/s")
+            if source.paused:
+                parts.append("paused")
+        if self.model.done and self.mode != "static":
+            parts.append("finished")
+        parts.append("following" if self.follow else "scroll held (f follows)")
+        self.sub_title = " · ".join(parts)
+
+    def _replay_source(self) -> ReplaySource | None:
+        if self.session is None:
+            return None
+        source = self.session.source
+        return source if isinstance(source, ReplaySource) else None
+
+    def _session_running(self) -> bool:
+        worker = next(iter(w for w in self.workers if w.group == "session"), None)
+        return worker is not None and worker.state in (WorkerState.PENDING, WorkerState.RUNNING)
+
+    # -- following and jumping ----------------------------------------------------------------
+
+    def set_follow(self, follow: bool) -> None:
+        """Follow new lines in both panes, or hold them where they are."""
+        self.follow = follow
+        for side in SIDES:
+            pane = self.pane(side)
+            pane.follow = follow
+            if follow:
+                pane.scroll_end(animate=False, x_axis=False)
+        self._update_subtitle()
+
+    @on(StepPane.UserScrolledUp)
+    def _user_scrolled_up(self) -> None:
+        if self.follow:
+            self.set_follow(False)
+
+    @on(StepPane.UserScrolledEnd)
+    def _user_scrolled_end(self) -> None:
+        self.set_follow(True)
+
+    def _first_step(self) -> int | None:
+        summary = self.model.summary
+        if summary is not None and summary.first_divergent_step is not None:
+            return summary.first_divergent_step
+        return self.model.first.step if self.model.first else None
+
+    def _scroll_panes_to(self, step: int) -> bool:
+        if self.buffers_hold(step):
+            self.set_follow(False)
+            for side in SIDES:
+                self.pane(side).scroll_to_step(step)
+            return True
+        return False
+
+    def buffers_hold(self, step: int) -> bool:
+        """Both panes still hold the line of `step`."""
+        return all(self.pane(s).buffer.index_of(step) is not None for s in SIDES)
+
+    def _land_jump(self) -> None:
+        step = self.pending_jump
+        if step is None or not self.buffers_hold(step):
+            return
+        self.pending_jump = None
+        source = self._replay_source()
+        if source is not None and not source.paused:
+            source.pause()
+        self._scroll_panes_to(step)
+        self.notify(f"paused at the first divergence, step {step} (space resumes)")
+
+    def _replay_jump(self, step: int | None) -> None:
+        source = self._replay_source()
+        if step is None:
+            self.notify("the two logs never diverge")
+            return
+        if source is None or self.model.done or (self.model.last_step or -1) >= step:
+            self.notify(f"step {step} is no longer in the panes")
+            return
+        self.pending_jump = step
+        source.jump(step)
+        self.notify(f"fast-forwarding to the first divergence, step {step} …")
+        self._update_subtitle()
+
+    # -- actions ------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Replay keys only in a replay; Back only over the browser."""
+        if action in ("pause", "faster", "slower"):
+            return self._replay_source() is not None and not self.model.done
+        if action == "back":
+            return self.can_go_back
+        return True
+
+    def action_follow(self) -> None:
+        """Pause or resume following new lines."""
+        self.set_follow(not self.follow)
+
+    def action_first_divergence(self) -> None:
+        """Scroll both panes to the first divergent step (fast-forward a replay to it)."""
+        step = self._first_step()
+        if step is not None:
+            if self._scroll_panes_to(step):
+                self.notify(f"first divergence: step {step}")
+            elif self.mode == "static" and self.saved is not None:
+                self._load_window(step)
+            else:
+                self.notify(
+                    f"step {step} is no longer in the panes (the last {self.max_lines} lines of "
+                    f"each run are kept); {self.model.first_line()}",
+                    markup=False,
+                )
+            return
+        source = self._replay_source()
+        if source is None:
+            self.notify("no divergence so far")
+            return
+
+        def find() -> None:
+            step = first_divergence(
+                source.logs, self.session.options.tolerance if self.session else 0.0
+            )
+            self.app.call_from_thread(self._replay_jump, step)
+
+        self.run_worker(
+            find,
+            thread=True,
+            group="jump",
+            exclusive=True,
+            exit_on_error=False,
+            description="finding the first divergence",
+        )
+
+    def _load_window(self, step: int) -> None:
+        saved = self.saved
+        assert saved is not None
+
+        def load() -> None:
+            lines = window(saved.logs, step, self.max_lines)
+            self.app.call_from_thread(self._show_window, step, lines)
+
+        self.run_worker(
+            load,
+            thread=True,
+            group="window",
+            exclusive=True,
+            exit_on_error=False,
+            description=f"reading the lines around step {step}",
+        )
+
+    def _show_window(self, step: int, lines: dict[str, list[Record]]) -> None:
+        for side in SIDES:
+            self.pane(side).clear()
+        self.set_follow(False)
+        self._fill_panes(lines, {})
+        self.call_after_refresh(self._scroll_panes_to, step)
+        self.notify(f"first divergence: step {step} (lines around it loaded)")
+
+    def action_wide(self) -> None:
+        """Every digit of every number, or what fits the panes."""
+        for side in SIDES:
+            pane = self.pane(side)
+            pane.set_wide(not pane.wide)
+
+    def action_cycle_metric(self) -> None:
+        """The sparkline follows the next shared metric (then the divergence again)."""
+        names = self.model.series_names()
+        self.series = (
+            names[(names.index(self.series) + 1) % len(names)]
+            if self.series in names
+            else DIVERGENCE
+        )
+        self.query_one(DivergencePanel).show(self.model, self.series)
+        self.notify(f"sparkline follows {self.series}", markup=False, timeout=2)
+
+    def action_curves(self) -> None:
+        """Switch between the panes and the loss curves."""
+        switcher = self.query_one("#views", ContentSwitcher)
+        switcher.current = "panes" if switcher.current == "curves" else "curves"
+        if switcher.current == "curves":
+            self._draw_curves()
+
+    def action_env(self) -> None:
+        """The environment differences of the two runs."""
+        rows = self.model.env_rows()
+        self.app.push_screen(EnvDiffScreen(rows))
+
+    def action_open_folder(self) -> None:
+        """Show the saved pair's folder and copy its path to the clipboard."""
+        path = self.model.pair_path
+        if path is None:
+            source = self._replay_source()
+            if source is not None:
+                self.notify(
+                    f"not a saved pair: replaying {source.logs.a} and {source.logs.b}", markup=False
+                )
+            else:
+                self.notify("this pair is not saved", severity="warning")
+            return
+        self.app.copy_to_clipboard(str(path))
+        self.notify(f"{path}\n(path copied to the clipboard)", title="pair folder", markup=False)
+
+    def action_pause(self) -> None:
+        """Pause or resume the replay."""
+        source = self._replay_source()
+        if source is not None:
+            self.notify("replay paused" if source.toggle() else "replay resumed", timeout=2)
+            self._update_subtitle()
+
+    def action_faster(self) -> None:
+        """Replay twice as fast."""
+        source = self._replay_source()
+        if source is not None:
+            source.faster()
+            self._update_subtitle()
+
+    def action_slower(self) -> None:
+        """Replay half as fast."""
+        source = self._replay_source()
+        if source is not None:
+            source.slower()
+            self._update_subtitle()
+
+    def action_back(self) -> None:
+        """Back to the browser (a replay is stopped)."""
+        if self.session is not None and not self.model.done:
+            self.session.stop()
+        self.dismiss(None)
+
+    def action_quit(self) -> None:
+        """Quit; a live pair still running asks first, then stops both runs and saves."""
+        self.request_quit()
+
+    def request_quit(self) -> None:
+        """Quit now, or (live pair running) confirm, stop both runs, wait for the save, exit."""
+        if self.mode != "live" or self.model.done or not self._session_running():
+            self.app.exit(0)
+            return
+        if self.stopping:  # asked twice: do not wait for the save
+            self.app.exit(130, return_code=130)
+            return
+        self.app.push_screen(
+            ConfirmScreen(STOP_QUESTION, yes="Stop", no="Keep running"), self._stop_answer
+        )
+
+    def _stop_answer(self, stop: bool | None) -> None:
+        if not stop or self.session is None:
+            return
+        self.stopping = True
+        self.session.stop()
+        self.query_one(DivergencePanel).say("stopping both runs … the partial pair is saved")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A session that failed or ended without its last batch lets a pending quit go on."""
+        if (
+            event.worker.group == "session"
+            and event.state in (WorkerState.ERROR, WorkerState.CANCELLED)
+            and self.stopping
+        ):
+            self.app.exit(130, return_code=130)

@@ -1,0 +1,139 @@
+"""Plain-text helpers for the views: untrusted text made safe, numbers, first differing digit.
+
+Nothing here imports textual; what is shown of a run's output is built as `rich.text.Text`, never
+as markup, so `[bold]` or `[@click=...]` in a log line stays literal.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+MAX_SIG = 17
+"""Significant digits that tell any two distinct float64 values apart."""
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return "^" + chr(code + 0x40)
+    return "^?" if code == 0x7F else f"\\x{code:02x}"
+
+
+def clean(text: str, limit: int = 1000) -> str:
+    """One display line of untrusted text: tabs expanded, control characters made visible.
+
+    Control characters show in caret notation, as ``cat -v`` does: ESC is ``^[``, so an ANSI
+    sequence reads ``^[[31m`` and colours nothing; C1 controls show as ``\\xNN``. Text past
+    `limit` characters is cut with an ellipsis.
+    """
+    text = _CONTROL.sub(_escape, text.expandtabs(4))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def fmt_number(value: float | None, sig: int, *, zeros: bool = False) -> str:
+    """`value` with `sig` significant digits (general format); "·" when there is none.
+
+    `zeros` keeps trailing zeros, so two numbers shown with the same digits line up; without
+    them, 17 digits or more means the shortest text that reads back as the same float.
+    """
+    if value is None:
+        return "·"
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if zeros:
+        return f"{value:#.{sig}g}"
+    return repr(value) if sig >= MAX_SIG else f"{value:.{sig}g}"
+
+
+def same_bits(a: float, b: float) -> bool:
+    """Bitwise equal (NaN equals NaN, 0.0 differs from -0.0)."""
+    if math.isnan(a) and math.isnan(b):
+        return True
+    return a == b and math.copysign(1, a) == math.copysign(1, b)
+
+
+def first_difference(a: str, b: str) -> int | None:
+    """Index of the first character where two strings differ, None when equal."""
+    if a == b:
+        return None
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return i
+    return min(len(a), len(b))
+
+
+def _digits_to_differ(a: float, b: float, start: int) -> int | None:
+    """The fewest digits from `start` on whose text tells `a` from `b` (None: only bits do)."""
+    for digits in range(start, MAX_SIG + 1):
+        if fmt_number(a, digits, zeros=True) != fmt_number(b, digits, zeros=True):
+            return digits
+    return None
+
+
+def cell(
+    mine: float | None, other: float | None, width: int, sig: int = 6
+) -> tuple[str, int | None]:
+    """`mine` in at most `width` cells, and the index where its text first differs from `other`.
+
+    Equal values (or no other value) show `sig` digits, fewer when they would not fit. Differing
+    values show as many digits as it takes to tell them apart (trailing zeros kept, so both
+    sides line up). When that does not fit, the digits that fit are followed by a marker "…"
+    at which the difference is flagged, so a difference is never hidden.
+    """
+    if mine is None:
+        return "·", None
+    if other is None or same_bits(mine, other):
+        for digits in range(sig, 0, -1):
+            text = fmt_number(mine, digits)
+            if len(text) <= width:
+                return text, None
+        return text[:width], None
+    digits = _digits_to_differ(mine, other, sig) or MAX_SIG
+    text = fmt_number(mine, digits, zeros=True)
+    if len(text) <= width:
+        return text, first_difference(text, fmt_number(other, digits, zeros=True))
+    for fewer in range(digits, 0, -1):
+        text = fmt_number(mine, fewer, zeros=True)
+        if len(text) < width:
+            at = first_difference(text, fmt_number(other, fewer, zeros=True))
+            return (text, at) if at is not None else (text + "…", len(text))
+    return "…", 0
+
+
+def fit(text: str, width: int, diff_at: int | None) -> tuple[str, int | None]:
+    """Cut `text` to `width` cells; a difference past the cut moves onto the ellipsis."""
+    if len(text) <= width:
+        return text, diff_at
+    cut = text[: width - 1] + "…"
+    if diff_at is not None and diff_at >= width - 1:
+        diff_at = width - 1
+    return cut, diff_at
+
+
+def si(value: float) -> str:
+    """A rate or count made short: 950, 9.5k, 1.2M."""
+    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= limit:
+            return f"{value / limit:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
+def duration(seconds: float) -> str:
+    """Seconds as m:ss or h:mm:ss."""
+    seconds = max(0, round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def sci(value: float | None) -> str:
+    """A divergence for people: 3.2e-05, 0 for bitwise equal, "–" for none."""
+    if value is None:
+        return "–"
+    if value == 0:
+        return "0"
+    return f"{value:.3g}" if 1e-3 <= abs(value) < 1e3 else f"{value:.2e}"
