@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tuimon.align import AlignedStep, compare_steps
+from tuimon.align import compare_steps
 from tuimon.runner import Exited, Lines, SourceEvent, Stderr
 from tuimon.session import Batch, PairOptions, PairSession, SideState
 from tuimon.steplog import End, Header, Step, parse_line
@@ -81,14 +81,6 @@ def first_divergence(logs: SavedLogs, tolerance: float = 0.0) -> int | None:
         steps_of(read_lines(logs.a)), steps_of(read_lines(logs.b)), tolerance
     )
     return aligner.summary().first_divergent_step
-
-
-def load_aligned(logs: SavedLogs, tolerance: float = 0.0) -> tuple[list[AlignedStep], Any]:
-    """Both logs aligned at once: (aligned steps, summary)."""
-    aligned, aligner = compare_steps(
-        steps_of(read_lines(logs.a)), steps_of(read_lines(logs.b)), tolerance
-    )
-    return aligned, aligner.summary()
 
 
 class ReplaySource:

@@ -7,15 +7,18 @@ reporter alike: a view gets one `Batch` about every 100 ms and never computes an
 from __future__ import annotations
 
 import asyncio
+import tempfile
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
-from tuimon.align import PairAligner, Summary
+import orjson
+
+from tuimon.align import AlignedStep, PairAligner, Summary
 from tuimon.runner import (
     Exited,
     LaunchError,
@@ -164,7 +167,7 @@ class PairSession:
         for state, total in zip(sides, self.options.totals, strict=True):
             state.total = state.total or total
         self.aligner = PairAligner(self.options.tolerance)
-        self.aligned: list[Any] = []
+        self._spool = _AlignedSpool() if writer is not None else None
         self.interrupted = False
         self.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
         self._rates: dict[str, deque[tuple[float, int]]] = {k: deque() for k in self.sides}
@@ -289,7 +292,8 @@ class PairSession:
                 state.rate = (rates[-1][1] - rates[0][1]) / (rates[-1][0] - rates[0][0])
             aligned = self.aligner.feed(state.side, record)
             if aligned is not None:
-                self.aligned.append(aligned)
+                if self._spool is not None:
+                    self._spool.add(aligned)
                 self._new_aligned.append(aligned)
         elif isinstance(record, Header):
             state.header = record
@@ -367,7 +371,8 @@ class PairSession:
         message = None
         if self.writer is not None:
             try:
-                path = self.writer.finish(self.meta(), (s.to_dict() for s in self.aligned))
+                assert self._spool is not None
+                path = self.writer.finish(self.meta(), self._spool.rows())
                 self.pair_path = path.parent
                 message = f"saved to {self.pair_path}"
                 if self.writer.error:
@@ -408,6 +413,36 @@ class PairSession:
             "summary": self.summary.to_dict(),
             "files": {"a": "a.jsonl", "b": "b.jsonl", "aligned": "aligned.jsonl"},
         }
+
+
+class _AlignedSpool:
+    """Aligned rows kept in an anonymous temporary file until the pair is saved, not in memory."""
+
+    def __init__(self) -> None:
+        self._fh: IO[bytes] | None = None
+        self._pending: list[bytes] = []
+
+    def add(self, step: AlignedStep) -> None:
+        self._pending.append(orjson.dumps(step.to_dict()))
+        if len(self._pending) >= 256:
+            self._spill()
+
+    def _spill(self) -> None:
+        if self._fh is None:
+            self._fh = tempfile.TemporaryFile(prefix="tuimon-aligned-")  # noqa: SIM115
+        self._fh.write(b"\n".join(self._pending) + b"\n")
+        self._pending = []
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """Every row added, in order (read back once, at the end)."""
+        if self._fh is not None:
+            self._fh.seek(0)
+            for line in self._fh:
+                yield orjson.loads(line)
+            self._fh.close()
+            self._fh = None
+        for raw in self._pending:
+            yield orjson.loads(raw)
 
 
 def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
