@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from tuimon.align import AlignedStep, Summary
-from tuimon.session import Batch, SideState
+from tuimon.session import Batch, SideState, flatten
 from tuimon.steplog import End, Header, Record, Step, Text
 from tuimon.ui.series import BucketSeries, CurveSeries, levels
 from tuimon.ui.text import clean, duration, si
@@ -66,18 +66,6 @@ def curve_metrics(columns: Sequence[str]) -> list[str]:
     """The two metrics the curves view plots: train and test loss, or the first columns."""
     losses = [c for c in columns if "loss" in c]
     return (losses or list(columns))[:2]
-
-
-def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested mappings as dotted keys."""
-    out: dict[str, Any] = {}
-    for key, value in d.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            out.update(flatten(value, name + "."))
-        else:
-            out[name] = value
-    return out
 
 
 def env_rows(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[EnvRow]:
