@@ -15,6 +15,9 @@ from tuimon.session import Batch, PairOptions, PairSession, SideState
 from tuimon.steplog import End, Header, Step, parse_line
 from tuimon.store import StoreError, is_pair_dir, read_pair
 
+YIELD_EVERY = 64
+"""Steps fed between two yields to the event loop when the pace needs no sleep."""
+
 
 class ReplayError(Exception):
     """A path that cannot be replayed (one line for the user)."""
@@ -155,14 +158,17 @@ class ReplaySource:
 
     async def run(self, queue: asyncio.Queue[SourceEvent]) -> None:
         cursors = {"a": 0, "b": 0}
-        parsed = {side: [parse_line(x) for x in lines] for side, lines in self._lines.items()}
+        parsed = await asyncio.to_thread(  # off the event loop: a view stays responsive
+            lambda: {side: list(map(parse_line, lines)) for side, lines in self._lines.items()}
+        )
         steps = sorted({r.step for recs in parsed.values() for r in recs if isinstance(r, Step)})
         times = {
             r.step: r.t for recs in parsed.values() for r in recs if isinstance(r, Step) and r.t
         }
-        start = time.monotonic()
-        shown = 0
-        for i, step in enumerate(steps):
+        start, shown = time.monotonic(), 0
+        first_t = times.get(steps[0]) if steps else None
+        self._pace = (self.speed, self.realtime)
+        for step in steps:
             if self._stopped:
                 break
             for side in ("a", "b"):
@@ -177,17 +183,24 @@ class ReplaySource:
                 if out:
                     await queue.put(Lines(side, out))
             if self.jump_to is not None and step < self.jump_to:
+                if step % YIELD_EVERY == 0:
+                    await asyncio.sleep(0)  # let the view breathe while fast-forwarding
                 continue
             self.jump_to = None
-            await self._resume.wait()
+            if self.paused or self._pace != (self.speed, self.realtime):
+                await self._resume.wait()  # a pause or a new speed starts a new clock
+                self._pace = (self.speed, self.realtime)
+                start, shown, first_t = time.monotonic(), 0, times.get(step)
             shown += 1
-            if self.realtime and step in times:
-                due = times[step] / self.speed
-                delay = due - (time.monotonic() - start)
-                if delay > 0:
-                    await asyncio.sleep(delay)
-            elif shown % max(1, int(self.speed / 20)) == 0 or i == len(steps) - 1:
-                await asyncio.sleep(max(1, int(self.speed / 20)) / self.speed)
+            if self.realtime:
+                due = ((times.get(step) or 0.0) - (first_t or 0.0)) / self.speed
+            else:
+                due = shown / self.speed
+            delay = due - (time.monotonic() - start)
+            if delay > 0:
+                await asyncio.sleep(delay)
+            elif shown % YIELD_EVERY == 0:
+                await asyncio.sleep(0)
         for side in ("a", "b"):
             rest = self._lines[side][cursors[side] :]
             if rest and not self._stopped:

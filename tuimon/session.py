@@ -33,6 +33,8 @@ from tuimon.steplog import End, Header, Record, Step, parse_line
 from tuimon.store import PairWriter, StoreError
 
 STDERR_TAIL = 20
+MAX_EVENTS_PER_TURN = 512
+"""Events handled before the session yields to the event loop (a view must stay responsive)."""
 RATE_WINDOW = 5.0
 
 
@@ -211,7 +213,7 @@ class PairSession:
                     if isinstance(event, Exited):
                         exited.add(event.side)
                         await self._on_exit(event)
-                    while not queue.empty():
+                    for _ in range(min(queue.qsize(), MAX_EVENTS_PER_TURN)):
                         event = queue.get_nowait()
                         self._handle(event)
                         if isinstance(event, Exited):
