@@ -686,3 +686,14 @@ def test_delete_pair_refuses_non_pairs(tmp_path: Path, kind: str) -> None:
     assert (precious / "thesis.tex").read_text() == "years of work"
     if kind == "symlink":
         assert (tmp_path / "pair" / "pair.json").exists()
+
+
+def test_saved_files_follow_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        writer = PairWriter.create(tmp_path, seed=0, devices=("cpu", "cpu"))
+        writer.finish({"summary": {}}, [{"step": 0}])
+    finally:
+        os.umask(old)
+    for name in ("pair.json", "aligned.jsonl", "a.jsonl"):
+        assert (writer.path / name).stat().st_mode & 0o777 == 0o644, name

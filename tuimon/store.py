@@ -124,8 +124,8 @@ def _write_atomic(path: Path, chunks: Iterable[bytes]) -> None:
     path = Path(path)
     tmp: str | None = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
+        tmp = str(path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        with open(tmp, "xb") as fh:  # "x": never another's file; the mode follows the umask
             for chunk in chunks:
                 fh.write(chunk)
             fh.flush()
