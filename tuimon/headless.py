@@ -16,7 +16,7 @@ from rich.table import Column
 from rich.text import Text
 
 from tuimon.align import CLOSE, DIVERGED, IDENTICAL, Summary
-from tuimon.session import Batch, PairSession, SideState
+from tuimon.session import Batch, PairSession, SideState, exit_text
 
 EXIT_CODES = {IDENTICAL: 0, CLOSE: 0, DIVERGED: 1}
 """Exit code per verdict; anything else (INCOMPLETE, failed runs) is 3."""
@@ -41,7 +41,7 @@ def side_line(s: SideState) -> str:
     total = f"/{s.total}" if s.total else ""
     step = "-" if s.step is None else str(s.step)
     rate = f"{s.rate:.1f} steps/s" if s.rate else "- steps/s"
-    status = s.status + (f" (exit {s.exit_code})" if s.exit_code not in (None, 0) else "")
+    status = s.status + (f" ({exit_text(s.exit_code)})" if s.exit_code not in (None, 0) else "")
     return f"step {step}{total} · {rate} · ETA {_fmt_eta(s.eta)} · {status}"
 
 

@@ -7,6 +7,7 @@ reporter alike: a view gets one `Batch` about every 100 ms and never computes an
 from __future__ import annotations
 
 import asyncio
+import signal
 import tempfile
 import time
 from collections import deque
@@ -311,7 +312,7 @@ class PairSession:
         state = self.sides[event.side]
         if event.status == "failed":
             tail = " | ".join(self._stderr[event.side]) or "no stderr"
-            self._say(f"run {event.side} failed (exit {event.code}): {tail[-300:]}")
+            self._say(f"run {event.side} failed ({exit_text(event.code)}): {tail[-300:]}")
             if self.options.stop_on_fail and isinstance(self.source, LiveSource):
                 other = "b" if event.side == "a" else "a"
                 if not self.sides[other].over:
@@ -334,7 +335,7 @@ class PairSession:
         for side, s in self.sides.items():
             if s.status != "finished":
                 return False, f"run {side} {s.status}" + (
-                    f" (exit {s.exit_code})" if s.exit_code not in (None, 0) else ""
+                    f" ({exit_text(s.exit_code)})" if s.exit_code not in (None, 0) else ""
                 )
             if s.end is not None and s.end.status != "ok":
                 return False, f"run {side} ended with status {s.end.status}"
@@ -445,6 +446,18 @@ class _AlignedSpool:
             self._fh = None
         for raw in self._pending:
             yield orjson.loads(raw)
+
+
+def exit_text(code: int | None) -> str:
+    """`exit 1`, `killed by SIGKILL` (asyncio gives -N for a signal), or `did not start`."""
+    if code is None:
+        return "did not start"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit {code}"
 
 
 def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from tuimon.align import AlignedStep, Summary
-from tuimon.session import Batch, SideState, flatten
+from tuimon.session import Batch, SideState, exit_text, flatten
 from tuimon.steplog import End, Header, Record, Step, Text
 from tuimon.ui.series import BucketSeries, CurveSeries, levels
 from tuimon.ui.text import clean, duration, si
@@ -84,7 +84,7 @@ def side_status(state: SideState, *, live: bool = True, compact: int = 0) -> tup
     status = state.status
     parts = [status]
     if status == "failed" and state.exit_code is not None:
-        parts[0] = f"failed (exit {state.exit_code})"
+        parts[0] = f"failed ({exit_text(state.exit_code)})"
     if state.step is not None:
         total = f"/{state.total - 1}" if state.total and compact < 2 else ""
         parts.append(f"{state.step}{total}" if compact else f"step {state.step}{total}")
