@@ -1,0 +1,110 @@
+"""The command line: help, version, what a pair launches, device checks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tuimon import __version__
+from tuimon.cli import main
+from tuimon.plan import PairPlan, default_threads, loss_dtype_for
+from tuimon.runner import expand_template
+
+
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+def test_help_and_version_need_neither_torch_nor_textual(flag):
+    code = (
+        "import sys\n"
+        "from tuimon.cli import main\n"
+        "try:\n"
+        f"    main([{flag!r}])\n"
+        "except SystemExit as e:\n"
+        "    assert e.code == 0\n"
+        "bad = [m for m in ('torch', 'textual') if m in sys.modules]\n"
+        "sys.exit(f'loaded {bad}' if bad else 0)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (__version__ in proc.stdout) if flag == "--version" else ("pair" in proc.stdout)
+
+
+def test_every_subcommand_has_help(capsys):
+    for command in ("pair", "compare", "replay", "browse", "train"):
+        with pytest.raises(SystemExit) as exc:
+            main([command, "--help"])
+        assert exc.value.code == 0
+        assert "usage: tuimon " + command in capsys.readouterr().out
+
+
+def plan(**kw) -> PairPlan:
+    workload = {"p": 23, "task": "mul", "frac_train": None, "eval_every": None}
+    base = dict(seed=3, devices=("mps", "cpu"), threads=(2, 2), deterministic=True,
+                loss_dtype=loss_dtype_for(("mps", "cpu"), None), steps=50, workload=workload)  # fmt: skip
+    base.update(kw)
+    return PairPlan(**base)  # type: ignore[arg-type]
+
+
+def test_reference_pair_sides_differ_only_in_device(tmp_path):
+    p = plan()
+    a, b = p.spec("a", tmp_path), p.spec("b", tmp_path)
+    assert a.argv[1:4] == ("-m", "tuimon", "train")
+    for spec, device in ((a, "mps"), (b, "cpu")):
+        args = list(spec.argv)
+        assert args[args.index("--device") + 1] == device
+        assert args[args.index("--loss-dtype") + 1] == "float32"  # MPS has no float64
+        assert args[args.index("--threads") + 1] == "2"
+        assert args[args.index("--seed") + 1] == "3"
+        assert args[args.index("--p") + 1] == "23"
+        assert args[args.index("--task") + 1] == "mul"
+        assert "--deterministic" in args
+        assert "--frac-train" not in args
+        assert args[args.index("--save-emb") + 1] == str(tmp_path / f"emb-{spec.side}.npy")
+    strip = lambda argv: [x for x in argv if x not in ("mps", "cpu") and "emb-" not in x]  # noqa: E731
+    assert strip(a.argv) == strip(b.argv)
+    env_a = {k: v for k, v in a.env.items() if k not in ("TUIMON_SIDE", "TUIMON_DEVICE")}
+    env_b = {k: v for k, v in b.env.items() if k not in ("TUIMON_SIDE", "TUIMON_DEVICE")}
+    assert env_a == env_b
+    assert env_a["OMP_NUM_THREADS"] == "2" and env_a["PYTHONUNBUFFERED"] == "1"
+    assert env_a["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+
+
+def test_user_template_is_substituted_without_a_shell(tmp_path):
+    p = plan(template=("python", "train.py", "--seed={seed}", "{device}", "--tag", "{side}-x",
+                       "{not_a_key}"), workload={})  # fmt: skip
+    spec = p.spec("b", tmp_path)
+    assert spec.argv == ("python", "train.py", "--seed=3", "cpu", "--tag", "b-x", "{not_a_key}")
+    assert not spec.shell
+    shell = plan(template=("echo {seed} && echo {side}",), shell=True).spec("a", None)
+    assert shell.shell and shell.argv == ("echo 3 && echo a",)
+
+
+def test_log_file_template(tmp_path):
+    spec = plan(template=("x",), log_file="{pair_dir}/{side}-{seed}.jsonl").spec("a", tmp_path)
+    assert spec.log_file == tmp_path / "a-3.jsonl"
+
+
+def test_defaults_do_not_oversubscribe(monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 8)
+    assert default_threads(("cpu", "cpu")) == 4
+    assert default_threads(("cuda", "cpu")) == 8
+    assert loss_dtype_for(("cpu", "cpu"), None) is None
+    assert loss_dtype_for(("mps", "mps"), None) == "float32"
+    assert loss_dtype_for(("mps", "cpu"), "float64") == "float64"
+
+
+def test_expand_template_leaves_other_braces():
+    assert expand_template(['{"a": {seed}}'], seed=1) == ('{"a": 1}',)
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(sys.platform == "darwin", reason="MPS may exist on a Mac")
+def test_unavailable_device_fails_before_launch(tmp_path: Path, capsys):
+    store = tmp_path / "store"
+    assert main(["pair", "--headless", "--devices", "mps,mps", "--store", str(store)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("tuimon: error: device 'mps' is not available here (available: cpu")
+    assert "\n" not in err
+    assert not store.exists() or not any(store.iterdir())
