@@ -41,8 +41,9 @@ def test_every_subcommand_has_help(capsys):
 
 def plan(**kw) -> PairPlan:
     workload = {"p": 23, "task": "mul", "frac_train": None, "eval_every": None}
+    dtype = loss_dtype_for(("mps", "cpu"), None)
     base = dict(seed=3, devices=("mps", "cpu"), threads=(2, 2), deterministic=True,
-                loss_dtype=loss_dtype_for(("mps", "cpu"), None), steps=50, workload=workload)  # fmt: skip
+                loss_dtype=dtype, steps=50, workload=workload)  # fmt: skip
     base.update(kw)
     return PairPlan(**base)  # type: ignore[arg-type]
 
