@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from tuimon.align import Summary, compare_steps
+from tuimon.align import AlignedStep, Summary, compare_steps
 from tuimon.headless import exit_code
 from tuimon.replay import ReplayError, SavedLogs, read_lines, resolve_logs
 from tuimon.session import env_diff
@@ -35,8 +36,18 @@ def _read(path: Path) -> tuple[list[bytes], list[Step], Header | None, End | Non
     return lines, steps, header, end
 
 
-def judge(logs: SavedLogs, tolerance: float) -> tuple[Summary, list[Any], dict[str, Any]]:
-    """Compare two logs: summary, aligned steps, and pair.json fields."""
+@dataclass
+class Judged:
+    """Two logs compared: the summary, the aligned steps, pair.json fields, the raw lines."""
+
+    summary: Summary
+    aligned: list[AlignedStep]
+    meta: dict[str, Any]
+    lines: tuple[list[bytes], list[bytes]]
+
+
+def judge(logs: SavedLogs, tolerance: float) -> Judged:
+    """Compare two logs at once."""
     la, sa, ha, ea = _read(logs.a)
     lb, sb, hb, eb = _read(logs.b)
     aligned, aligner = compare_steps(sa, sb, tolerance)
@@ -74,8 +85,7 @@ def judge(logs: SavedLogs, tolerance: float) -> tuple[Summary, list[Any], dict[s
         "summary": summary.to_dict(),
         "files": {"a": "a.jsonl", "b": "b.jsonl", "aligned": "aligned.jsonl"},
     }
-    meta["_lines"] = (la, lb)
-    return summary, aligned, meta
+    return Judged(summary, aligned, meta, (la, lb))
 
 
 def compare_paths(
@@ -85,11 +95,10 @@ def compare_paths(
     from tuimon.cli import UsageError
 
     try:
-        logs = resolve_logs(paths)
-        summary, aligned, meta = judge(logs, tolerance)
+        judged = judge(resolve_logs(paths), tolerance)
     except (ReplayError, CompareError) as exc:
         raise UsageError(str(exc)) from None
-    la, lb = meta.pop("_lines")
+    summary, meta = judged.summary, judged.meta
     saved = None
     if save:
         try:
@@ -100,9 +109,9 @@ def compare_paths(
                 devices=tuple(meta["devices"]),  # type: ignore[arg-type]
                 label="compare",
             )
-            writer.raw("a", la)
-            writer.raw("b", lb)
-            saved = writer.finish(meta, (s.to_dict() for s in aligned)).parent
+            writer.raw("a", judged.lines[0])
+            writer.raw("b", judged.lines[1])
+            saved = writer.finish(meta, (s.to_dict() for s in judged.aligned)).parent
         except StoreError as exc:
             raise UsageError(str(exc)) from None
     if as_json:
