@@ -96,8 +96,8 @@ def ref_step(obj: dict[str, Any]) -> int | None:
         return None
     for key in STEP_KEYS:
         value = obj.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
+        if isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**64:
+            return value  # what orjson reads as an integer; larger ones only Python's json takes
     return None
 
 

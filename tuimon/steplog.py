@@ -119,7 +119,7 @@ def parse_obj(obj: Mapping[str, Any]) -> Record | None:
         )
     for key in STEP_KEYS:
         step = obj.get(key)
-        if isinstance(step, int) and not isinstance(step, bool) and abs(step) < 2**63:
+        if isinstance(step, int) and not isinstance(step, bool) and -(2**63) <= step < 2**64:
             break
     else:
         return None
