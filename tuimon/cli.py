@@ -219,7 +219,7 @@ def _run_pair(args: argparse.Namespace) -> int:
         label=args.label,
     )
     factories = [plan.session_factory(store) for _ in range(args.repeat)]
-    if args.headless:
+    if args.headless or not _terminal("pair"):
         from tuimon.headless import run_headless
 
         return run_headless(factories, as_json=args.json)
@@ -305,7 +305,7 @@ def _run_replay(args: argparse.Namespace) -> int:
             on_batch=on_batch,
         )
 
-    if args.headless:
+    if args.headless or not _terminal("replay"):
         from tuimon.headless import run_headless
 
         return run_headless([make], as_json=args.json)
@@ -325,10 +325,20 @@ def _add_browse(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_run_browse)
 
 
+def _terminal(command: str) -> bool:
+    """True in a terminal; otherwise says that `command` runs headless instead."""
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        return True
+    print(f"tuimon: no terminal, so {command} runs headless (--headless)", file=sys.stderr)
+    return False
+
+
 def _run_browse(args: argparse.Namespace) -> int:
     from tuimon.store import resolve_store
     from tuimon.ui.app import run_app
 
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError("browsing needs a terminal; `tuimon compare PAIR_DIR` judges one pair")
     return run_app(store=resolve_store(getattr(args, "store", None)))
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskID, TextColumn
+from rich.progress import Progress, TaskID, TextColumn
 from rich.table import Column
 from rich.text import Text
 
@@ -40,7 +40,7 @@ def side_line(s: SideState) -> str:
     """`step 41/300 · 3.2 steps/s · ETA 1:20 · running` for one side."""
     total = f"/{s.total}" if s.total else ""
     step = "-" if s.step is None else str(s.step)
-    rate = f"{s.rate:.1f} steps/s" if s.rate else "- steps/s"
+    rate = "- steps/s" if not s.rate else f"{s.rate:.{1 if s.rate < 100 else 0}f} steps/s"
     status = s.status + (f" ({exit_text(s.exit_code)})" if s.exit_code not in (None, 0) else "")
     return f"step {step}{total} · {rate} · ETA {_fmt_eta(s.eta)} · {status}"
 
@@ -64,9 +64,9 @@ class HeadlessReporter:
     def __init__(self, console: Console) -> None:
         self.console = console
         self.progress = Progress(
-            TextColumn("{task.description}", table_column=Column(no_wrap=True)),
-            BarColumn(bar_width=12),
-            TextColumn("{task.fields[info]}", table_column=Column(no_wrap=True)),
+            TextColumn(
+                "{task.description}  {task.fields[info]}", table_column=Column(no_wrap=True)
+            ),
             console=console,
             transient=False,
         )
@@ -138,7 +138,7 @@ def run_headless(
             out.write(orjson.dumps(record).decode() + "\n")
         else:
             out.write(summary.headline() + "\n")
-            if session.pair_path:
+            if session.pair_path and session.writer is not None:
                 out.write(f"pair saved in {session.pair_path}\n")
         out.flush()
         if session.interrupted:
