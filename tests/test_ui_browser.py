@@ -131,7 +131,8 @@ async def test_delete_asks_first(store: Path) -> None:
         assert names(screen)[:2] == [NAMES[0], NAMES[2]]
 
 
-async def test_mouse_and_replay(store: Path) -> None:
+async def test_mouse_and_replay(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("tuimon.ui.browser.REPLAY_SPEED", 4.0)  # still running when paused
     app = TuimonApp(store=store)
     async with app.run_test(size=SIZE) as pilot:
         screen = await loaded(pilot, app)
