@@ -25,6 +25,7 @@ def main() -> int:
     p.add_argument("--extra-steps", type=int, default=0, help="side b logs this many more")
     p.add_argument("--no-header", action="store_true")
     p.add_argument("--stdout-file", default=None, help="write the log to this file instead")
+    p.add_argument("--tag", default="", help="ignored: lets a test find its processes")
     a = p.parse_args()
     out = open(a.stdout_file, "w") if a.stdout_file else sys.stdout  # noqa: SIM115
     emit = lambda obj: (out.write(json.dumps(obj) + "\n"), out.flush())  # noqa: E731

@@ -315,3 +315,40 @@ def test_headless_pair_process_never_imports_torch_or_textual(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "LOADED []" in proc.stdout
+
+
+def running(tag: str) -> bool:
+    """Some process has `tag` in its command line."""
+    return subprocess.run(["pgrep", "-f", tag], capture_output=True).returncode == 0
+
+
+def test_killed_monitor_leaves_raw_lines_and_children_stop(tmp_path):
+    store = tmp_path / "store"
+    tag = f"killed-monitor-{os.getpid()}-{time.monotonic_ns()}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuimon", "pair", "--headless", "--store", str(store), "--",
+         sys.executable, FAKE, "--side", "{side}", "--steps", "100000", "--sleep", "0.01",
+         "--tag", tag],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        logs = list(store.glob("*/b.jsonl"))
+        if logs and len(logs[0].read_bytes().splitlines()) > 20:
+            break
+        time.sleep(0.1)
+    proc.kill()
+    proc.wait()
+    (pair_dir,) = store.iterdir()
+    before = {s: (pair_dir / f"{s}.jsonl").read_bytes() for s in "ab"}
+    deadline = time.monotonic() + 10  # the orphaned runs die on their next write to the pipe
+    while time.monotonic() < deadline and running(tag):
+        time.sleep(0.1)
+    assert not running(tag)
+    for side in "ab":
+        raw = (pair_dir / f"{side}.jsonl").read_bytes()
+        assert raw == before[side]  # nothing lost, nothing half-written after the kill
+        steps = [r for r in map(parse_line, raw.splitlines()) if isinstance(r, Step)]
+        assert [s.step for s in steps] == list(range(len(steps))) and len(steps) > 5
+    assert not (pair_dir / "pair.json").exists()
+    assert main(["compare", str(pair_dir), "--json"]) in (0, 3)  # still judged from raw logs
