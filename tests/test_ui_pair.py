@@ -289,9 +289,10 @@ async def test_panes_stay_bounded_on_a_long_replay(tmp_path: Path) -> None:
             assert len(pane.buffer) == pane.buffer.max_lines == 2000
         assert all(len(series) <= 200 for series in screen.model.spark.values())
         assert screen.model.aligned_count == 6000
-        await pilot.press("g")  # step 3 has left the panes: said, not crashed
-        await pilot.pause()
-        assert screen.follow
+        await pilot.press("g")  # step 3 has left the panes: its lines are read from the logs
+        await wait_for(pilot, lambda: screen.pane("a").buffer.index_of(3) is not None)
+        assert not screen.follow
+        assert len(screen.pane("a").buffer) <= 2000
 
 
 def _running(pid: int) -> bool:
@@ -329,3 +330,16 @@ async def test_env_diff_of_identical_environments_shows_every_key(tmp_path: Path
         await pilot.pause()
         assert app.screen.query_one(DataTable).row_count == 2
         assert "identical (2 keys)" in str(app.screen.query_one("#env-title").render())
+
+
+async def test_finished_live_pair_jump_reads_its_saved_logs(tmp_path: Path) -> None:
+    make = live_app(tmp_path, steps=300, delay=0.0, diverge=5).make_session
+    app = TuimonApp(store=tmp_path / "store")
+    async with app.run_test(size=SIZE) as pilot:
+        view = PairScreen(make_session=make, max_lines=50)
+        await app.push_screen(view)
+        await wait_for(pilot, lambda: view.model.done and view.model.pair_path is not None)
+        assert view.pane("a").buffer.index_of(5) is None  # only the last 50 lines are kept
+        await pilot.press("g")
+        await wait_for(pilot, lambda: view.pane("b").buffer.index_of(5) is not None)
+        assert view.pane("a").buffer.index_of(5) is not None

@@ -19,7 +19,7 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Header
 from textual.worker import Worker, WorkerState
 
-from tuimon.replay import ReplaySource, first_divergence
+from tuimon.replay import ReplayError, ReplaySource, SavedLogs, first_divergence, resolve_logs
 from tuimon.session import Batch, PairSession
 from tuimon.steplog import Record
 from tuimon.ui.chart import CurvesView
@@ -363,8 +363,8 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         if step is not None:
             if self._scroll_panes_to(step):
                 self.notify(f"first divergence: step {step}")
-            elif self.mode == "static" and self.saved is not None:
-                self._load_window(step)
+            elif (logs := self._logs_on_disk()) is not None:
+                self._load_window(step, logs)
             else:
                 self.notify(
                     f"step {step} is no longer in the panes (the last {self.max_lines} lines of "
@@ -392,12 +392,23 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
             description="finding the first divergence",
         )
 
-    def _load_window(self, step: int) -> None:
-        saved = self.saved
-        assert saved is not None
+    def _logs_on_disk(self) -> SavedLogs | None:
+        """The two logs to read a window from: a saved pair's, a replay's, a finished pair's."""
+        if self.saved is not None:
+            return self.saved.logs
+        source = self._replay_source()
+        if source is not None:
+            return source.logs
+        if self.model.done and self.model.pair_path is not None:
+            try:
+                return resolve_logs([str(self.model.pair_path)])
+            except ReplayError:
+                return None
+        return None
 
+    def _load_window(self, step: int, logs: SavedLogs) -> None:
         def load() -> None:
-            lines = window(saved.logs, step, self.max_lines)
+            lines = window(logs, step, self.max_lines)
             self.app.call_from_thread(self._show_window, step, lines)
 
         self.run_worker(
