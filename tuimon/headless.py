@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import signal
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,8 @@ from rich.text import Text
 from tuimon.align import CLOSE, DIVERGED, IDENTICAL, Summary
 from tuimon.session import Batch, PairSession, SideState, exit_text
 
+PLAIN_EVERY = 15.0
+"""Seconds between plain progress lines when stderr is not a terminal."""
 EXIT_CODES = {IDENTICAL: 0, CLOSE: 0, DIVERGED: 1}
 """Exit code per verdict; anything else (INCOMPLETE, failed runs) is 3."""
 
@@ -73,6 +76,7 @@ class HeadlessReporter:
         self.tasks: dict[str, TaskID] = {}
         self.first_told = False
         self.last_div: float | None = None
+        self.next_plain = time.monotonic() + PLAIN_EVERY
 
     def __enter__(self) -> HeadlessReporter:
         self.progress.start()
@@ -93,11 +97,10 @@ class HeadlessReporter:
         if batch.aligned:
             self.last_div = batch.aligned[-1].divergence
         self.progress.update(self.tasks["div"], info=divergence_line(batch.summary, self.last_div))
-        for side, lines in batch.stderr.items():
-            s = batch.sides[side]
-            if s.status == "failed" and lines:
-                for line in lines[-5:]:
-                    self.console.print(Text(f"[{side}] {line}", style="dim"))
+        if not self.console.is_terminal and time.monotonic() >= self.next_plain:
+            self.next_plain = time.monotonic() + PLAIN_EVERY
+            for side, s in batch.sides.items():  # a log file or CI job sees no live display
+                self.console.print(Text(f"{side} {s.device}  {side_line(s)}"))
         summary = batch.summary
         if summary.first_divergent_step is not None and not self.first_told:
             self.first_told = True
