@@ -172,16 +172,15 @@ class ReplaySource:
             if self._stopped:
                 break
             for side in ("a", "b"):
-                out = []
                 recs, lines = parsed[side], self._lines[side]
-                while cursors[side] < len(lines):
-                    rec = recs[cursors[side]]
-                    if isinstance(rec, Step) and rec.step > step:
-                        break
-                    out.append(lines[cursors[side]])
-                    cursors[side] += 1
-                if out:
-                    await queue.put(Lines(side, out))
+                begin = end = cursors[side]
+                while end < len(lines) and not (
+                    isinstance(recs[end], Step) and recs[end].step > step  # type: ignore[union-attr]
+                ):
+                    end += 1
+                if end > begin:
+                    cursors[side] = end
+                    await queue.put(Lines(side, lines[begin:end], recs[begin:end]))
             if self.jump_to is not None and step < self.jump_to:
                 if step % YIELD_EVERY == 0:
                     await asyncio.sleep(0)  # let the view breathe while fast-forwarding
@@ -204,7 +203,7 @@ class ReplaySource:
         for side in ("a", "b"):
             rest = self._lines[side][cursors[side] :]
             if rest and not self._stopped:
-                await queue.put(Lines(side, rest))
+                await queue.put(Lines(side, rest, parsed[side][cursors[side] :]))
             err = self.logs.stderr(side)
             if err is not None:
                 await queue.put(Stderr(side, err.read_bytes()[-20000:]))

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tuimon.steplog import Record
+
 MAX_LINE = 16 * 1024 * 1024
 """A line longer than this without a newline is passed on as it stands (kept whole on disk)."""
 CHUNK = 1 << 16
@@ -28,6 +30,8 @@ class Lines:
 
     side: str
     lines: list[bytes]
+    records: list[Record] | None = None
+    """The lines already parsed (a replay has them), so the session does not parse twice."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -259,8 +259,8 @@ class PairSession:
                 self.writer.raw(event.side, event.lines)
             if state.status == "starting" or state.status == "stalled":
                 state.status = "running"
-            for line in event.lines:
-                self._record(state, parse_line(line))
+            for record in event.records or map(parse_line, event.lines):
+                self._record(state, record)
         elif isinstance(event, Stderr):
             if self.writer:
                 self.writer.stderr(event.side, event.data)
