@@ -109,3 +109,17 @@ def test_unavailable_device_fails_before_launch(tmp_path: Path, capsys):
     assert err.startswith("tuimon: error: device 'mps' is not available here (available: cpu")
     assert "\n" not in err
     assert not store.exists() or not any(store.iterdir())
+
+
+@pytest.mark.torch
+def test_train_piped_into_head_exits_quietly():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuimon", "train", "--p", "5", "--steps", "2000", "--time-only"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    assert proc.stdout.readline().startswith(b'{"type":"header"')
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 141
+    assert b"Traceback" not in err

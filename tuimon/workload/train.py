@@ -73,6 +73,9 @@ def run_settings(s: Settings, argv: list[str] | None = None) -> int:
         return _finish(logger, 130, "interrupted", signal="SIGINT")
     except Terminated:
         return _finish(logger, 143, "interrupted", signal="SIGTERM")
+    except BrokenPipeError:  # the reader of the log went away (`| head`, a killed monitor)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no noise at exit
+        return 141
     except Exception as exc:
         traceback.print_exc(file=sys.stderr)
         return _finish(logger, 1, "error", error=f"{type(exc).__name__}: {exc}")
