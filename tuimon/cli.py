@@ -378,3 +378,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `tuimon ... | head`: the reader has all it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except Exception as exc:  # a bug or an OS error nobody foresaw: one line, not a traceback
+        if os.environ.get("TUIMON_DEBUG"):
+            raise
+        print(f"tuimon: error: {type(exc).__name__}: {exc} (TUIMON_DEBUG=1 shows where)",
+              file=sys.stderr)  # fmt: skip
+        return 1
