@@ -222,6 +222,10 @@ def base_env() -> dict[str, Any]:
             k: os.environ[k]
             for k in (
                 "OMP_NUM_THREADS",
+                "OMP_WAIT_POLICY",
+                "OMP_PROC_BIND",
+                "GOMP_SPINCOUNT",
+                "KMP_BLOCKTIME",
                 "MKL_NUM_THREADS",
                 "CUBLAS_WORKSPACE_CONFIG",
                 "PYTORCH_ENABLE_MPS_FALLBACK",
