@@ -149,6 +149,17 @@ def test_log_file_template(tmp_path, capsys):
     assert result(capsys)["first_divergent_step"] == 3
 
 
+def test_existing_log_file_is_refused(tmp_path, capsys):
+    stale = tmp_path / "log-a.jsonl"
+    stale.write_text('{"step": 0, "loss": 1}\n')
+    log = str(tmp_path / "log-{side}.jsonl")
+    args = ["pair", "--headless", "--store", str(tmp_path / "store"), "--log-file", log,
+            "--", sys.executable, FAKE]  # fmt: skip
+    assert main(args) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert stale.read_text() == '{"step": 0, "loss": 1}\n'
+
+
 def test_repeat_runs_k_pairs(tmp_path, capsys):
     assert main(pair(tmp_path, "--steps", "5", extra=("--repeat", "2"))) == 0
     lines = capsys.readouterr().out.strip().splitlines()

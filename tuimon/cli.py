@@ -219,6 +219,16 @@ def _run_pair(args: argparse.Namespace) -> int:
         stop_on_fail=args.stop_on_fail,
         label=args.label,
     )
+    if args.log_file and "{pair_dir}" not in args.log_file:
+        if args.repeat > 1:
+            raise UsageError("--repeat with --log-file needs {pair_dir} in the template")
+        for side in ("a", "b"):
+            log = plan.spec(side, None).log_file
+            if log is not None and log.exists():
+                raise UsageError(
+                    f"--log-file {log} already exists: remove it, or put {{pair_dir}} in the "
+                    "template so each pair writes its own"
+                )
     factories = [plan.session_factory(store) for _ in range(args.repeat)]
     if args.headless or not _terminal("pair"):
         from tuimon.headless import run_headless
