@@ -34,6 +34,8 @@ from tuimon.steplog import End, Header, Record, Step, parse_line
 from tuimon.store import PairWriter, StoreError
 
 STDERR_TAIL = 20
+IDLE_BATCH = 1.0
+"""Seconds between batches when nothing happened (rates and ETAs still move)."""
 MAX_EVENTS_PER_TURN = 512
 """Events handled before the session yields to the event loop (a view must stay responsive)."""
 RATE_WINDOW = 5.0
@@ -185,6 +187,20 @@ class PairSession:
         self.summary: Summary = self.aligner.summary(complete=False)
         self.pair_path: Path | None = writer.path if writer else None
 
+    def _news(self) -> bool:
+        """Anything new since the last batch (records, stderr, a status, a message)."""
+        states = tuple((s.status, s.exit_code) for s in self.sides.values())
+        changed = states != self._last_states
+        self._last_states = states
+        return (
+            changed
+            or bool(self._messages)
+            or any(self._new_records.values())
+            or any(self._new_stderr.values())
+        )
+
+    _last_states: tuple[tuple[str, int | None], ...] = ()
+
     def _say(self, message: str) -> None:
         self._messages.append(message)
 
@@ -231,7 +247,8 @@ class PairSession:
                     if feeder.exception() is not None:
                         await self._source_failed(feeder.exception(), queue, exited)
                 self._check_stalls()
-                if time.monotonic() - last_flush >= self.options.batch_interval:
+                since = time.monotonic() - last_flush
+                if since >= self.options.batch_interval and (self._news() or since >= IDLE_BATCH):
                     self._flush()
                     last_flush = time.monotonic()
         finally:
