@@ -363,3 +363,28 @@ def test_killed_monitor_leaves_raw_lines_and_children_stop(tmp_path):
         assert [s.step for s in steps] == list(range(len(steps))) and len(steps) > 5
     assert not (pair_dir / "pair.json").exists()
     assert main(["compare", str(pair_dir), "--json"]) in (0, 3)  # still judged from raw logs
+
+
+def test_progress_bar_on_stderr_shows_its_last_state(tmp_path, capsys):
+    code = (
+        "import sys, json\n"
+        "for i in range(3):\n"
+        "    sys.stderr.write(f'\\r{i}/3 it'); sys.stderr.flush()\n"
+        "    print(json.dumps({'step': i, 'loss': 1.0}), flush=True)\n"
+        "sys.stderr.write('\\n'); sys.exit(1)\n"
+    )
+    args = ["pair", "--headless", "--store", str(tmp_path / "store"), "--",
+            sys.executable, "-c", code]  # fmt: skip
+    assert main(args) == 3
+    meta = json.loads((only_pair(tmp_path) / "pair.json").read_text())
+    assert meta["runs"]["a"]["stderr_tail"] == ["2/3 it"]
+    assert (only_pair(tmp_path) / "a.stderr").read_bytes() == b"\r0/3 it\r1/3 it\r2/3 it\n"
+
+
+def test_line_splitter_keeps_bytes_and_splits_on_newline_only():
+    from tuimon.runner import LineSplitter
+
+    s = LineSplitter()
+    assert s.feed(b"a\rb") == []
+    assert s.feed(b"c\r\nd\n\ne") == [b"a\rbc\r\n", b"d\n", b"\n"]
+    assert s.flush() == [b"e"]

@@ -100,7 +100,8 @@ class LineSplitter:
                 return []
             end = len(self._buf) - 1
         chunk, self._buf = bytes(self._buf[: end + 1]), self._buf[end + 1 :]
-        return chunk.splitlines(keepends=True)
+        *lines, last = chunk.split(b"\n")  # only "\n" ends a line: "\r" is the line's own
+        return [line + b"\n" for line in lines] + ([last] if last else [])
 
     def flush(self) -> list[bytes]:
         """What is left at the end (a last line without newline)."""

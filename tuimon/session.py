@@ -294,7 +294,10 @@ class PairSession:
             self._say(f"raw log not fully saved: {self.writer.error}")
 
     def _stderr_text(self, side: str, lines: list[bytes]) -> None:
-        text = [line.decode("utf-8", "replace").rstrip("\r\n") for line in lines]
+        # A progress bar (tqdm) redraws with carriage returns: show its last state only.
+        text = [
+            line.decode("utf-8", "replace").rstrip("\r\n").rsplit("\r", 1)[-1] for line in lines
+        ]
         self._stderr[side].extend(text)
         self._new_stderr[side].extend(text)
 
