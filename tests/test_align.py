@@ -695,3 +695,17 @@ def test_running_summary_still_counts_skipped_steps() -> None:
     s = aligner.summary(running=True)
     assert s.unmatched_a == 1
     assert s.verdict == INCOMPLETE
+
+
+def test_logs_without_a_shared_metric_prove_nothing() -> None:
+    a = [Step(i, {"loss": 1.0}) for i in range(3)]
+    b = [Step(i, {"acc": 0.5}) for i in range(3)]
+    _, aligner = compare_steps(a, b)
+    summary = aligner.summary()
+    assert summary.verdict == INCOMPLETE
+    assert summary.reason == "the two logs share no metric"
+    live = PairAligner()
+    for x, y in zip(a, b, strict=True):
+        live.feed("a", x)
+        live.feed("b", y)
+    assert live.summary().verdict == INCOMPLETE

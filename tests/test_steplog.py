@@ -76,18 +76,26 @@ json_values = st.recursive(
 )
 
 
-def ref_metrics(obj: dict[str, Any]) -> dict[str, float]:
-    """What the design says the metrics of a step object are (an independent reading)."""
+def ref_metrics(obj: dict[str, Any], prefix: str = "", depth: int = 0) -> dict[str, float]:
+    """What the design says the metrics of a step object are (an independent reading): top-level
+    numbers, and the numbers of nested objects (up to 4 deep) as dotted names."""
     out: dict[str, float] = {}
     for name, value in obj.items():
-        if name in STEP_KEYS or name in TIME_KEYS or name == "type":
+        if not prefix and (
+            name in STEP_KEYS or name in TIME_KEYS or name in ("type", "param_digests")
+        ):
+            continue
+        if isinstance(value, dict):
+            if depth < 4:
+                out.update(ref_metrics(value, f"{prefix}{name}.", depth + 1))
             continue
         if isinstance(value, bool):
             continue
         if isinstance(value, (int, float)):
-            out[name] = float(value)
+            out[prefix + name] = float(value)
         elif isinstance(value, str) and value in NONFINITE_STRINGS:
-            out[name] = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[value]
+            nonfinite = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+            out[prefix + name] = nonfinite[value]
     return out
 
 
@@ -414,7 +422,7 @@ def test_bools_and_strings_are_not_metrics() -> None:
         )
     )
     assert isinstance(rec, Step)
-    assert set(rec.metrics) == {"n", "p", "m", "i"}
+    assert set(rec.metrics) == {"n", "p", "m", "i", "obj.a"}  # nested numbers are dotted
     assert math.isnan(rec.metrics["n"])
     assert rec.metrics["p"] == math.inf and rec.metrics["m"] == -math.inf
     assert rec.metrics["i"] == 3.0 and isinstance(rec.metrics["i"], float)

@@ -188,6 +188,8 @@ class PairAligner:
         self._pending: dict[str, dict[int, Step]] = {"a": {}, "b": {}}
         self._seen: dict[str, set[int]] = {"a": set(), "b": set()}
         self.steps_compared = 0
+        self.steps_with_values = 0
+        """Aligned steps that had a metric or a digest in common (the rest prove nothing)."""
         self.steps_equal = 0
         self.duplicates = {"a": 0, "b": 0}
         self.first_divergent: AlignedStep | None = None
@@ -225,6 +227,8 @@ class PairAligner:
 
     def _account(self, s: AlignedStep) -> None:
         self.steps_compared += 1
+        if s.diffs or s.digest_equal is not None or s.a.digests.keys() & s.b.digests.keys():
+            self.steps_with_values += 1
         if s.equal:
             self.steps_equal += 1
         elif self.first_divergent is None or s.step < self.first_divergent.step:
@@ -269,6 +273,8 @@ class PairAligner:
             ua = sum(step < top_b for step in self._pending["a"])
             ub = sum(step < top_a for step in self._pending["b"])
         fd = self.first_divergent
+        if self.steps_compared and not self.steps_with_values:
+            complete, reason = False, reason or "the two logs share no metric"
         return Summary(
             verdict=verdict(
                 self.steps_compared,

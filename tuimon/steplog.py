@@ -125,11 +125,9 @@ def parse_obj(obj: Mapping[str, Any]) -> Record | None:
         return None
     metrics: dict[str, float] = {}
     for name, value in obj.items():
-        if name in STEP_KEYS or name in TIME_KEYS or name == "type":
+        if name in STEP_KEYS or name in TIME_KEYS or name in ("type", "param_digests"):
             continue
-        number = _float(value)
-        if number is not None:
-            metrics[name] = number
+        _add_metrics(metrics, name, value)
     digests = obj.get("param_digests")
     digest = obj.get("param_digest")
     clock = next((_float(obj[k]) for k in ("t", "_runtime", "time") if k in obj), None)
@@ -142,6 +140,18 @@ def parse_obj(obj: Mapping[str, Any]) -> Record | None:
         if isinstance(digests, dict)
         else {},
     )
+
+
+def _add_metrics(out: dict[str, float], name: str, value: Any, depth: int = 0) -> None:
+    """A number as a metric; a nested object's numbers as dotted names (`train.loss`)."""
+    if isinstance(value, dict):
+        if depth < 4:
+            for key, inner in value.items():
+                _add_metrics(out, f"{name}.{key}", inner, depth + 1)
+        return
+    number = _float(value)
+    if number is not None:
+        out[name] = number
 
 
 def _str(value: Any, default: str) -> str:
