@@ -26,6 +26,7 @@ def main() -> int:
     p.add_argument("--no-header", action="store_true")
     p.add_argument("--stdout-file", default=None, help="write the log to this file instead")
     p.add_argument("--tag", default="", help="ignored: lets a test find its processes")
+    p.add_argument("--emb", default=None, help="save a small array here at the end (.npy)")
     a = p.parse_args()
     out = open(a.stdout_file, "w") if a.stdout_file else sys.stdout  # noqa: SIM115
     emit = lambda obj: (out.write(json.dumps(obj) + "\n"), out.flush())  # noqa: E731
@@ -82,7 +83,16 @@ def main() -> int:
             out.flush()
         if a.sleep:
             time.sleep(a.sleep)
-    emit({"type": "end", "status": "ok", "steps": steps})
+    artifacts = {}
+    if a.emb:
+        import numpy as np
+
+        emb = np.arange(6, dtype=np.float32).reshape(2, 3)
+        if a.side == "b" and a.diverge_at >= 0:
+            emb[1, 2] += 1e-3
+        np.save(a.emb, emb)
+        artifacts["emb"] = a.emb
+    emit({"type": "end", "status": "ok", "steps": steps, "artifacts": artifacts})
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -123,3 +124,16 @@ def test_train_piped_into_head_exits_quietly():
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 141
     assert b"Traceback" not in err
+
+
+@pytest.mark.torch
+def test_reference_pair_compares_the_saved_embeddings(tmp_path: Path, capsys):
+    store = tmp_path / "store"
+    args = ["pair", "--headless", "--p", "11", "--steps", "4", "--threads", "1", "--store",
+            str(store)]  # fmt: skip
+    assert main(args) == 0
+    (pair_dir,) = store.iterdir()
+    meta = json.loads((pair_dir / "pair.json").read_text())
+    assert meta["artifacts"]["emb"]["equal"] is True
+    assert meta["artifacts"]["emb"]["shape"] == [128, 12]  # W_E: d_model x (p + 1)
+    assert (pair_dir / "emb-a.npy").is_file() and (pair_dir / "emb-b.npy").is_file()

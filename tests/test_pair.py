@@ -388,3 +388,15 @@ def test_line_splitter_keeps_bytes_and_splits_on_newline_only():
     assert s.feed(b"a\rb") == []
     assert s.feed(b"c\r\nd\n\ne") == [b"a\rbc\r\n", b"d\n", b"\n"]
     assert s.flush() == [b"e"]
+
+
+@pytest.mark.parametrize(("diverge", "equal"), [("-1", True), ("3", False)])
+def test_saved_arrays_are_compared_at_the_end(tmp_path, capsys, diverge, equal):
+    emb = str(tmp_path / "emb-{side}.npy")
+    assert main(pair(tmp_path, "--steps", "5", "--diverge-at", diverge, "--emb", emb)) in (0, 1)
+    meta = json.loads((only_pair(tmp_path) / "pair.json").read_text())
+    result = meta["artifacts"]["emb"]
+    assert result["equal"] is equal and result["shape"] == [2, 3]
+    assert result["elements_differ"] == (0 if equal else 1)
+    err = capsys.readouterr().err
+    assert ("emb at the end: bitwise equal" in err) is equal

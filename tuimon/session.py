@@ -20,6 +20,7 @@ from typing import IO, Any, Protocol
 import orjson
 
 from tuimon.align import AlignedStep, PairAligner, Summary
+from tuimon.artifacts import compare_artifacts, describe
 from tuimon.runner import (
     Exited,
     LaunchError,
@@ -186,6 +187,8 @@ class PairSession:
         self._store_error_told = False
         self.summary: Summary = self.aligner.summary(complete=False)
         self.pair_path: Path | None = writer.path if writer else None
+        self.artifacts: dict[str, dict[str, Any]] = {}
+        """What both runs saved at the end, compared (e.g. W_E: bitwise equal or not)."""
 
     def _news(self) -> bool:
         """Anything new since the last batch (records, stderr, a status, a message)."""
@@ -391,6 +394,11 @@ class PairSession:
     def _finish(self) -> Summary:
         complete, reason = self._complete()
         self.summary = self.aligner.summary(complete=complete, reason=reason)
+        ends = [self.sides[k].end for k in ("a", "b")]
+        if ends[0] is not None and ends[1] is not None:
+            self.artifacts = compare_artifacts(ends[0].artifacts, ends[1].artifacts)
+            for name, result in self.artifacts.items():
+                self._say(describe(name, result))
         message = None
         if self.writer is not None:
             try:
@@ -434,6 +442,7 @@ class PairSession:
             "env_diff": env_diff(a.env if a else {}, b.env if b else {}),
             "hyper_diff": env_diff(a.hyper if a else {}, b.hyper if b else {}),
             "summary": self.summary.to_dict(),
+            "artifacts": self.artifacts,
             "files": {"a": "a.jsonl", "b": "b.jsonl", "aligned": "aligned.jsonl"},
         }
 

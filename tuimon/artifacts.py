@@ -1,0 +1,58 @@
+"""Comparing what two runs saved at the end (the reference workload's W_E as .npy)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def compare_npy(a: Path, b: Path) -> dict[str, Any]:
+    """Two saved arrays: bitwise equal or not, and how far apart (max abs / rel difference)."""
+    try:
+        xa, xb = np.load(a, allow_pickle=False), np.load(b, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        return {"error": f"cannot read: {exc}"}
+    if xa.shape != xb.shape or xa.dtype != xb.dtype:
+        return {"equal": False, "shape": [list(xa.shape), list(xb.shape)],
+                "dtype": [str(xa.dtype), str(xb.dtype)]}  # fmt: skip
+    equal = xa.tobytes() == xb.tobytes()
+    fa, fb = xa.astype(np.float64), xb.astype(np.float64)
+    diff = np.abs(fa - fb)
+    scale = np.maximum(np.abs(fa), np.abs(fb))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rel = np.where(scale > 0, diff / scale, 0.0)
+    return {
+        "equal": bool(equal),
+        "shape": list(xa.shape),
+        "dtype": str(xa.dtype),
+        "max_abs": float(np.nanmax(diff)) if diff.size else 0.0,
+        "max_rel": float(np.nanmax(rel)) if rel.size else 0.0,
+        "elements_differ": int(np.count_nonzero(xa != xb)),
+    }
+
+
+def compare_artifacts(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Artifacts both end records name (e.g. "emb"), compared when both are .npy files."""
+    out = {}
+    for name in sorted(a.keys() & b.keys()):
+        pa, pb = Path(str(a[name])), Path(str(b[name]))
+        if pa.suffix == ".npy" and pb.suffix == ".npy" and pa.is_file() and pb.is_file():
+            out[name] = compare_npy(pa, pb)
+    return out
+
+
+def describe(name: str, result: Mapping[str, Any]) -> str:
+    """One line: `emb at the end: bitwise equal` or how far apart."""
+    if "error" in result:
+        return f"{name} at the end: {result['error']}"
+    if result.get("equal"):
+        return f"{name} at the end: bitwise equal"
+    if "max_abs" not in result:
+        return f"{name} at the end: differ in shape or dtype"
+    return (
+        f"{name} at the end: {result['elements_differ']} elements differ, "
+        f"max abs {result['max_abs']:.3g}, max rel {result['max_rel']:.3g}"
+    )
