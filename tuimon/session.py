@@ -192,15 +192,15 @@ class PairSession:
 
     def _news(self) -> bool:
         """Anything new since the last batch (records, stderr, a status, a message)."""
-        states = tuple((s.status, s.exit_code) for s in self.sides.values())
-        changed = states != self._last_states
-        self._last_states = states
         return (
-            changed
+            self._states() != self._last_states
             or bool(self._messages)
             or any(self._new_records.values())
             or any(self._new_stderr.values())
         )
+
+    def _states(self) -> tuple[tuple[str, int | None], ...]:
+        return tuple((s.status, s.exit_code) for s in self.sides.values())
 
     _last_states: tuple[tuple[str, int | None], ...] = ()
 
@@ -223,7 +223,8 @@ class PairSession:
         try:
             while len(exited) < len(self.sides):
                 get = asyncio.ensure_future(queue.get())
-                timeout = max(0.0, self.options.batch_interval - (time.monotonic() - last_flush))
+                interval = self.options.batch_interval if self._news() else IDLE_BATCH
+                timeout = max(0.0, interval - (time.monotonic() - last_flush))
                 done, _ = await asyncio.wait(
                     {get, *waiting}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
                 )
@@ -383,6 +384,7 @@ class PairSession:
         self._new_stderr = {k: [] for k in self.sides}
         self._new_aligned = []
         self._messages = []
+        self._last_states = self._states()
         self.on_batch(batch)
 
     def status(self) -> str:
