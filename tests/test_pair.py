@@ -272,20 +272,32 @@ def test_replay_headless_matches_the_saved_verdict(tmp_path, capsys):
     assert result(capsys)["first_divergent_step"] == 9
 
 
+def start_long_pair(store: Path, *fake_args: str, pipe: bool) -> subprocess.Popen[bytes]:
+    """`tuimon pair --headless --json` in a process of its own, over two endless fake runs."""
+    out = subprocess.PIPE if pipe else subprocess.DEVNULL
+    return subprocess.Popen(
+        [sys.executable, "-m", "tuimon", "pair", "--headless", "--json", "--store", str(store),
+         "--", sys.executable, FAKE, "--side", "{side}", "--steps", "100000", "--sleep", "0.01",
+         *fake_args],
+        stdout=out, stderr=out,
+    )  # fmt: skip
+
+
+def wait_for_raw_lines(store: Path, side: str, count: int = 20) -> None:
+    """Until a pair in `store` has more than `count` raw lines of `side` on disk (30 s at most)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        logs = list(store.glob(f"*/{side}.jsonl"))
+        if logs and len(logs[0].read_bytes().splitlines()) > count:
+            return
+        time.sleep(0.1)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_to_tuimon_saves_partial_pair(tmp_path, sig):
     store = tmp_path / "store"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tuimon", "pair", "--headless", "--json", "--store", str(store),
-         "--", sys.executable, FAKE, "--side", "{side}", "--steps", "100000", "--sleep", "0.01"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        logs = list(store.glob("*/a.jsonl"))
-        if logs and len(logs[0].read_bytes().splitlines()) > 20:
-            break
-        time.sleep(0.1)
+    proc = start_long_pair(store, pipe=True)
+    wait_for_raw_lines(store, "a")
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 3, err
@@ -336,18 +348,8 @@ def running(tag: str) -> bool:
 def test_killed_monitor_leaves_raw_lines_and_children_stop(tmp_path):
     store = tmp_path / "store"
     tag = f"killed-monitor-{os.getpid()}-{time.monotonic_ns()}"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tuimon", "pair", "--headless", "--store", str(store), "--",
-         sys.executable, FAKE, "--side", "{side}", "--steps", "100000", "--sleep", "0.01",
-         "--tag", tag],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        logs = list(store.glob("*/b.jsonl"))
-        if logs and len(logs[0].read_bytes().splitlines()) > 20:
-            break
-        time.sleep(0.1)
+    proc = start_long_pair(store, "--tag", tag, pipe=False)
+    wait_for_raw_lines(store, "b")
     proc.kill()
     proc.wait()
     (pair_dir,) = store.iterdir()
