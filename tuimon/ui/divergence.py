@@ -17,8 +17,11 @@ def spark_data(levels: list[float]) -> tuple[list[float], float | None, float | 
     """Sparkline values with bitwise-equal steps at a floor below every real level.
 
     Returns (values, lowest real level, highest real level); the levels are log10 relative
-    differences, so the floor always draws lower than the smallest real difference.
+    differences, so the floor always draws lower than the smallest real difference. Levels are
+    rounded to 1e-6 first: a last-bit difference in log10 between CPUs (SIMD kernels) must not
+    move a bar.
     """
+    levels = [round(v, 6) for v in levels]
     real = [v for v in levels if v > ZERO_LEVEL]
     if not real:
         return levels, None, None
