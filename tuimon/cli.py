@@ -8,10 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from tuimon import __version__
-
-
-class UsageError(Exception):
-    """Bad input from the user: reported as one line, exit code 2."""
+from tuimon.errors import TuimonError, UsageError
 
 
 def _add_train(sub: argparse._SubParsersAction) -> None:
@@ -164,9 +161,9 @@ def _threads(text: str | None, devices: tuple[str, ...]) -> tuple[int, int]:
 
 
 def _run_pair(args: argparse.Namespace) -> int:
-    from tuimon.devices import DeviceError, check
+    from tuimon.devices import check
     from tuimon.plan import PairPlan, loss_dtype_for
-    from tuimon.store import StoreError, check_writable, resolve_store
+    from tuimon.store import check_writable, resolve_store
 
     devices = tuple(d.strip() for d in args.devices.split(","))
     if len(devices) != 2 or not all(devices):
@@ -192,17 +189,11 @@ def _run_pair(args: argparse.Namespace) -> int:
         )
     if args.shell and not template:
         raise UsageError("--shell needs a command after --")
-    try:
-        check(list(devices), need_torch=not template)
-    except DeviceError as exc:
-        raise UsageError(str(exc)) from None
+    check(list(devices), need_torch=not template)
     store = None
     if not args.no_save:
         store = resolve_store(args.store)
-        try:
-            check_writable(store)
-        except StoreError as exc:
-            raise UsageError(str(exc)) from None
+        check_writable(store)
     plan = PairPlan(
         seed=args.seed,
         devices=devices,  # type: ignore[arg-type]
@@ -297,15 +288,12 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_replay(args: argparse.Namespace) -> int:
-    from tuimon.replay import ReplayError, replay_session, resolve_logs
+    from tuimon.replay import replay_session, resolve_logs
     from tuimon.store import resolve_store
 
     if args.speed <= 0:
         raise UsageError("--speed must be > 0")
-    try:
-        logs = resolve_logs(args.paths)
-    except ReplayError as exc:
-        raise UsageError(str(exc)) from None
+    logs = resolve_logs(args.paths)
 
     def make(on_batch):  # type: ignore[no-untyped-def]
         return replay_session(
@@ -379,7 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = _run_browse
     try:
         return int(handler(args))
-    except UsageError as exc:
+    except TuimonError as exc:  # every one-line error of tuimon: the message, exit 2
         print(f"tuimon: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -11,15 +11,12 @@ from typing import Any
 import orjson
 
 from tuimon.align import AlignedStep, Summary, compare_steps
+from tuimon.errors import CompareError
 from tuimon.headless import exit_code
-from tuimon.replay import ReplayError, SavedLogs, read_lines, resolve_logs
+from tuimon.replay import SavedLogs, read_lines, resolve_logs
 from tuimon.session import env_diff
 from tuimon.steplog import End, Header, Step, parse_line
-from tuimon.store import PairWriter, StoreError, resolve_store
-
-
-class CompareError(Exception):
-    """Logs that cannot be compared (one line for the user)."""
+from tuimon.store import PairWriter, resolve_store
 
 
 def _read(path: Path) -> tuple[list[bytes], list[Step], Header | None, End | None]:
@@ -92,28 +89,20 @@ def compare_paths(
     paths: list[str], *, tolerance: float, as_json: bool, save: bool, save_to: str | None
 ) -> int:
     """The `compare` command; returns the exit code."""
-    from tuimon.cli import UsageError
-
-    try:
-        judged = judge(resolve_logs(paths), tolerance)
-    except (ReplayError, CompareError) as exc:
-        raise UsageError(str(exc)) from None
+    judged = judge(resolve_logs(paths), tolerance)
     summary, meta = judged.summary, judged.meta
     saved = None
     if save:
-        try:
-            seed = meta["seed"] if isinstance(meta["seed"], int) else None
-            writer = PairWriter.create(
-                resolve_store(save_to),
-                seed=seed,
-                devices=tuple(meta["devices"]),  # type: ignore[arg-type]
-                label="compare",
-            )
-            writer.raw("a", judged.lines[0])
-            writer.raw("b", judged.lines[1])
-            saved = writer.finish(meta, (s.to_dict() for s in judged.aligned)).parent
-        except StoreError as exc:
-            raise UsageError(str(exc)) from None
+        seed = meta["seed"] if isinstance(meta["seed"], int) else None
+        writer = PairWriter.create(
+            resolve_store(save_to),
+            seed=seed,
+            devices=tuple(meta["devices"]),  # type: ignore[arg-type]
+            label="compare",
+        )
+        writer.raw("a", judged.lines[0])
+        writer.raw("b", judged.lines[1])
+        saved = writer.finish(meta, (s.to_dict() for s in judged.aligned)).parent
     if as_json:
         out = {"pair": str(saved) if saved else None, **summary.to_dict()}
         sys.stdout.write(orjson.dumps(out).decode() + "\n")

@@ -8,6 +8,8 @@ import sys
 
 import orjson
 
+from tuimon.errors import DeviceError
+
 _PROBE = """
 import json, torch
 out = ["cpu"]
@@ -19,10 +21,6 @@ if mps is not None and mps.is_available():
 print(json.dumps(out))
 """
 TORCH_DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
-
-
-class DeviceError(Exception):
-    """A device that is not available here (one line for the user)."""
 
 
 def is_torch_device(name: str) -> bool:

@@ -10,17 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from tuimon.align import compare_steps
+from tuimon.errors import ReplayError, StoreError
 from tuimon.runner import Exited, Lines, SourceEvent, Stderr
 from tuimon.session import Batch, PairOptions, PairSession, SideState
 from tuimon.steplog import End, Header, Step, parse_line
-from tuimon.store import StoreError, is_pair_dir, read_pair
+from tuimon.store import is_pair_dir, read_pair
 
 YIELD_EVERY = 64
 """Steps fed between two yields to the event loop when the pace needs no sleep."""
-
-
-class ReplayError(Exception):
-    """A path that cannot be replayed (one line for the user)."""
 
 
 @dataclass

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tuimon.errors import LaunchError
 from tuimon.steplog import Record
 
 MAX_LINE = 16 * 1024 * 1024
@@ -69,10 +70,6 @@ class RunSpec:
     def command_text(self) -> str:
         """The command as a user would type it."""
         return self.argv[0] if self.shell else shlex.join(self.argv)
-
-
-class LaunchError(Exception):
-    """A run could not be started (no such program, not executable ...)."""
 
 
 def expand_template(template: Sequence[str], **values: object) -> tuple[str, ...]:

@@ -32,6 +32,8 @@ from typing import IO, Any
 
 import orjson
 
+from tuimon.errors import StoreError
+
 __all__ = [
     "DEFAULT_STORE",
     "PAIR_FORMAT",
@@ -63,10 +65,6 @@ _MAX_LABEL = 64
 _MKDIR_TRIES = 1000
 NO_PAIR_JSON = "no pair.json (interrupted, or still running)"
 _NOT_A_PAIR = "pair.json is not a tuimon pair"
-
-
-class StoreError(Exception):
-    """One-line, user-facing message."""
 
 
 def _reason(exc: BaseException) -> str:

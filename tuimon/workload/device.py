@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from tuimon.cli import UsageError
+from tuimon.errors import UsageError
 
 _NAME = re.compile(r"cpu|mps(?::0)?|cuda(?::\d+)?")
 

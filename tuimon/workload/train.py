@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tuimon.cli import UsageError
+from tuimon.errors import UsageError
 from tuimon.steplog import StepLogger
 from tuimon.workload.options import Settings, hyper_block, run_block, settings_from_args
 
