@@ -5,16 +5,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tuimon.align import compare_steps
 from tuimon.errors import ReplayError, StoreError
 from tuimon.runner import Exited, Lines, SourceEvent, Stderr
 from tuimon.session import Batch, PairOptions, PairSession, SideState
 from tuimon.steplog import End, Header, Step, parse_line
-from tuimon.store import is_pair_dir, read_pair
+from tuimon.store import SIDES, PairDoc, is_pair_dir
 
 YIELD_EVERY = 64
 """Steps fed between two yields to the event loop when the pace needs no sleep."""
@@ -26,14 +25,14 @@ class SavedLogs:
 
     a: Path
     b: Path
-    meta: dict[str, Any]
+    doc: PairDoc = field(default_factory=PairDoc)
     pair_dir: Path | None = None
 
     def stderr(self, side: str) -> Path | None:
         """The stderr file saved next to a pair's log, if any."""
         if self.pair_dir is None:
             return None
-        path = self.pair_dir / f"{side}.stderr"
+        path = self.pair_dir / (self.doc.files.get(f"{side}_stderr") or f"{side}.stderr")
         return path if path.is_file() else None
 
 
@@ -46,21 +45,19 @@ def resolve_logs(paths: list[str]) -> SavedLogs:
         if not path.is_dir() or not is_pair_dir(path):
             raise ReplayError(f"{path}: not a saved pair (give a pair directory or two log files)")
         try:
-            meta = read_pair(path)
+            doc = PairDoc.read(path)
         except StoreError:
-            meta = {}
-        files = meta.get("files") if isinstance(meta.get("files"), dict) else {}
-        a = path / str(files.get("a", "a.jsonl"))
-        b = path / str(files.get("b", "b.jsonl"))
+            doc = PairDoc()
+        a, b = (path / doc.file(side) for side in SIDES)
         for log in (a, b):
             if not log.is_file():
                 raise ReplayError(f"{path}: missing {log.name}")
-        return SavedLogs(a, b, meta, path)
+        return SavedLogs(a, b, doc, path)
     if len(paths) == 2:
         for p in paths:
             if not Path(p).is_file():
                 raise ReplayError(f"{p}: no such log file")
-        return SavedLogs(Path(paths[0]), Path(paths[1]), {})
+        return SavedLogs(Path(paths[0]), Path(paths[1]))
     raise ReplayError("give one saved pair directory or two log files")
 
 
@@ -103,11 +100,9 @@ class ReplaySource:
         self._exit = {side: self._exit_of(side) for side in ("a", "b")}
 
     def _exit_of(self, side: str) -> tuple[int | None, str]:
-        runs = self.logs.meta.get("runs")
-        run = runs.get(side) if isinstance(runs, dict) else None
-        if isinstance(run, dict) and isinstance(run.get("status"), str):
-            code = run.get("exit_code")
-            return (code if isinstance(code, int) else None), run["status"]
+        run = self.logs.doc.run(side)
+        if run.status is not None:
+            return run.exit_code, run.status
         ends = [r for r in map(parse_line, self._lines[side][-3:]) if isinstance(r, End)]
         if ends and ends[-1].status != "ok":
             return None, "failed"
@@ -209,18 +204,14 @@ class ReplaySource:
 
 
 def _side_state(side: str, logs: SavedLogs) -> SideState:
-    runs = logs.meta.get("runs")
-    run = runs.get(side) if isinstance(runs, dict) else None
-    run = run if isinstance(run, dict) else {}
+    run = logs.doc.run(side)
     header = next(
         (r for r in map(parse_line, read_lines(getattr(logs, side))[:3]) if isinstance(r, Header)),
         None,
     )
-    device = run.get("device") or (header.env.get("device") if header else None) or "?"
-    command = run.get("command") or str(getattr(logs, side))
-    if isinstance(command, list):
-        command = " ".join(map(str, command))
-    return SideState(side=side, device=str(device), command=str(command))
+    device = run.device or (header.env.get("device") if header else None) or "?"
+    command = run.command or str(getattr(logs, side))
+    return SideState(side=side, device=str(device), command=command)
 
 
 def replay_session(
@@ -233,8 +224,7 @@ def replay_session(
 ) -> PairSession:
     """A session that replays saved logs (nothing is written); its source has the controls."""
     if tolerance is None:
-        saved = logs.meta.get("tolerance")
-        tolerance = float(saved) if isinstance(saved, (int, float)) else 0.0
+        tolerance = logs.doc.tolerance or 0.0
     source = ReplaySource(logs, speed=speed, realtime=realtime)
     session = PairSession(
         source,

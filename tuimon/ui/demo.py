@@ -116,7 +116,7 @@ def write_demo_pair(
     from tuimon.replay import read_lines, steps_of
     from tuimon.session import env_diff
     from tuimon.steplog import Header, parse_line
-    from tuimon.store import PAIR_FORMAT, write_json_atomic
+    from tuimon.store import PairDoc, RunDoc, pair_files
 
     folder = root / name
     a, b = write_demo(folder, steps=steps, diverge=diverge)
@@ -129,29 +129,27 @@ def write_demo_pair(
         head = parse_line(read_lines(path)[0])
         headers[side] = head if isinstance(head, Header) else None
     runs = {
-        side: {
-            "device": devices[i],
-            "command": f"tuimon train --seed {seed} --device {devices[i]}",
-            "status": "finished" if side == "a" else status,
-            "exit_code": 0 if side == "a" or status == "finished" else 1,
-            "env": {**headers[side].env, "device": devices[i]} if headers[side] else {},
-            "hyper": headers[side].hyper if headers[side] else {},
-        }
+        side: RunDoc(
+            device=devices[i],
+            command=f"tuimon train --seed {seed} --device {devices[i]}",
+            status="finished" if side == "a" else status,
+            exit_code=0 if side == "a" or status == "finished" else 1,
+            env={**headers[side].env, "device": devices[i]} if headers[side] else {},
+            hyper=headers[side].hyper if headers[side] else {},
+        )
         for i, side in enumerate(("a", "b"))
     }
-    meta = {
-        "format": PAIR_FORMAT,
-        "created": created,
-        "seed": seed,
-        "devices": list(devices),
-        "status": status,
-        "tolerance": 0.0,
-        "runs": runs,
-        "env_diff": env_diff(runs["a"]["env"], runs["b"]["env"]),
-        "summary": summary.to_dict(),
-        "files": {"a": "a.jsonl", "b": "b.jsonl", "aligned": "aligned.jsonl"},
-    }
-    write_json_atomic(folder / "pair.json", meta)
+    PairDoc(
+        created=created,
+        seed=seed,
+        devices=devices,
+        status=status,
+        tolerance=0.0,
+        runs=runs,
+        env_diff=env_diff(runs["a"].env or {}, runs["b"].env or {}),
+        summary=summary.to_dict(),
+        files=pair_files(folder),
+    ).write(folder)
     return folder
 
 

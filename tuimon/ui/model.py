@@ -18,6 +18,7 @@ import numpy as np
 from tuimon.align import AlignedStep, Summary
 from tuimon.session import Batch, SideState, exit_text, flatten
 from tuimon.steplog import End, Header, Record, Step, Text
+from tuimon.store import PairDoc
 from tuimon.ui.series import BucketSeries, CurveSeries, levels
 from tuimon.ui.text import clean, duration, si
 
@@ -206,7 +207,7 @@ class PairModel:
     summary: Summary | None = None
     sides: dict[str, SideState] = field(default_factory=dict)
     headers: dict[str, Header] = field(default_factory=dict)
-    saved: dict[str, Any] = field(default_factory=dict)
+    saved: PairDoc = field(default_factory=PairDoc)
     """pair.json of a saved pair, when there is one."""
     pair_path: Path | None = None
     message: str | None = None
@@ -300,23 +301,18 @@ class PairModel:
         header = self.headers.get(side)
         if header is not None:
             return {"env": header.env, "hyper": header.hyper}
-        runs = self.saved.get("runs")
-        run = runs.get(side) if isinstance(runs, dict) else None
-        if isinstance(run, dict):
-            return {
-                "env": run.get("env") if isinstance(run.get("env"), dict) else {},
-                "hyper": run.get("hyper") if isinstance(run.get("hyper"), dict) else {},
-            }
+        run = self.saved.runs.get(side)
+        if run is not None:
+            return {"env": run.env or {}, "hyper": run.hyper or {}}
         return {}
 
     def env_rows(self) -> list[EnvRow]:
         """Both fingerprints key by key, differing keys first (else pair.json's env_diff)."""
         rows = env_rows(self.env("a"), self.env("b"))
-        saved = self.saved.get("env_diff")
-        if not rows and isinstance(saved, dict):
+        if not rows:
             rows = [
                 EnvRow(str(k), v[0], v[1])
-                for k, v in sorted(saved.items())
+                for k, v in sorted(self.saved.env_diff.items())
                 if isinstance(v, list) and len(v) == 2
             ]
         return rows
