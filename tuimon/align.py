@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from tuimon.steplog import Step, jsonable
+from tuimon.wording import headline
 
 IDENTICAL, CLOSE, DIVERGED, INCOMPLETE = "IDENTICAL", "CLOSE", "DIVERGED", "INCOMPLETE"
 VERDICTS = (IDENTICAL, CLOSE, DIVERGED, INCOMPLETE)
@@ -100,22 +101,8 @@ class Summary:
         return jsonable(asdict(self))
 
     def headline(self) -> str:
-        """One line: the verdict and where the runs part."""
-        if self.steps_compared == 0:
-            text = f"{self.verdict}: no step logged by both runs"
-        elif self.first_divergent_step is None:
-            text = f"{self.verdict}: {self.steps_compared} steps bitwise equal"
-        else:
-            what = ", ".join(self.first_divergent_metrics or self.first_tensors or ["digest"])
-            text = (
-                f"{self.verdict}: first divergent step {self.first_divergent_step} ({what}); "
-                f"max divergence {self.max_divergence:.3g} at step {self.max_divergence_step}"
-            )
-            if self.first_tensors:
-                text += f"; tensors that parted first: {', '.join(self.first_tensors)}"
-        if self.reason:
-            text += f" [{self.reason}]"
-        return text
+        """One line: the verdict and where the runs part (`wording.headline`)."""
+        return headline(self)
 
 
 def _ordered(bits: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@ from tuimon.replay import SavedLogs, read_lines, resolve_logs
 from tuimon.session import env_diff
 from tuimon.steplog import End, Header, Step, parse_line
 from tuimon.store import SIDES, PairDoc, PairWriter, RunDoc, resolve_store
+from tuimon.wording import headline, metric_max_line
 
 
 def _read(path: Path) -> tuple[list[bytes], list[Step], Header | None, End | None]:
@@ -107,9 +108,9 @@ def compare_paths(
         out = {"pair": str(saved) if saved else None, **summary.to_dict()}
         sys.stdout.write(orjson.dumps(out).decode() + "\n")
     else:
-        print(summary.headline())
+        print(headline(summary))
         for name, m in summary.metric_max.items():
-            print(f"  {name:<16} max rel diff {m['rel']:.3g} at step {m['step']}")
+            print(metric_max_line(name, m["rel"], m["step"]))
         if doc.env_diff:
             keys = ", ".join(list(doc.env_diff)[:6])
             print(f"  environment differs in: {keys}")

@@ -7,7 +7,6 @@ reporter alike: a view gets one `Batch` about every 100 ms and never computes an
 from __future__ import annotations
 
 import asyncio
-import signal
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -30,6 +29,7 @@ from tuimon.runner import (
 )
 from tuimon.steplog import End, Header, Record, Step, parse_line
 from tuimon.store import SIDES, PairDoc, PairWriter, RunDoc, StoreError
+from tuimon.wording import exit_text
 
 STDERR_TAIL = 20
 IDLE_BATCH = 1.0
@@ -444,18 +444,6 @@ class PairSession:
             summary=self.summary.to_dict(),
             artifacts=self.artifacts,
         )
-
-
-def exit_text(code: int | None) -> str:
-    """`exit 1`, `killed by SIGKILL` (asyncio gives -N for a signal), or `did not start`."""
-    if code is None:
-        return "did not start"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit {code}"
 
 
 def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

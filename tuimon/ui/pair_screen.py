@@ -29,8 +29,8 @@ from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen
 from tuimon.ui.model import DIVERGENCE, PairModel
 from tuimon.ui.panes import SideHeader, StepPane
 from tuimon.ui.saved import SavedPair, load_saved, window
-from tuimon.ui.text import si
 from tuimon.ui.workers import ReportsWorkerErrors
+from tuimon.wording import si
 
 SIDES = ("a", "b")
 MAX_LINES = 2000
