@@ -12,10 +12,10 @@ import orjson
 from tuimon.align import AlignedStep, Summary, compare_steps
 from tuimon.errors import CompareError
 from tuimon.headless import exit_code
-from tuimon.replay import SavedLogs, read_lines, resolve_logs
+from tuimon.replay import read_lines, resolve_logs
 from tuimon.session import env_diff
 from tuimon.steplog import End, Header, Step, parse_line
-from tuimon.store import SIDES, PairDoc, PairWriter, RunDoc, resolve_store
+from tuimon.store import SIDES, PairDoc, PairWriter, RunDoc, SavedLogs, resolve_store
 from tuimon.wording import headline, metric_max_line
 
 

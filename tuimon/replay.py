@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from tuimon.align import compare_steps
@@ -13,27 +12,10 @@ from tuimon.errors import ReplayError, StoreError
 from tuimon.runner import Exited, Lines, SourceEvent, Stderr
 from tuimon.session import Batch, PairOptions, PairSession, SideState
 from tuimon.steplog import End, Header, Step, parse_line
-from tuimon.store import SIDES, PairDoc, is_pair_dir
+from tuimon.store import SIDES, PairDoc, SavedLogs, is_pair_dir
 
 YIELD_EVERY = 64
 """Steps fed between two yields to the event loop when the pace needs no sleep."""
-
-
-@dataclass
-class SavedLogs:
-    """Two logs on disk, with what pair.json says of them when they come from a pair."""
-
-    a: Path
-    b: Path
-    doc: PairDoc = field(default_factory=PairDoc)
-    pair_dir: Path | None = None
-
-    def stderr(self, side: str) -> Path | None:
-        """The stderr file saved next to a pair's log, if any."""
-        if self.pair_dir is None:
-            return None
-        path = self.pair_dir / (self.doc.files.get(f"{side}_stderr") or f"{side}.stderr")
-        return path if path.is_file() else None
 
 
 def resolve_logs(paths: list[str]) -> SavedLogs:
@@ -148,6 +130,9 @@ class ReplaySource:
     def quiet_for(self, side: str) -> float:
         return 0.0
 
+    def terminate(self) -> None:
+        """Nothing runs in a replay."""
+
     async def run(self, queue: asyncio.Queue[SourceEvent]) -> None:
         cursors = {"a": 0, "b": 0}
         parsed = await asyncio.to_thread(  # off the event loop: a view stays responsive
@@ -233,4 +218,6 @@ def replay_session(
         on_batch=on_batch,
     )
     session.pair_path = logs.pair_dir
+    session.controls = source
+    session.logs = logs
     return session

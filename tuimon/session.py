@@ -7,6 +7,7 @@ reporter alike: a view gets one `Batch` about every 100 ms and never computes an
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -28,7 +29,7 @@ from tuimon.runner import (
     Stderr,
 )
 from tuimon.steplog import End, Header, Record, Step, parse_line
-from tuimon.store import SIDES, PairDoc, PairWriter, RunDoc, StoreError
+from tuimon.store import SIDES, PairDoc, PairWriter, RunDoc, SavedLogs, StoreError
 from tuimon.wording import exit_text
 
 STDERR_TAIL = 20
@@ -104,6 +105,31 @@ class Source(Protocol):
     def quiet_for(self, side: str) -> float:
         """Seconds since `side` last wrote anything (0 when it cannot stall)."""
 
+    def terminate(self) -> None:
+        """Last resort when the view ends without a stop: SIGTERM whatever still runs."""
+
+
+class PaceControls(Protocol):
+    """The controls a paced source (a replay) offers a view: pause, speed, jump."""
+
+    paused: bool
+    speed: float
+
+    def pause(self) -> None:
+        """Hold."""
+
+    def toggle(self) -> bool:
+        """Pause or resume; True when now paused."""
+
+    def faster(self) -> float:
+        """Double the pace; the new speed."""
+
+    def slower(self) -> float:
+        """Halve the pace; the new speed."""
+
+    def jump(self, step: int | None) -> None:
+        """Feed without pausing until `step` has been shown."""
+
 
 class LiveSource:
     """Two subprocesses, launched together."""
@@ -135,6 +161,10 @@ class LiveSource:
     def quiet_for(self, side: str) -> float:
         run = self.runs.get(side)
         return time.monotonic() - run.last_output if run and run.proc else 0.0
+
+    def terminate(self) -> None:
+        for run in self.runs.values():
+            run.signal(signal.SIGTERM)
 
 
 @dataclass
@@ -183,6 +213,10 @@ class PairSession:
         self._store_error_told = False
         self.summary: Summary = self.aligner.summary(complete=False)
         self.pair_path: Path | None = writer.path if writer else None
+        self.controls: PaceControls | None = None
+        """Pause, speed and jump, when the source offers them (a replay does)."""
+        self.logs: SavedLogs | None = None
+        """The two logs on disk the session reads (a replay), for a view that reads around."""
         self.artifacts: dict[str, dict[str, Any]] = {}
         """What both runs saved at the end, compared (e.g. W_E: bitwise equal or not)."""
 
@@ -207,6 +241,10 @@ class PairSession:
         """Ask the session to end early (quit / Ctrl-C); the partial pair is saved."""
         self.interrupted = True
         self._stop_requested.set()
+
+    def terminate(self) -> None:
+        """SIGTERM any run still there (the view ended without a stop)."""
+        self.source.terminate()
 
     async def run(self) -> Summary:
         """Run to the end; return the pair's summary."""

@@ -41,6 +41,7 @@ __all__ = [
     "PairInfo",
     "PairWriter",
     "RunDoc",
+    "SavedLogs",
     "StoreError",
     "check_writable",
     "delete_pair",
@@ -358,6 +359,23 @@ def pair_files(pair_dir: Path) -> dict[str, str]:
             if (pair_dir / name).exists():
                 files[key] = name
     return files
+
+
+@dataclass
+class SavedLogs:
+    """Two logs on disk, with what pair.json says of them when they come from a pair."""
+
+    a: Path
+    b: Path
+    doc: PairDoc = field(default_factory=PairDoc)
+    pair_dir: Path | None = None
+
+    def stderr(self, side: str) -> Path | None:
+        """The stderr file saved next to a pair's log, if any."""
+        if self.pair_dir is None:
+            return None
+        path = self.pair_dir / (self.doc.files.get(f"{side}_stderr") or f"{side}.stderr")
+        return path if path.is_file() else None
 
 
 class _AlignedSpool:
