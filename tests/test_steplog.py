@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tuimon.replay import read_lines
 from tuimon.steplog import (
     FORMAT,
     STEP_KEYS,
@@ -25,7 +26,6 @@ from tuimon.steplog import (
     StepLogger,
     Text,
     dumps,
-    iter_records,
     parse_line,
 )
 
@@ -187,7 +187,7 @@ def test_iter_records_reads_a_file(tmp_path: Path) -> None:
         + b"warning: something\n"
         + dumps({"type": "end", "status": "ok", "steps": 1})
     )
-    records = list(iter_records(path))
+    records = [parse_line(line) for line in read_lines(path)]
     assert [type(r) for r in records] == [Header, Step, Text, End]
     assert records[2] == Text("warning: something")
 

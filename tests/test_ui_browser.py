@@ -9,9 +9,9 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
+from tuimon.demo import DEMO_PAIRS, write_demo_pair, write_demo_store
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.browser import BrowserScreen, PairTable
-from tuimon.ui.demo import DEMO_PAIRS, write_demo_pair, write_demo_store
 from tuimon.ui.modals import ConfirmScreen
 from tuimon.ui.pair_screen import PairScreen
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import ContentSwitcher, DataTable
 
+from tuimon.demo import write_demo
 from tuimon.replay import ReplaySource, replay_session, resolve_logs
 from tuimon.runner import RunSpec
 from tuimon.session import Batch, LiveSource, PairOptions, PairSession, SideState
@@ -18,9 +19,8 @@ from tuimon.store import PairWriter
 from tuimon.ui.app import TuimonApp, terminate_leftovers
 from tuimon.ui.chart import LossChart
 from tuimon.ui.commands import ScreenActions
-from tuimon.ui.demo import write_demo
 from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen
-from tuimon.ui.model import env_rows
+from tuimon.ui.pair_model import env_rows
 from tuimon.ui.pair_screen import PairScreen
 from tuimon.ui.panes import SideHeader, StepPane
 

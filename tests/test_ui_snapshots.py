@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
+from tuimon.demo import write_demo, write_demo_store
 from tuimon.replay import replay_session, resolve_logs
 from tuimon.session import Batch, PairSession
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.browser import BrowserScreen
-from tuimon.ui.demo import write_demo, write_demo_store
 from tuimon.ui.pair_screen import PairScreen
 
 SIZE = (120, 40)

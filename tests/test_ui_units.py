@@ -11,11 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tuimon.align import compare_steps
+from tuimon.demo import write_demo
 from tuimon.replay import read_lines, steps_of
 from tuimon.steplog import Step, Text
-from tuimon.ui.demo import write_demo
 from tuimon.ui.divergence import spark_data
-from tuimon.ui.model import DIVERGENCE, LineBuffer, PairModel, choose_columns, env_rows
+from tuimon.ui.pair_model import DIVERGENCE, LineBuffer, PairModel, choose_columns, env_rows
 from tuimon.ui.series import EQUAL_LEVEL, BucketSeries, CurveSeries, levels
 from tuimon.ui.text import cell, clean, fmt_number
 

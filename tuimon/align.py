@@ -7,18 +7,18 @@ numpy. Both produce the same `AlignedStep`s and `Summary`.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from tuimon.steplog import Step, jsonable
+from tuimon.store import SIDES
 from tuimon.wording import headline
 
 IDENTICAL, CLOSE, DIVERGED, INCOMPLETE = "IDENTICAL", "CLOSE", "DIVERGED", "INCOMPLETE"
 VERDICTS = (IDENTICAL, CLOSE, DIVERGED, INCOMPLETE)
-SIDES = ("a", "b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,15 +202,6 @@ class PairAligner:
         aligned = align_step(*pair)
         self._account(aligned)
         return aligned
-
-    def feed_many(self, side: str, records: Iterable[Step]) -> list[AlignedStep]:
-        """Feed several records; the aligned steps they complete."""
-        out = []
-        for rec in records:
-            aligned = self.feed(side, rec)
-            if aligned is not None:
-                out.append(aligned)
-        return out
 
     def _account(self, s: AlignedStep) -> None:
         self.steps_compared += 1

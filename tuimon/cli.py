@@ -54,13 +54,26 @@ def _run_train(args: argparse.Namespace) -> int:
     return run(args)
 
 
-def _positive_float(text: str) -> float:
+def _number(text: str) -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def _non_negative_float(text: str) -> float:
+    """A tolerance or a timeout: 0 is meaningful (bitwise; off)."""
+    value = _number(text)
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"must be >= 0: {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    """A pace: 0 makes no sense."""
+    value = _number(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
     return value
 
 
@@ -113,13 +126,13 @@ def _add_pair(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--tolerance",
-        type=_positive_float,
+        type=_non_negative_float,
         default=0.0,
         help="relative difference still judged CLOSE (default 0: bitwise)",
     )
     p.add_argument(
         "--stall-timeout",
-        type=_positive_float,
+        type=_non_negative_float,
         default=120.0,
         metavar="S",
         help="flag a run silent for S seconds as stalled (default 120; 0 off)",
@@ -163,7 +176,7 @@ def _threads(text: str | None, devices: tuple[str, ...]) -> tuple[int, int]:
 def _run_pair(args: argparse.Namespace) -> int:
     from tuimon.devices import check
     from tuimon.plan import PairPlan, loss_dtype_for
-    from tuimon.store import check_writable, resolve_store
+    from tuimon.store import SIDES, check_writable, resolve_store
 
     devices = tuple(d.strip() for d in args.devices.split(","))
     if len(devices) != 2 or not all(devices):
@@ -213,7 +226,7 @@ def _run_pair(args: argparse.Namespace) -> int:
     if args.log_file and "{pair_dir}" not in args.log_file:
         if args.repeat > 1:
             raise UsageError("--repeat with --log-file needs {pair_dir} in the template")
-        for side in ("a", "b"):
+        for side in SIDES:
             log = plan.spec(side, None).log_file
             if log is not None and log.exists():
                 raise UsageError(
@@ -248,7 +261,7 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
         epilog="exit codes: 0 IDENTICAL or CLOSE, 1 DIVERGED, 3 INCOMPLETE, 2 bad usage",
     )
     p.add_argument("logs", nargs="+", metavar="LOG", help="two log files, or one pair directory")
-    p.add_argument("--tolerance", type=_positive_float, default=0.0, help="relative; default 0")
+    p.add_argument("--tolerance", type=_non_negative_float, default=0.0, help="relative; default 0")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--save", action="store_true", help="save the comparison as a pair")
     _add_store(p)
@@ -281,7 +294,7 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
         help="steps per second (default 50); with --realtime, a time multiplier",
     )
     p.add_argument("--realtime", action="store_true", help="pace by the recorded step times")
-    p.add_argument("--tolerance", type=_positive_float, default=None, help="relative")
+    p.add_argument("--tolerance", type=_non_negative_float, default=None, help="relative")
     p.add_argument("--headless", action="store_true", help="no TUI: progress, then the verdict")
     p.add_argument("--json", action="store_true", help="(headless) print the summary as JSON")
     p.set_defaults(handler=_run_replay)
@@ -291,8 +304,6 @@ def _run_replay(args: argparse.Namespace) -> int:
     from tuimon.replay import replay_session, resolve_logs
     from tuimon.store import resolve_store
 
-    if args.speed <= 0:
-        raise UsageError("--speed must be > 0")
     logs = resolve_logs(args.paths)
 
     def make(on_batch):  # type: ignore[no-untyped-def]

@@ -10,9 +10,7 @@ from pathlib import Path
 
 from tuimon.runner import RunSpec, expand_template
 from tuimon.session import Batch, LiveSource, PairOptions, PairSession, SideState
-from tuimon.store import PairWriter
-
-SIDES = ("a", "b")
+from tuimon.store import SIDES, PairWriter
 
 
 def default_threads(devices: Sequence[str]) -> int:

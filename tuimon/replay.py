@@ -79,7 +79,7 @@ class ReplaySource:
         self._resume.set()
         self._stopped = False
         self._lines = {"a": read_lines(logs.a), "b": read_lines(logs.b)}
-        self._exit = {side: self._exit_of(side) for side in ("a", "b")}
+        self._exit = {side: self._exit_of(side) for side in SIDES}
 
     def _exit_of(self, side: str) -> tuple[int | None, str]:
         run = self.logs.doc.run(side)
@@ -148,7 +148,7 @@ class ReplaySource:
         for step in steps:
             if self._stopped:
                 break
-            for side in ("a", "b"):
+            for side in SIDES:
                 recs, lines = parsed[side], self._lines[side]
                 begin = end = cursors[side]
                 while end < len(lines) and not (
@@ -177,7 +177,7 @@ class ReplaySource:
                 await asyncio.sleep(delay)
             elif shown % YIELD_EVERY == 0:
                 await asyncio.sleep(0)
-        for side in ("a", "b"):
+        for side in SIDES:
             rest = self._lines[side][cursors[side] :]
             if rest and not self._stopped:
                 await queue.put(Lines(side, rest, parsed[side][cursors[side] :]))

@@ -8,7 +8,8 @@ from textual.app import ComposeResult, RenderResult
 from textual.containers import Vertical
 from textual.widget import Widget
 
-from tuimon.ui.model import PairModel, curve_metrics
+from tuimon.store import SIDES
+from tuimon.ui.pair_model import PairModel, curve_metrics
 from tuimon.ui.series import finite_log10
 from tuimon.ui.text import clean
 
@@ -101,7 +102,7 @@ class LossChart(Widget):
         xr = (float(all_x.min()), float(all_x.max()))
         yr = (float(all_y.min()), float(all_y.max()))
         cells = {}
-        for side in ("a", "b"):
+        for side in SIDES:
             if side in xs:
                 mask = dot_mask(xs[side], ys[side], xr, yr, plot_w * 2, plot_h * 4)
                 cells[side] = braille(mask)
@@ -156,7 +157,7 @@ class CurvesView(Vertical):
                 metric = metrics[i]
                 curves = {
                     side: model.curves[(side, metric)].arrays()
-                    for side in ("a", "b")
+                    for side in SIDES
                     if (side, metric) in model.curves
                 }
                 chart.set_curves(metric, curves)

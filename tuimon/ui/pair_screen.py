@@ -28,7 +28,7 @@ from tuimon.ui.chart import CurvesView
 from tuimon.ui.commands import ScreenActions
 from tuimon.ui.divergence import DivergencePanel
 from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen
-from tuimon.ui.model import DIVERGENCE, PairModel
+from tuimon.ui.pair_model import DIVERGENCE, PairModel
 from tuimon.ui.panes import SideHeader, StepPane
 from tuimon.ui.replay_controls import ReplayControls
 from tuimon.ui.saved import SavedPair, load_saved, window

@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from tuimon.session import SideState
 from tuimon.steplog import Record
-from tuimon.ui.model import LineBuffer
+from tuimon.ui.pair_model import LineBuffer
 from tuimon.ui.text import cell, clean, fit
 from tuimon.wording import side_status
 

@@ -15,7 +15,7 @@ from tuimon.replay import SavedLogs, read_lines, resolve_logs
 from tuimon.session import SideState
 from tuimon.steplog import End, Header, Record, Step, parse_line
 from tuimon.store import PairDoc
-from tuimon.ui.model import PairModel
+from tuimon.ui.pair_model import PairModel
 
 ALIGN_CHUNK = 4096
 

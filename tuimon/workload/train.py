@@ -58,7 +58,7 @@ def run_settings(s: Settings, argv: list[str] | None = None) -> int:
     from tuimon.workload import loop
 
     device = dev.resolve_device(s.device)
-    loss_dtype = dev.loss_dtype_for(device, s.loss_dtype)
+    loss_dtype = dev.torch_loss_dtype(device, s.loss_dtype)
     dev.configure(s.threads, s.deterministic)
     logger = _open_logger(
         s,

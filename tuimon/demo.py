@@ -1,6 +1,6 @@
 """Two small diverging step logs, to try the pair view without torch.
 
-``python -m tuimon.ui.demo [DIR] [--steps N] [--diverge K] [--speed S]`` writes ``DIR/a.jsonl``
+``python -m tuimon.demo [DIR] [--steps N] [--diverge K] [--speed S]`` writes ``DIR/a.jsonl``
 and ``DIR/b.jsonl`` (deterministic: no clock, no randomness) and replays them in the app.
 """
 
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tuimon.steplog import FORMAT, dumps
+from tuimon.store import SIDES
 
 TENSORS = ("W_E", "W_pos", "W_Q", "W_U")
 
@@ -92,7 +93,7 @@ def write_demo(
     """Write ``a.jsonl`` and ``b.jsonl`` in `folder`; their paths."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for side in ("a", "b"):
+    for side in SIDES:
         path = folder / f"{side}.jsonl"
         lines = demo_records(side, steps=steps, diverge=diverge, extra=(extra or {}).get(side, ()))
         path.write_bytes(b"".join(lines))
@@ -137,7 +138,7 @@ def write_demo_pair(
             env={**headers[side].env, "device": devices[i]} if headers[side] else {},
             hyper=headers[side].hyper if headers[side] else {},
         )
-        for i, side in enumerate(("a", "b"))
+        for i, side in enumerate(SIDES)
     }
     PairDoc(
         created=created,
@@ -198,7 +199,7 @@ def write_demo_store(root: Path) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Write the demo logs and replay them in the app."""
-    parser = argparse.ArgumentParser(prog="python -m tuimon.ui.demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tuimon.demo", description=__doc__)
     parser.add_argument("folder", nargs="?", default=None, help="where to write the logs")
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--diverge", type=int, default=2)
