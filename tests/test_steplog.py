@@ -5,13 +5,13 @@ from __future__ import annotations
 import io
 import json
 import math
-import struct
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 import pytest
+from helpers import bits, from_bits, same_float
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -35,22 +35,6 @@ FAST = settings(max_examples=150, deadline=None)
 
 
 # --- helpers ---------------------------------------------------------------------------------
-
-
-def bits(x: float) -> int:
-    """The 64-bit pattern of a float64."""
-    return struct.unpack("<Q", struct.pack("<d", x))[0]
-
-
-def same_float(x: float, y: float) -> bool:
-    """Bitwise the same float64 (any NaN matches any NaN)."""
-    if math.isnan(x) or math.isnan(y):
-        return math.isnan(x) and math.isnan(y)
-    return bits(x) == bits(y)
-
-
-def from_bits(b: int) -> float:
-    return struct.unpack("<d", struct.pack("<Q", b))[0]
 
 
 # Every float64: hypothesis' own floats (which favour 0.0, -0.0, subnormals, nan, inf, max) plus

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from textual.pilot import Pilot
+from helpers import alive, wait_for
 from textual.widgets import ContentSwitcher, DataTable
 
 from tuimon.demo import write_demo
@@ -46,15 +46,6 @@ for step in range(steps):
     time.sleep(delay)
 print(json.dumps({"type": "end", "status": "ok", "steps": steps}), flush=True)
 """
-
-
-async def wait_for(pilot: Pilot, ready: Callable[[], bool], timeout: float = 15.0) -> None:
-    """Let the app run until `ready()` holds."""
-    for _ in range(int(timeout / 0.05)):
-        if ready():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("the app did not get there in time")
 
 
 def pair_screen(app: TuimonApp) -> PairScreen:
@@ -295,15 +286,6 @@ async def test_panes_stay_bounded_on_a_long_replay(tmp_path: Path) -> None:
         assert len(screen.pane("a").buffer) <= 2000
 
 
-def _running(pid: int) -> bool:
-    """The process exists and is not a zombie."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    return "State:\tZ" not in status
-
-
 async def test_no_run_outlives_the_app(tmp_path: Path) -> None:
     app = live_app(tmp_path, steps=5000, delay=0.05)
     async with app.run_test(size=SIZE) as pilot:
@@ -313,10 +295,10 @@ async def test_no_run_outlives_the_app(tmp_path: Path) -> None:
         app.exit()  # no confirmation, no stop: the app just ends
     terminate_leftovers(app.sessions)
     for _ in range(100):
-        if not any(_running(pid) for pid in pids):
+        if not any(alive(pid) for pid in pids):
             break
         time.sleep(0.05)
-    assert pids and not any(_running(pid) for pid in pids)
+    assert pids and not any(alive(pid) for pid in pids)
 
 
 async def test_env_diff_of_identical_environments_shows_every_key(tmp_path: Path) -> None:
