@@ -207,7 +207,7 @@ async def test_replay_keys_pause_speed_and_jump(tmp_path: Path) -> None:
         assert source.speed == 2.5
         assert screen.model.first is None
         await pilot.press("g")  # not reached yet: the replay fast-forwards to it and pauses
-        await wait_for(pilot, lambda: screen.pending_jump is None and source.paused)
+        await wait_for(pilot, lambda: screen.replay.pending_jump is None and source.paused)
         assert screen.model.first is not None and screen.model.first.step == 120
         assert not screen.follow
         await pilot.pause()

@@ -209,7 +209,7 @@ def _run_pair(args: argparse.Namespace) -> int:
         check_writable(store)
     plan = PairPlan(
         seed=args.seed,
-        devices=devices,  # type: ignore[arg-type]
+        devices=(devices[0], devices[1]),
         threads=threads,
         deterministic=args.deterministic,
         loss_dtype=loss_dtype_for(devices, args.loss_dtype) if not template else args.loss_dtype,

@@ -110,7 +110,7 @@ def compare_paths(
     else:
         print(headline(summary))
         for name, m in summary.metric_max.items():
-            print(metric_max_line(name, m["rel"], m["step"]))
+            print(metric_max_line(name, m))
         if doc.env_diff:
             keys = ", ".join(list(doc.env_diff)[:6])
             print(f"  environment differs in: {keys}")

@@ -125,7 +125,7 @@ def write_demo_pair(
     complete = status == "finished"
     summary = aligner.summary(complete=complete, reason=None if complete else f"run b {status}")
     (folder / "aligned.jsonl").write_bytes(b"".join(dumps(s.to_dict()) for s in aligned))
-    headers = {}
+    headers: dict[str, Header | None] = {}
     for side, path in (("a", a), ("b", b)):
         head = parse_line(read_lines(path)[0])
         headers[side] = head if isinstance(head, Header) else None
@@ -135,10 +135,10 @@ def write_demo_pair(
             command=f"tuimon train --seed {seed} --device {devices[i]}",
             status="finished" if side == "a" else status,
             exit_code=0 if side == "a" or status == "finished" else 1,
-            env={**headers[side].env, "device": devices[i]} if headers[side] else {},
-            hyper=headers[side].hyper if headers[side] else {},
+            env={**head.env, "device": devices[i]} if head else {},
+            hyper=head.hyper if head else {},
         )
-        for i, side in enumerate(SIDES)
+        for i, (side, head) in enumerate(headers.items())
     }
     PairDoc(
         created=created,

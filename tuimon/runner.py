@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tuimon.errors import LaunchError
 from tuimon.steplog import Record
@@ -152,6 +153,7 @@ class Run:
         """Stream stdout / log file and stderr to the queue until the child exits; then `Exited`."""
         assert self.proc is not None and self.proc.stdout and self.proc.stderr
         side = self.spec.side
+        out: asyncio.Future[Any]
         if self.spec.log_file is None:
             out = asyncio.create_task(self._read(self.proc.stdout, lines=True))
         else:

@@ -8,8 +8,8 @@ run time, so any module may use this one.
 from __future__ import annotations
 
 import signal
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tuimon.align import Summary
@@ -139,6 +139,6 @@ def headline(summary: Summary) -> str:
     return text
 
 
-def metric_max_line(name: str, rel: float, step: int | None) -> str:
-    """One metric's largest relative difference (`tuimon compare`)."""
-    return f"  {name:<16} max rel diff {rel:.3g} at step {step}"
+def metric_max_line(name: str, worst: Mapping[str, Any]) -> str:
+    """One metric's largest relative difference (`tuimon compare`): `Summary.metric_max` item."""
+    return f"  {name:<16} max rel diff {worst['rel']:.3g} at step {worst['step']}"

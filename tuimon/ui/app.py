@@ -56,7 +56,7 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
                 return
         self.exit(0)
 
-    async def action_help_quit(self) -> None:
+    async def action_help_quit(self) -> None:  # type: ignore[override]  # textual awaits it
         """ctrl+c quits too (a live pair asks first), as in any terminal program."""
         await self.action_quit()
 

@@ -55,7 +55,7 @@ class SessionStarted(Message):
         self.session = session
 
 
-class PairScreen(ReplayControls, ReportsWorkerErrors, Screen[None]):
+class PairScreen(ReportsWorkerErrors, Screen[None]):
     """Two runs side by side: live (a session), replay (a paced session) or static (saved)."""
 
     BINDINGS = [  # noqa: RUF012
@@ -124,7 +124,7 @@ class PairScreen(ReplayControls, ReportsWorkerErrors, Screen[None]):
         self.series = DIVERGENCE
         self.follow = True
         self.stopping = False
-        self.pending_jump: int | None = None
+        self.replay = ReplayControls(self)
         self._curves_dirty = True
         self._columns: list[str] = []
 
@@ -151,7 +151,7 @@ class PairScreen(ReplayControls, ReportsWorkerErrors, Screen[None]):
         a, b = self.pane("a"), self.pane("b")
         a.partner, b.partner = b, a
         a.focus()
-        self._update_subtitle()
+        self.update_subtitle()
         if self.mode == "static":
             self._start_load()
         else:
@@ -160,7 +160,7 @@ class PairScreen(ReplayControls, ReportsWorkerErrors, Screen[None]):
     def _start_session(self) -> None:
         assert self.make_session is not None
         try:
-            self.session = self.make_session(lambda batch: self.post_message(BatchArrived(batch)))
+            self.session = self.make_session(self._post_batch)
         except Exception as exc:
             self.notify(f"cannot start the pair: {exc}", severity="error", markup=False)
             self.query_one(DivergencePanel).say(f"cannot start the pair: {exc}")
@@ -177,6 +177,10 @@ class PairScreen(ReplayControls, ReportsWorkerErrors, Screen[None]):
             exit_on_error=False,
             description="replay" if self.mode == "replay" else "pair of runs",
         )
+
+    def _post_batch(self, batch: Batch) -> None:
+        """The session's batch callback (any thread of the app's loop)."""
+        self.post_message(BatchArrived(batch))
 
     def _start_load(self) -> None:
         path = self.saved_path
@@ -205,8 +209,7 @@ class PairScreen(ReplayControls, ReportsWorkerErrors, Screen[None]):
         self._fill_panes(batch.records, batch.stderr)
         for side, state in batch.sides.items():
             self.query_one(f"#header-{side}", SideHeader).show(state)
-        if self.pending_jump is not None:
-            self.land_jump()
+        self.replay.land_jump()
         self._refresh_views()
         if batch.done:
             self._on_done(batch)
@@ -237,7 +240,7 @@ class PairScreen(ReplayControls, ReportsWorkerErrors, Screen[None]):
         self._curves_dirty = True
         if self.query_one("#views", ContentSwitcher).current == "curves":
             self._draw_curves()
-        self._update_subtitle()
+        self.update_subtitle()
 
     def _draw_curves(self) -> None:
         if self._curves_dirty:
@@ -265,9 +268,9 @@ class PairScreen(ReplayControls, ReportsWorkerErrors, Screen[None]):
             self.query_one(f"#header-{side}", SideHeader).show(state, live=False)
         self._refresh_views()
 
-    def _update_subtitle(self) -> None:
+    def update_subtitle(self) -> None:
         parts = {"live": ["live pair"], "replay": ["replay"], "static": ["saved pair"]}[self.mode]
-        parts += self.pace_words()
+        parts += self.replay.words()
         if self.model.done and self.mode != "static":
             parts.append("finished")
         parts.append("following" if self.follow else "scroll held (f follows)")
@@ -287,7 +290,7 @@ class PairScreen(ReplayControls, ReportsWorkerErrors, Screen[None]):
             pane.follow = follow
             if follow:
                 pane.scroll_end(animate=False, x_axis=False)
-        self._update_subtitle()
+        self.update_subtitle()
 
     @on(StepPane.UserScrolledUp)
     def _user_scrolled_up(self) -> None:
@@ -304,7 +307,7 @@ class PairScreen(ReplayControls, ReportsWorkerErrors, Screen[None]):
             return summary.first_divergent_step
         return self.model.first.step if self.model.first else None
 
-    def _scroll_panes_to(self, step: int) -> bool:
+    def scroll_panes_to(self, step: int) -> bool:
         if self.buffers_hold(step):
             self.set_follow(False)
             for side in SIDES:
@@ -321,7 +324,7 @@ class PairScreen(ReplayControls, ReportsWorkerErrors, Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Replay keys only in a replay; Back only over the browser."""
         if action in ("pause", "faster", "slower"):
-            return self.controls_enabled()
+            return self.replay.enabled()
         if action == "back":
             return self.can_go_back
         return True
@@ -334,7 +337,7 @@ class PairScreen(ReplayControls, ReportsWorkerErrors, Screen[None]):
         """Scroll both panes to the first divergent step (fast-forward a replay to it)."""
         step = self._first_step()
         if step is not None:
-            if self._scroll_panes_to(step):
+            if self.scroll_panes_to(step):
                 self.notify(f"first divergence: step {step}")
             elif (logs := self._logs_on_disk()) is not None:
                 self._load_window(step, logs)
@@ -345,7 +348,7 @@ class PairScreen(ReplayControls, ReportsWorkerErrors, Screen[None]):
                     markup=False,
                 )
             return
-        if not self.find_and_jump():
+        if not self.replay.find_and_jump():
             self.notify("no divergence so far")
 
     def _logs_on_disk(self) -> SavedLogs | None:
@@ -380,7 +383,7 @@ class PairScreen(ReplayControls, ReportsWorkerErrors, Screen[None]):
             self.pane(side).clear()
         self.set_follow(False)
         self._fill_panes(lines, {})
-        self.call_after_refresh(self._scroll_panes_to, step)
+        self.call_after_refresh(self.scroll_panes_to, step)
         self.notify(f"first divergence: step {step} (lines around it loaded)")
 
     def action_wide(self) -> None:
@@ -424,6 +427,18 @@ class PairScreen(ReplayControls, ReportsWorkerErrors, Screen[None]):
             return
         self.app.copy_to_clipboard(str(path))
         self.notify(f"{path}\n(path copied to the clipboard)", title="pair folder", markup=False)
+
+    def action_pause(self) -> None:
+        """Pause or resume the replay."""
+        self.replay.toggle()
+
+    def action_faster(self) -> None:
+        """Replay twice as fast."""
+        self.replay.faster()
+
+    def action_slower(self) -> None:
+        """Replay half as fast."""
+        self.replay.slower()
 
     def action_back(self) -> None:
         """Back to the browser (a replay is stopped)."""
