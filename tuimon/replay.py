@@ -11,7 +11,7 @@ from tuimon.align import compare_steps
 from tuimon.errors import ReplayError, StoreError
 from tuimon.runner import Exited, Lines, SourceEvent, Stderr
 from tuimon.session import Batch, PairOptions, PairSession, SideState
-from tuimon.steplog import End, Header, Step, parse_line
+from tuimon.steplog import End, Header, Record, Step, parse_line
 from tuimon.store import SIDES, PairDoc, SavedLogs, is_pair_dir
 
 YIELD_EVERY = 64
@@ -148,16 +148,7 @@ class ReplaySource:
         for step in steps:
             if self._stopped:
                 break
-            for side in SIDES:
-                recs, lines = parsed[side], self._lines[side]
-                begin = end = cursors[side]
-                while end < len(lines) and not (
-                    isinstance(recs[end], Step) and recs[end].step > step  # type: ignore[union-attr]
-                ):
-                    end += 1
-                if end > begin:
-                    cursors[side] = end
-                    await queue.put(Lines(side, lines[begin:end], recs[begin:end]))
+            await self._feed_until(step, parsed, cursors, queue)
             if self.jump_to is not None and step < self.jump_to:
                 if step % YIELD_EVERY == 0:
                     await asyncio.sleep(0)  # let the view breathe while fast-forwarding
@@ -177,6 +168,32 @@ class ReplaySource:
                 await asyncio.sleep(delay)
             elif shown % YIELD_EVERY == 0:
                 await asyncio.sleep(0)
+        await self._end(parsed, cursors, queue)
+
+    async def _feed_until(
+        self,
+        step: int,
+        parsed: dict[str, list[Record]],
+        cursors: dict[str, int],
+        queue: asyncio.Queue[SourceEvent],
+    ) -> None:
+        """Put each side's lines up to (and with) the record of `step`."""
+        for side in SIDES:
+            recs, lines = parsed[side], self._lines[side]
+            begin = end = cursors[side]
+            while end < len(lines) and not (isinstance(rec := recs[end], Step) and rec.step > step):
+                end += 1
+            if end > begin:
+                cursors[side] = end
+                await queue.put(Lines(side, lines[begin:end], recs[begin:end]))
+
+    async def _end(
+        self,
+        parsed: dict[str, list[Record]],
+        cursors: dict[str, int],
+        queue: asyncio.Queue[SourceEvent],
+    ) -> None:
+        """The lines left after the last step, the saved stderr, then how each side ended."""
         for side in SIDES:
             rest = self._lines[side][cursors[side] :]
             if rest and not self._stopped:
