@@ -132,7 +132,9 @@ def write_demo_pair(
     complete = status == "finished"
     summary = aligner.summary(complete=complete, reason=None if complete else f"run b {status}")
     (folder / "aligned.jsonl").write_bytes(b"".join(dumps(s.to_dict()) for s in aligned))
-    firsts = {side: parse_line(read_lines(path)[0]) for side, path in zip(SIDES, (a, b))}
+    firsts = {
+        side: parse_line(read_lines(path)[0]) for side, path in zip(SIDES, (a, b), strict=True)
+    }
     headers = {side: h if isinstance(h, Header) else None for side, h in firsts.items()}
     runs = {
         side: RunDoc(
