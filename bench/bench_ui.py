@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from tuimon.demo import write_demo
 from tuimon.replay import replay_session, resolve_logs
-from tuimon.ui.demo import write_demo
 
 T = TypeVar("T")
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import struct
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import orjson
 import pytest
+from helpers import bits, from_bits, same_float
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,19 +38,7 @@ TINY = 5e-324  # the smallest subnormal
 # --- independent references ---------------------------------------------------------------
 
 
-def bits(x: float) -> int:
-    return struct.unpack("<Q", struct.pack("<d", x))[0]
-
-
-def from_bits(b: int) -> float:
-    return struct.unpack("<d", struct.pack("<Q", b))[0]
-
-
-def same(x: float, y: float) -> bool:
-    """Bitwise equal, any NaN matching any NaN (the design's 'equal')."""
-    if math.isnan(x) or math.isnan(y):
-        return math.isnan(x) and math.isnan(y)
-    return bits(x) == bits(y)
+same = same_float  # bitwise equal, any NaN matching any NaN (the design's 'equal')
 
 
 def ref_ulps(x: float, y: float) -> int:

@@ -5,16 +5,17 @@ from __future__ import annotations
 import io
 import json
 import math
-import struct
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 import pytest
+from helpers import bits, from_bits, same_float
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tuimon.replay import read_lines
 from tuimon.steplog import (
     FORMAT,
     STEP_KEYS,
@@ -25,7 +26,6 @@ from tuimon.steplog import (
     StepLogger,
     Text,
     dumps,
-    iter_records,
     parse_line,
 )
 
@@ -35,22 +35,6 @@ FAST = settings(max_examples=150, deadline=None)
 
 
 # --- helpers ---------------------------------------------------------------------------------
-
-
-def bits(x: float) -> int:
-    """The 64-bit pattern of a float64."""
-    return struct.unpack("<Q", struct.pack("<d", x))[0]
-
-
-def same_float(x: float, y: float) -> bool:
-    """Bitwise the same float64 (any NaN matches any NaN)."""
-    if math.isnan(x) or math.isnan(y):
-        return math.isnan(x) and math.isnan(y)
-    return bits(x) == bits(y)
-
-
-def from_bits(b: int) -> float:
-    return struct.unpack("<d", struct.pack("<Q", b))[0]
 
 
 # Every float64: hypothesis' own floats (which favour 0.0, -0.0, subnormals, nan, inf, max) plus
@@ -187,7 +171,7 @@ def test_iter_records_reads_a_file(tmp_path: Path) -> None:
         + b"warning: something\n"
         + dumps({"type": "end", "status": "ok", "steps": 1})
     )
-    records = list(iter_records(path))
+    records = [parse_line(line) for line in read_lines(path)]
     assert [type(r) for r in records] == [Header, Step, Text, End]
     assert records[2] == Text("warning: something")
 

@@ -20,8 +20,10 @@ from tuimon import store
 from tuimon.store import (
     DEFAULT_STORE,
     PAIR_FORMAT,
+    PairDoc,
     PairInfo,
     PairWriter,
+    RunDoc,
     StoreError,
     check_writable,
     delete_pair,
@@ -697,3 +699,45 @@ def test_saved_files_follow_the_umask(tmp_path: Path) -> None:
         os.umask(old)
     for name in ("pair.json", "aligned.jsonl", "a.jsonl"):
         assert (writer.path / name).stat().st_mode & 0o777 == 0o644, name
+
+
+# -- PairDoc ----------------------------------------------------------------------------------
+
+
+def test_pair_doc_round_trip_and_files(tmp_path: Path) -> None:
+    w = PairWriter.create(tmp_path, seed=4, devices=("cpu", "mps"))
+    w.stderr("b", b"warning\n")
+    (w.path / "emb-a.npy").write_bytes(b"x")
+    w.aligned({"step": 0, "div": 0.0})
+    w.aligned({"step": 1, "div": np.float64(0.5)})
+    doc = PairDoc(
+        status="finished",
+        seed=4,
+        devices=("cpu", "mps"),
+        runs={"a": RunDoc(device="cpu", command="python t.py", more={"wall_s": 1.5})},
+        more={"label": "x"},
+    )
+    w.finish(doc)
+    back = PairDoc.read(w.path)
+    assert back.files == {
+        "a": "a.jsonl",
+        "b": "b.jsonl",
+        "aligned": "aligned.jsonl",
+        "b_stderr": "b.stderr",
+        "emb_a": "emb-a.npy",
+    }
+    assert back.created == w.created
+    assert back.run("a") == doc.runs["a"]
+    assert back.run("b") == RunDoc()
+    assert back.more == {"label": "x"}
+    assert (back.seed, back.devices, back.status) == (4, ("cpu", "mps"), "finished")
+    rows = [orjson.loads(x) for x in (w.path / "aligned.jsonl").read_bytes().splitlines()]
+    assert rows == [{"step": 0, "div": 0.0}, {"step": 1, "div": 0.5}]
+
+
+def test_pair_doc_reads_wrong_types_as_missing() -> None:
+    doc = PairDoc.from_json(
+        {"seed": True, "tolerance": "x", "runs": {"a": {"command": ["p", "-c"], "exit_code": "1"}}}
+    )
+    assert doc.seed is None and doc.tolerance is None
+    assert doc.run("a").command == "p -c" and doc.run("a").exit_code is None

@@ -2,30 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from helpers import wait_for
 from textual.pilot import Pilot
 from textual.widgets import Input
 
+from tuimon.demo import DEMO_PAIRS, write_demo_pair, write_demo_store
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.browser import BrowserScreen, PairTable
-from tuimon.ui.demo import DEMO_PAIRS, write_demo_pair, write_demo_store
 from tuimon.ui.modals import ConfirmScreen
 from tuimon.ui.pair_screen import PairScreen
 
 SIZE = (120, 40)
 NAMES = DEMO_PAIRS
-
-
-async def wait_for(pilot: Pilot, ready: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Let the app run until `ready()` holds."""
-    for _ in range(int(timeout / 0.05)):
-        if ready():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("the app did not get there in time")
 
 
 def rows(screen: BrowserScreen) -> list[list[str]]:

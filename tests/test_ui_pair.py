@@ -8,9 +8,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from textual.pilot import Pilot
+from helpers import alive, wait_for
 from textual.widgets import ContentSwitcher, DataTable
 
+from tuimon.demo import write_demo
 from tuimon.replay import ReplaySource, replay_session, resolve_logs
 from tuimon.runner import RunSpec
 from tuimon.session import Batch, LiveSource, PairOptions, PairSession, SideState
@@ -18,9 +19,8 @@ from tuimon.store import PairWriter
 from tuimon.ui.app import TuimonApp, terminate_leftovers
 from tuimon.ui.chart import LossChart
 from tuimon.ui.commands import ScreenActions
-from tuimon.ui.demo import write_demo
 from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen
-from tuimon.ui.model import env_rows
+from tuimon.ui.pair_model import env_rows
 from tuimon.ui.pair_screen import PairScreen
 from tuimon.ui.panes import SideHeader, StepPane
 
@@ -46,15 +46,6 @@ for step in range(steps):
     time.sleep(delay)
 print(json.dumps({"type": "end", "status": "ok", "steps": steps}), flush=True)
 """
-
-
-async def wait_for(pilot: Pilot, ready: Callable[[], bool], timeout: float = 15.0) -> None:
-    """Let the app run until `ready()` holds."""
-    for _ in range(int(timeout / 0.05)):
-        if ready():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("the app did not get there in time")
 
 
 def pair_screen(app: TuimonApp) -> PairScreen:
@@ -216,7 +207,7 @@ async def test_replay_keys_pause_speed_and_jump(tmp_path: Path) -> None:
         assert source.speed == 2.5
         assert screen.model.first is None
         await pilot.press("g")  # not reached yet: the replay fast-forwards to it and pauses
-        await wait_for(pilot, lambda: screen.pending_jump is None and source.paused)
+        await wait_for(pilot, lambda: screen.replay.pending_jump is None and source.paused)
         assert screen.model.first is not None and screen.model.first.step == 120
         assert not screen.follow
         await pilot.pause()
@@ -295,15 +286,6 @@ async def test_panes_stay_bounded_on_a_long_replay(tmp_path: Path) -> None:
         assert len(screen.pane("a").buffer) <= 2000
 
 
-def _running(pid: int) -> bool:
-    """The process exists and is not a zombie."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    return "State:\tZ" not in status
-
-
 async def test_no_run_outlives_the_app(tmp_path: Path) -> None:
     app = live_app(tmp_path, steps=5000, delay=0.05)
     async with app.run_test(size=SIZE) as pilot:
@@ -313,10 +295,10 @@ async def test_no_run_outlives_the_app(tmp_path: Path) -> None:
         app.exit()  # no confirmation, no stop: the app just ends
     terminate_leftovers(app.sessions)
     for _ in range(100):
-        if not any(_running(pid) for pid in pids):
+        if not any(alive(pid) for pid in pids):
             break
         time.sleep(0.05)
-    assert pids and not any(_running(pid) for pid in pids)
+    assert pids and not any(alive(pid) for pid in pids)
 
 
 async def test_env_diff_of_identical_environments_shows_every_key(tmp_path: Path) -> None:

@@ -11,13 +11,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from helpers import wait_for
 from textual.pilot import Pilot
 
+from tuimon.demo import write_demo, write_demo_store
 from tuimon.replay import replay_session, resolve_logs
 from tuimon.session import Batch, PairSession
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.browser import BrowserScreen
-from tuimon.ui.demo import write_demo, write_demo_store
 from tuimon.ui.pair_screen import PairScreen
 
 SIZE = (120, 40)
@@ -46,11 +47,7 @@ def finished_replay(tmp_path: Path) -> TuimonApp:
 
 async def until_done(pilot: Pilot) -> None:
     """Wait for the replay's last batch."""
-    for _ in range(400):
-        screen = pilot.app.screen
-        if isinstance(screen, PairScreen) and screen.model.done:
-            break
-        await pilot.pause(0.05)
+    await wait_for(pilot, lambda: isinstance(s := pilot.app.screen, PairScreen) and s.model.done)
     await pilot.pause()
 
 
@@ -87,11 +84,9 @@ def test_snapshot_browser(
     write_demo_store(Path("store"))
 
     async def loaded(pilot: Pilot) -> None:
-        for _ in range(200):
-            screen = pilot.app.screen
-            if isinstance(screen, BrowserScreen) and screen.pairs:
-                break
-            await pilot.pause(0.05)
+        await wait_for(
+            pilot, lambda: isinstance(s := pilot.app.screen, BrowserScreen) and bool(s.pairs)
+        )
         await pilot.press("j")
         await pilot.pause()
 

@@ -7,17 +7,18 @@ numpy. Both produce the same `AlignedStep`s and `Summary`.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from tuimon.steplog import Step, jsonable
+from tuimon.store import SIDES
+from tuimon.wording import headline
 
 IDENTICAL, CLOSE, DIVERGED, INCOMPLETE = "IDENTICAL", "CLOSE", "DIVERGED", "INCOMPLETE"
 VERDICTS = (IDENTICAL, CLOSE, DIVERGED, INCOMPLETE)
-SIDES = ("a", "b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,22 +101,8 @@ class Summary:
         return jsonable(asdict(self))
 
     def headline(self) -> str:
-        """One line: the verdict and where the runs part."""
-        if self.steps_compared == 0:
-            text = f"{self.verdict}: no step logged by both runs"
-        elif self.first_divergent_step is None:
-            text = f"{self.verdict}: {self.steps_compared} steps bitwise equal"
-        else:
-            what = ", ".join(self.first_divergent_metrics or self.first_tensors or ["digest"])
-            text = (
-                f"{self.verdict}: first divergent step {self.first_divergent_step} ({what}); "
-                f"max divergence {self.max_divergence:.3g} at step {self.max_divergence_step}"
-            )
-            if self.first_tensors:
-                text += f"; tensors that parted first: {', '.join(self.first_tensors)}"
-        if self.reason:
-            text += f" [{self.reason}]"
-        return text
+        """One line: the verdict and where the runs part (`wording.headline`)."""
+        return headline(self)
 
 
 def _ordered(bits: np.ndarray) -> np.ndarray:
@@ -215,15 +202,6 @@ class PairAligner:
         aligned = align_step(*pair)
         self._account(aligned)
         return aligned
-
-    def feed_many(self, side: str, records: Iterable[Step]) -> list[AlignedStep]:
-        """Feed several records; the aligned steps they complete."""
-        out = []
-        for rec in records:
-            aligned = self.feed(side, rec)
-            if aligned is not None:
-                out.append(aligned)
-        return out
 
     def _account(self, s: AlignedStep) -> None:
         self.steps_compared += 1

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from tuimon.align import diff_arrays
+
 
 def compare_npy(a: Path, b: Path) -> dict[str, Any]:
     """Two saved arrays: bitwise equal or not, and how far apart (max abs / rel difference)."""
@@ -19,11 +21,7 @@ def compare_npy(a: Path, b: Path) -> dict[str, Any]:
         return {"equal": False, "shape": [list(xa.shape), list(xb.shape)],
                 "dtype": [str(xa.dtype), str(xb.dtype)]}  # fmt: skip
     equal = xa.tobytes() == xb.tobytes()
-    fa, fb = xa.astype(np.float64), xb.astype(np.float64)
-    diff = np.abs(fa - fb)
-    scale = np.maximum(np.abs(fa), np.abs(fb))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rel = np.where(scale > 0, diff / scale, 0.0)
+    _, diff, rel, _ = diff_arrays(xa.ravel(), xb.ravel())  # the same measure as the step logs
     return {
         "equal": bool(equal),
         "shape": list(xa.shape),

@@ -6,12 +6,15 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from tuimon import __version__
+from tuimon.errors import TuimonError, UsageError
 
+if TYPE_CHECKING:
+    from pathlib import Path
 
-class UsageError(Exception):
-    """Bad input from the user: reported as one line, exit code 2."""
+    from tuimon.plan import PairPlan
 
 
 def _add_train(sub: argparse._SubParsersAction) -> None:
@@ -57,13 +60,26 @@ def _run_train(args: argparse.Namespace) -> int:
     return run(args)
 
 
-def _positive_float(text: str) -> float:
+def _number(text: str) -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def _non_negative_float(text: str) -> float:
+    """A tolerance or a timeout: 0 is meaningful (bitwise; off)."""
+    value = _number(text)
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"must be >= 0: {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    """A pace: 0 makes no sense."""
+    value = _number(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
     return value
 
 
@@ -116,13 +132,13 @@ def _add_pair(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--tolerance",
-        type=_positive_float,
+        type=_non_negative_float,
         default=0.0,
         help="relative difference still judged CLOSE (default 0: bitwise)",
     )
     p.add_argument(
         "--stall-timeout",
-        type=_positive_float,
+        type=_non_negative_float,
         default=120.0,
         metavar="S",
         help="flag a run silent for S seconds as stalled (default 120; 0 off)",
@@ -163,15 +179,17 @@ def _threads(text: str | None, devices: tuple[str, ...]) -> tuple[int, int]:
     return (values[0], values[-1])
 
 
-def _run_pair(args: argparse.Namespace) -> int:
-    from tuimon.devices import DeviceError, check
-    from tuimon.plan import PairPlan, loss_dtype_for
-    from tuimon.store import StoreError, check_writable, resolve_store
-
+def _pair_devices(args: argparse.Namespace) -> tuple[str, str]:
     devices = tuple(d.strip() for d in args.devices.split(","))
     if len(devices) != 2 or not all(devices):
         raise UsageError(f"--devices takes two devices, A,B (got {args.devices!r})")
-    template = tuple(args.command[1:] if args.command[:1] == ["--"] else args.command)
+    return devices[0], devices[1]
+
+
+def _check_pair_args(
+    args: argparse.Namespace, template: tuple[str, ...], devices: tuple[str, str]
+) -> tuple[int, int]:
+    """The checks of `tuimon pair` flags that need no device and no store; the thread counts."""
     if args.repeat < 1:
         raise UsageError("--repeat must be at least 1")
     if args.steps is not None and args.steps < 1:
@@ -179,33 +197,42 @@ def _run_pair(args: argparse.Namespace) -> int:
     threads = _threads(args.threads, devices)
     if args.json and not args.headless:
         raise UsageError("--json needs --headless")
-    workload = {
-        "p": args.p,
-        "task": args.task,
-        "frac_train": args.frac_train,
-        "eval_every": args.eval_every,
-    }
-    if template and any(v is not None for v in workload.values()):
+    if template and any(v is not None for v in _workload(args).values()):
         raise UsageError(
             "--p/--task/--frac-train/--eval-every are for the reference workload; "
             "pass your script's own flags in its command"
         )
     if args.shell and not template:
         raise UsageError("--shell needs a command after --")
-    try:
-        check(list(devices), need_torch=not template)
-    except DeviceError as exc:
-        raise UsageError(str(exc)) from None
+    return threads
+
+
+def _workload(args: argparse.Namespace) -> dict[str, object]:
+    return {
+        "p": args.p,
+        "task": args.task,
+        "frac_train": args.frac_train,
+        "eval_every": args.eval_every,
+    }
+
+
+def _pair_plan(args: argparse.Namespace) -> tuple[PairPlan, Path | None]:
+    """The validated plan of `tuimon pair` and its store (None with --no-save)."""
+    from tuimon.devices import check
+    from tuimon.plan import PairPlan, loss_dtype_for
+    from tuimon.store import check_writable, resolve_store
+
+    devices = _pair_devices(args)
+    template = tuple(args.command[1:] if args.command[:1] == ["--"] else args.command)
+    threads = _check_pair_args(args, template, devices)
+    check(list(devices), need_torch=not template)
     store = None
     if not args.no_save:
         store = resolve_store(args.store)
-        try:
-            check_writable(store)
-        except StoreError as exc:
-            raise UsageError(str(exc)) from None
+        check_writable(store)
     plan = PairPlan(
         seed=args.seed,
-        devices=devices,  # type: ignore[arg-type]
+        devices=devices,
         threads=threads,
         deterministic=args.deterministic,
         loss_dtype=loss_dtype_for(devices, args.loss_dtype) if not template else args.loss_dtype,
@@ -213,27 +240,41 @@ def _run_pair(args: argparse.Namespace) -> int:
         shell=args.shell,
         log_file=args.log_file,
         steps=args.steps,
-        workload=workload,
+        workload=_workload(args),
         tolerance=args.tolerance,
         stall_timeout=args.stall_timeout or None,
         stop_on_fail=args.stop_on_fail,
         label=args.label,
     )
-    if args.log_file and "{pair_dir}" not in args.log_file:
-        if args.repeat > 1:
-            raise UsageError("--repeat with --log-file needs {pair_dir} in the template")
-        for side in ("a", "b"):
-            log = plan.spec(side, None).log_file
-            if log is not None and log.exists():
-                raise UsageError(
-                    f"--log-file {log} already exists: remove it, or put {{pair_dir}} in the "
-                    "template so each pair writes its own"
-                )
+    return plan, store
+
+
+def _check_log_file(args: argparse.Namespace, plan: PairPlan) -> None:
+    """A --log-file without {pair_dir} must not exist yet (old lines would read as new)."""
+    from tuimon.store import SIDES
+
+    if not args.log_file or "{pair_dir}" in args.log_file:
+        return
+    if args.repeat > 1:
+        raise UsageError("--repeat with --log-file needs {pair_dir} in the template")
+    for side in SIDES:
+        log = plan.spec(side, None).log_file
+        if log is not None and log.exists():
+            raise UsageError(
+                f"--log-file {log} already exists: remove it, or put {{pair_dir}} in the "
+                "template so each pair writes its own"
+            )
+
+
+def _run_pair(args: argparse.Namespace) -> int:
+    plan, store = _pair_plan(args)
+    _check_log_file(args, plan)
     factories = [plan.session_factory(store) for _ in range(args.repeat)]
     if args.headless or not _terminal("pair"):
         from tuimon.headless import run_headless
 
         return run_headless(factories, as_json=args.json)
+    from tuimon.store import resolve_store
     from tuimon.ui.app import run_app
 
     code = 0
@@ -241,7 +282,7 @@ def _run_pair(args: argparse.Namespace) -> int:
         code = run_app(
             store=store or resolve_store(None),
             make_session=make,
-            title=f"tuimon pair · seed {args.seed} · {devices[0]},{devices[1]}",
+            title=f"tuimon pair · seed {args.seed} · {plan.devices[0]},{plan.devices[1]}",
         )
         if code:
             break
@@ -257,7 +298,7 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
         epilog="exit codes: 0 IDENTICAL or CLOSE, 1 DIVERGED, 3 INCOMPLETE, 2 bad usage",
     )
     p.add_argument("logs", nargs="+", metavar="LOG", help="two log files, or one pair directory")
-    p.add_argument("--tolerance", type=_positive_float, default=0.0, help="relative; default 0")
+    p.add_argument("--tolerance", type=_non_negative_float, default=0.0, help="relative; default 0")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--save", action="store_true", help="save the comparison as a pair")
     _add_store(p)
@@ -290,22 +331,17 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
         help="steps per second (default 50); with --realtime, a time multiplier",
     )
     p.add_argument("--realtime", action="store_true", help="pace by the recorded step times")
-    p.add_argument("--tolerance", type=_positive_float, default=None, help="relative")
+    p.add_argument("--tolerance", type=_non_negative_float, default=None, help="relative")
     p.add_argument("--headless", action="store_true", help="no TUI: progress, then the verdict")
     p.add_argument("--json", action="store_true", help="(headless) print the summary as JSON")
     p.set_defaults(handler=_run_replay)
 
 
 def _run_replay(args: argparse.Namespace) -> int:
-    from tuimon.replay import ReplayError, replay_session, resolve_logs
+    from tuimon.replay import replay_session, resolve_logs
     from tuimon.store import resolve_store
 
-    if args.speed <= 0:
-        raise UsageError("--speed must be > 0")
-    try:
-        logs = resolve_logs(args.paths)
-    except ReplayError as exc:
-        raise UsageError(str(exc)) from None
+    logs = resolve_logs(args.paths)
 
     def make(on_batch):  # type: ignore[no-untyped-def]
         return replay_session(
@@ -379,7 +415,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = _run_browse
     try:
         return int(handler(args))
-    except UsageError as exc:
+    except TuimonError as exc:  # every one-line error of tuimon: the message, exit 2
         print(f"tuimon: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -8,6 +8,8 @@ import sys
 
 import orjson
 
+from tuimon.errors import DeviceError
+
 _PROBE = """
 import json, torch
 out = ["cpu"]
@@ -18,16 +20,13 @@ if mps is not None and mps.is_available():
     out.append("mps")
 print(json.dumps(out))
 """
-TORCH_DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
-
-
-class DeviceError(Exception):
-    """A device that is not available here (one line for the user)."""
+DEVICE_NAME = re.compile(r"cpu|mps(?::0)?|cuda(?::\d+)?")
+"""A torch device name: cpu, mps (or mps:0), cuda, cuda:N (the one pattern tuimon uses)."""
 
 
 def is_torch_device(name: str) -> bool:
     """True for names torch understands: cpu, mps, cuda, cuda:N."""
-    return bool(TORCH_DEVICE.match(name))
+    return DEVICE_NAME.fullmatch(name) is not None
 
 
 def probe(python: str = sys.executable, timeout: float = 60.0) -> list[str] | None:

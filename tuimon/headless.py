@@ -17,7 +17,8 @@ from rich.table import Column
 from rich.text import Text
 
 from tuimon.align import CLOSE, DIVERGED, IDENTICAL, Summary
-from tuimon.session import Batch, PairSession, SideState, exit_text
+from tuimon.session import Batch, PairSession
+from tuimon.wording import divergence_line, first_divergence_event, headline, side_line
 
 PLAIN_EVERY = 15.0
 """Seconds between plain progress lines when stderr is not a terminal."""
@@ -28,37 +29,6 @@ EXIT_CODES = {IDENTICAL: 0, CLOSE: 0, DIVERGED: 1}
 def exit_code(summary: Summary) -> int:
     """0 IDENTICAL or CLOSE, 1 DIVERGED, 3 INCOMPLETE."""
     return EXIT_CODES.get(summary.verdict, 3)
-
-
-def _fmt_eta(seconds: float | None) -> str:
-    if seconds is None:
-        return "--:--"
-    minutes, sec = divmod(int(seconds), 60)
-    return (
-        f"{minutes // 60}:{minutes % 60:02d}:{sec:02d}" if minutes >= 60 else f"{minutes}:{sec:02d}"
-    )
-
-
-def side_line(s: SideState) -> str:
-    """`step 41/300 · 3.2 steps/s · ETA 1:20 · running` for one side."""
-    total = f"/{s.total}" if s.total else ""
-    step = "-" if s.step is None else str(s.step)
-    rate = "- steps/s" if not s.rate else f"{s.rate:.{1 if s.rate < 100 else 0}f} steps/s"
-    status = s.status + (f" ({exit_text(s.exit_code)})" if s.exit_code not in (None, 0) else "")
-    return f"step {step}{total} · {rate} · ETA {_fmt_eta(s.eta)} · {status}"
-
-
-def divergence_line(summary: Summary, last: float | None) -> str:
-    """The running divergence and the verdict so far."""
-    first = summary.first_divergent_step
-    where = "none yet" if first is None else f"step {first}"
-    if first is not None and summary.first_tensors:
-        where += f" ({', '.join(summary.first_tensors)})"
-    now = "-" if last is None else f"{last:.3g}"
-    return (
-        f"div {now} · max {summary.max_divergence:.3g} · first divergent {where} · "
-        f"{summary.steps_compared} compared · {summary.verdict}"
-    )
 
 
 class HeadlessReporter:
@@ -104,13 +74,7 @@ class HeadlessReporter:
         summary = batch.summary
         if summary.first_divergent_step is not None and not self.first_told:
             self.first_told = True
-            tensors = (
-                f" (tensors: {', '.join(summary.first_tensors)})" if summary.first_tensors else ""
-            )
-            metrics = ", ".join(summary.first_divergent_metrics) or "parameters"
-            self.console.print(
-                f"first divergent step: {summary.first_divergent_step} in {metrics}{tensors}"
-            )
+            self.console.print(first_divergence_event(summary))
         if batch.message:
             self.console.print(Text(batch.message))
 
@@ -140,7 +104,7 @@ def run_headless(
             }
             out.write(orjson.dumps(record).decode() + "\n")
         else:
-            out.write(summary.headline() + "\n")
+            out.write(headline(summary) + "\n")
             if session.pair_path and session.writer is not None:
                 out.write(f"pair saved in {session.pair_path}\n")
         out.flush()

@@ -10,9 +10,7 @@ from pathlib import Path
 
 from tuimon.runner import RunSpec, expand_template
 from tuimon.session import Batch, LiveSource, PairOptions, PairSession, SideState
-from tuimon.store import PairWriter
-
-SIDES = ("a", "b")
+from tuimon.store import SIDES, PairWriter
 
 
 def default_threads(devices: Sequence[str]) -> int:
@@ -88,7 +86,7 @@ class PairPlan:
             if self.shell:
                 argv = (" ".join(argv),)
             return RunSpec(side, device, argv, self.env(side, device), self.shell, log_file)
-        argv = [
+        cmd = [
             sys.executable,
             "-m",
             "tuimon",
@@ -99,22 +97,22 @@ class PairPlan:
             str(threads),
         ]
         if self.seed is not None:
-            argv += ["--seed", str(self.seed)]
+            cmd += ["--seed", str(self.seed)]
         if self.steps is not None:
-            argv += ["--steps", str(self.steps)]
+            cmd += ["--steps", str(self.steps)]
         for key, value in self.workload.items():
             if value is not None and value is not False:
                 flag = "--" + key.replace("_", "-")
-                argv += [flag] if value is True else [flag, str(value)]
+                cmd += [flag] if value is True else [flag, str(value)]
         if self.deterministic:
-            argv.append("--deterministic")
+            cmd.append("--deterministic")
         if self.loss_dtype:
-            argv += ["--loss-dtype", self.loss_dtype]
+            cmd += ["--loss-dtype", self.loss_dtype]
         if pair_dir is not None:
-            argv += ["--save-emb", str(pair_dir / f"emb-{side}.npy")]
+            cmd += ["--save-emb", str(pair_dir / f"emb-{side}.npy")]
         else:
-            argv.append("--time-only")
-        return RunSpec(side, device, tuple(argv), self.env(side, device))
+            cmd.append("--time-only")
+        return RunSpec(side, device, tuple(cmd), self.env(side, device))
 
     def meta(self, specs: Sequence[RunSpec]) -> dict[str, object]:
         """pair.json fields that describe the launch."""

@@ -5,39 +5,17 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tuimon.align import compare_steps
+from tuimon.errors import ReplayError, StoreError
 from tuimon.runner import Exited, Lines, SourceEvent, Stderr
 from tuimon.session import Batch, PairOptions, PairSession, SideState
-from tuimon.steplog import End, Header, Step, parse_line
-from tuimon.store import StoreError, is_pair_dir, read_pair
+from tuimon.steplog import End, Header, Record, Step, parse_line
+from tuimon.store import SIDES, PairDoc, SavedLogs, is_pair_dir
 
 YIELD_EVERY = 64
 """Steps fed between two yields to the event loop when the pace needs no sleep."""
-
-
-class ReplayError(Exception):
-    """A path that cannot be replayed (one line for the user)."""
-
-
-@dataclass
-class SavedLogs:
-    """Two logs on disk, with what pair.json says of them when they come from a pair."""
-
-    a: Path
-    b: Path
-    meta: dict[str, Any]
-    pair_dir: Path | None = None
-
-    def stderr(self, side: str) -> Path | None:
-        """The stderr file saved next to a pair's log, if any."""
-        if self.pair_dir is None:
-            return None
-        path = self.pair_dir / f"{side}.stderr"
-        return path if path.is_file() else None
 
 
 def resolve_logs(paths: list[str]) -> SavedLogs:
@@ -49,21 +27,19 @@ def resolve_logs(paths: list[str]) -> SavedLogs:
         if not path.is_dir() or not is_pair_dir(path):
             raise ReplayError(f"{path}: not a saved pair (give a pair directory or two log files)")
         try:
-            meta = read_pair(path)
+            doc = PairDoc.read(path)
         except StoreError:
-            meta = {}
-        files = meta.get("files") if isinstance(meta.get("files"), dict) else {}
-        a = path / str(files.get("a", "a.jsonl"))
-        b = path / str(files.get("b", "b.jsonl"))
+            doc = PairDoc()
+        a, b = (path / doc.file(side) for side in SIDES)
         for log in (a, b):
             if not log.is_file():
                 raise ReplayError(f"{path}: missing {log.name}")
-        return SavedLogs(a, b, meta, path)
+        return SavedLogs(a, b, doc, path)
     if len(paths) == 2:
         for p in paths:
             if not Path(p).is_file():
                 raise ReplayError(f"{p}: no such log file")
-        return SavedLogs(Path(paths[0]), Path(paths[1]), {})
+        return SavedLogs(Path(paths[0]), Path(paths[1]))
     raise ReplayError("give one saved pair directory or two log files")
 
 
@@ -103,14 +79,12 @@ class ReplaySource:
         self._resume.set()
         self._stopped = False
         self._lines = {"a": read_lines(logs.a), "b": read_lines(logs.b)}
-        self._exit = {side: self._exit_of(side) for side in ("a", "b")}
+        self._exit = {side: self._exit_of(side) for side in SIDES}
 
     def _exit_of(self, side: str) -> tuple[int | None, str]:
-        runs = self.logs.meta.get("runs")
-        run = runs.get(side) if isinstance(runs, dict) else None
-        if isinstance(run, dict) and isinstance(run.get("status"), str):
-            code = run.get("exit_code")
-            return (code if isinstance(code, int) else None), run["status"]
+        run = self.logs.doc.run(side)
+        if run.status is not None:
+            return run.exit_code, run.status
         ends = [r for r in map(parse_line, self._lines[side][-3:]) if isinstance(r, End)]
         if ends and ends[-1].status != "ok":
             return None, "failed"
@@ -156,6 +130,9 @@ class ReplaySource:
     def quiet_for(self, side: str) -> float:
         return 0.0
 
+    def terminate(self) -> None:
+        """Nothing runs in a replay."""
+
     async def run(self, queue: asyncio.Queue[SourceEvent]) -> None:
         cursors = {"a": 0, "b": 0}
         parsed = await asyncio.to_thread(  # off the event loop: a view stays responsive
@@ -171,16 +148,7 @@ class ReplaySource:
         for step in steps:
             if self._stopped:
                 break
-            for side in ("a", "b"):
-                recs, lines = parsed[side], self._lines[side]
-                begin = end = cursors[side]
-                while end < len(lines) and not (
-                    isinstance(recs[end], Step) and recs[end].step > step  # type: ignore[union-attr]
-                ):
-                    end += 1
-                if end > begin:
-                    cursors[side] = end
-                    await queue.put(Lines(side, lines[begin:end], recs[begin:end]))
+            await self._feed_until(step, parsed, cursors, queue)
             if self.jump_to is not None and step < self.jump_to:
                 if step % YIELD_EVERY == 0:
                     await asyncio.sleep(0)  # let the view breathe while fast-forwarding
@@ -200,7 +168,33 @@ class ReplaySource:
                 await asyncio.sleep(delay)
             elif shown % YIELD_EVERY == 0:
                 await asyncio.sleep(0)
-        for side in ("a", "b"):
+        await self._end(parsed, cursors, queue)
+
+    async def _feed_until(
+        self,
+        step: int,
+        parsed: dict[str, list[Record]],
+        cursors: dict[str, int],
+        queue: asyncio.Queue[SourceEvent],
+    ) -> None:
+        """Put each side's lines up to (and with) the record of `step`."""
+        for side in SIDES:
+            recs, lines = parsed[side], self._lines[side]
+            begin = end = cursors[side]
+            while end < len(lines) and not (isinstance(rec := recs[end], Step) and rec.step > step):
+                end += 1
+            if end > begin:
+                cursors[side] = end
+                await queue.put(Lines(side, lines[begin:end], recs[begin:end]))
+
+    async def _end(
+        self,
+        parsed: dict[str, list[Record]],
+        cursors: dict[str, int],
+        queue: asyncio.Queue[SourceEvent],
+    ) -> None:
+        """The lines left after the last step, the saved stderr, then how each side ended."""
+        for side in SIDES:
             rest = self._lines[side][cursors[side] :]
             if rest and not self._stopped:
                 await queue.put(Lines(side, rest, parsed[side][cursors[side] :]))
@@ -212,18 +206,14 @@ class ReplaySource:
 
 
 def _side_state(side: str, logs: SavedLogs) -> SideState:
-    runs = logs.meta.get("runs")
-    run = runs.get(side) if isinstance(runs, dict) else None
-    run = run if isinstance(run, dict) else {}
+    run = logs.doc.run(side)
     header = next(
         (r for r in map(parse_line, read_lines(getattr(logs, side))[:3]) if isinstance(r, Header)),
         None,
     )
-    device = run.get("device") or (header.env.get("device") if header else None) or "?"
-    command = run.get("command") or str(getattr(logs, side))
-    if isinstance(command, list):
-        command = " ".join(map(str, command))
-    return SideState(side=side, device=str(device), command=str(command))
+    device = run.device or (header.env.get("device") if header else None) or "?"
+    command = run.command or str(getattr(logs, side))
+    return SideState(side=side, device=str(device), command=command)
 
 
 def replay_session(
@@ -236,8 +226,7 @@ def replay_session(
 ) -> PairSession:
     """A session that replays saved logs (nothing is written); its source has the controls."""
     if tolerance is None:
-        saved = logs.meta.get("tolerance")
-        tolerance = float(saved) if isinstance(saved, (int, float)) else 0.0
+        tolerance = logs.doc.tolerance or 0.0
     source = ReplaySource(logs, speed=speed, realtime=realtime)
     session = PairSession(
         source,
@@ -246,4 +235,6 @@ def replay_session(
         on_batch=on_batch,
     )
     session.pair_path = logs.pair_dir
+    session.controls = source
+    session.logs = logs
     return session

@@ -16,7 +16,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from tuimon.errors import LaunchError
 from tuimon.steplog import Record
 
 MAX_LINE = 16 * 1024 * 1024
@@ -69,10 +71,6 @@ class RunSpec:
     def command_text(self) -> str:
         """The command as a user would type it."""
         return self.argv[0] if self.shell else shlex.join(self.argv)
-
-
-class LaunchError(Exception):
-    """A run could not be started (no such program, not executable ...)."""
 
 
 def expand_template(template: Sequence[str], **values: object) -> tuple[str, ...]:
@@ -155,6 +153,7 @@ class Run:
         """Stream stdout / log file and stderr to the queue until the child exits; then `Exited`."""
         assert self.proc is not None and self.proc.stdout and self.proc.stderr
         side = self.spec.side
+        out: asyncio.Future[Any]
         if self.spec.log_file is None:
             out = asyncio.create_task(self._read(self.proc.stdout, lines=True))
         else:

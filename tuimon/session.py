@@ -8,18 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import tempfile
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
-import orjson
-
-from tuimon.align import AlignedStep, PairAligner, Summary
+from tuimon.align import PairAligner, Summary
 from tuimon.artifacts import compare_artifacts, describe
 from tuimon.runner import (
     Exited,
@@ -32,7 +29,8 @@ from tuimon.runner import (
     Stderr,
 )
 from tuimon.steplog import End, Header, Record, Step, parse_line
-from tuimon.store import PairWriter, StoreError
+from tuimon.store import SIDES, PairDoc, PairWriter, RunDoc, SavedLogs, StoreError
+from tuimon.wording import exit_text
 
 STDERR_TAIL = 20
 IDLE_BATCH = 1.0
@@ -107,6 +105,31 @@ class Source(Protocol):
     def quiet_for(self, side: str) -> float:
         """Seconds since `side` last wrote anything (0 when it cannot stall)."""
 
+    def terminate(self) -> None:
+        """Last resort when the view ends without a stop: SIGTERM whatever still runs."""
+
+
+class PaceControls(Protocol):
+    """The controls a paced source (a replay) offers a view: pause, speed, jump."""
+
+    paused: bool
+    speed: float
+
+    def pause(self) -> None:
+        """Hold."""
+
+    def toggle(self) -> bool:
+        """Pause or resume; True when now paused."""
+
+    def faster(self) -> float:
+        """Double the pace; the new speed."""
+
+    def slower(self) -> float:
+        """Halve the pace; the new speed."""
+
+    def jump(self, step: int | None) -> None:
+        """Feed without pausing until `step` has been shown."""
+
 
 class LiveSource:
     """Two subprocesses, launched together."""
@@ -139,6 +162,10 @@ class LiveSource:
         run = self.runs.get(side)
         return time.monotonic() - run.last_output if run and run.proc else 0.0
 
+    def terminate(self) -> None:
+        for run in self.runs.values():
+            run.signal(signal.SIGTERM)
+
 
 @dataclass
 class PairOptions:
@@ -150,7 +177,7 @@ class PairOptions:
     batch_interval: float = 0.1
     totals: tuple[int | None, int | None] = (None, None)
     meta: dict[str, Any] = field(default_factory=dict)
-    """Extra pair.json fields: seed, devices, commands, label ..."""
+    """pair.json fields of the launch: seed, devices, commands, label ... (see `PairDoc`)."""
 
 
 class PairSession:
@@ -173,7 +200,6 @@ class PairSession:
         for state, total in zip(sides, self.options.totals, strict=True):
             state.total = state.total or total
         self.aligner = PairAligner(self.options.tolerance)
-        self._spool = _AlignedSpool() if writer is not None else None
         self.interrupted = False
         self.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
         self._rates: dict[str, deque[tuple[float, int]]] = {k: deque() for k in self.sides}
@@ -187,6 +213,10 @@ class PairSession:
         self._store_error_told = False
         self.summary: Summary = self.aligner.summary(complete=False)
         self.pair_path: Path | None = writer.path if writer else None
+        self.controls: PaceControls | None = None
+        """Pause, speed and jump, when the source offers them (a replay does)."""
+        self.logs: SavedLogs | None = None
+        """The two logs on disk the session reads (a replay), for a view that reads around."""
         self.artifacts: dict[str, dict[str, Any]] = {}
         """What both runs saved at the end, compared (e.g. W_E: bitwise equal or not)."""
 
@@ -211,6 +241,10 @@ class PairSession:
         """Ask the session to end early (quit / Ctrl-C); the partial pair is saved."""
         self.interrupted = True
         self._stop_requested.set()
+
+    def terminate(self) -> None:
+        """SIGTERM any run still there (the view ended without a stop)."""
+        self.source.terminate()
 
     async def run(self) -> Summary:
         """Run to the end; return the pair's summary."""
@@ -319,8 +353,8 @@ class PairSession:
                 state.rate = (rates[-1][1] - rates[0][1]) / (rates[-1][0] - rates[0][0])
             aligned = self.aligner.feed(state.side, record)
             if aligned is not None:
-                if self._spool is not None:
-                    self._spool.add(aligned)
+                if self.writer is not None:
+                    self.writer.aligned(aligned.to_dict())
                 self._new_aligned.append(aligned)
         elif isinstance(record, Header):
             state.header = record
@@ -396,7 +430,7 @@ class PairSession:
     def _finish(self) -> Summary:
         complete, reason = self._complete()
         self.summary = self.aligner.summary(complete=complete, reason=reason)
-        ends = [self.sides[k].end for k in ("a", "b")]
+        ends = [self.sides[k].end for k in SIDES]
         if ends[0] is not None and ends[1] is not None:
             self.artifacts = compare_artifacts(ends[0].artifacts, ends[1].artifacts)
             for name, result in self.artifacts.items():
@@ -404,8 +438,7 @@ class PairSession:
         message = None
         if self.writer is not None:
             try:
-                assert self._spool is not None
-                path = self.writer.finish(self.meta(), self._spool.rows())
+                path = self.writer.finish(self.pair_doc())
                 self.pair_path = path.parent
                 message = f"saved to {self.pair_path}"
                 if self.writer.error:
@@ -415,80 +448,40 @@ class PairSession:
         self._flush(done=True, message=message)
         return self.summary
 
-    def meta(self) -> dict[str, Any]:
-        """pair.json: what ran, where, how it ended, and the judgement."""
-        runs = {}
-        for side, s in self.sides.items():
-            runs[side] = {
-                "device": s.device,
-                "command": s.command,
-                "status": s.status,
-                "exit_code": s.exit_code,
-                "steps": s.records,
+    def _run_doc(self, s: SideState) -> RunDoc:
+        end = None if s.end is None else {"status": s.end.status, "steps": s.end.steps}
+        return RunDoc(
+            device=s.device,
+            command=s.command,
+            status=s.status,
+            exit_code=s.exit_code,
+            steps=s.records,
+            env=s.header.env if s.header else None,
+            hyper=s.header.hyper if s.header else None,
+            more={
                 "last_step": s.step,
                 "text_lines": s.texts,
                 "wall_s": s.wall_s,
-                "end": None if s.end is None else {"status": s.end.status, "steps": s.end.steps},
+                "end": end,
                 "run": s.header.run if s.header else None,
-                "hyper": s.header.hyper if s.header else None,
-                "env": s.header.env if s.header else None,
-                "stderr_tail": list(self._stderr[side]),
-            }
-        a, b = (self.sides[k].header for k in ("a", "b"))
-        return {
-            **self.options.meta,
-            "created": self.created,
-            "status": self.status(),
-            "tolerance": self.options.tolerance,
-            "runs": runs,
-            "env_diff": env_diff(a.env if a else {}, b.env if b else {}),
-            "hyper_diff": env_diff(a.hyper if a else {}, b.hyper if b else {}),
-            "summary": self.summary.to_dict(),
-            "artifacts": self.artifacts,
-            "files": {"a": "a.jsonl", "b": "b.jsonl", "aligned": "aligned.jsonl"},
-        }
+                "stderr_tail": list(self._stderr[s.side]),
+            },
+        )
 
-
-class _AlignedSpool:
-    """Aligned rows kept in an anonymous temporary file until the pair is saved, not in memory."""
-
-    def __init__(self) -> None:
-        self._fh: IO[bytes] | None = None
-        self._pending: list[bytes] = []
-
-    def add(self, step: AlignedStep) -> None:
-        self._pending.append(orjson.dumps(step.to_dict()))
-        if len(self._pending) >= 256:
-            self._spill()
-
-    def _spill(self) -> None:
-        if self._fh is None:
-            self._fh = tempfile.TemporaryFile(prefix="tuimon-aligned-")  # noqa: SIM115
-        self._fh.write(b"\n".join(self._pending) + b"\n")
-        self._pending = []
-
-    def rows(self) -> Iterator[dict[str, Any]]:
-        """Every row added, in order (read back once, at the end)."""
-        if self._fh is not None:
-            self._fh.seek(0)
-            for line in self._fh:
-                yield orjson.loads(line)
-            self._fh.close()
-            self._fh = None
-        for raw in self._pending:
-            yield orjson.loads(raw)
-
-
-def exit_text(code: int | None) -> str:
-    """`exit 1`, `killed by SIGKILL` (asyncio gives -N for a signal), or `did not start`."""
-    if code is None:
-        return "did not start"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit {code}"
+    def pair_doc(self) -> PairDoc:
+        """pair.json: what ran, where, how it ended, and the judgement."""
+        a, b = (self.sides[k].header for k in SIDES)
+        return replace(
+            PairDoc.from_json(self.options.meta),
+            created=self.created,
+            status=self.status(),
+            tolerance=self.options.tolerance,
+            runs={side: self._run_doc(s) for side, s in self.sides.items()},
+            env_diff=env_diff(a.env if a else {}, b.env if b else {}),
+            hyper_diff=env_diff(a.hyper if a else {}, b.hyper if b else {}),
+            summary=self.summary.to_dict(),
+            artifacts=self.artifacts,
+        )
 
 
 def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -13,7 +13,7 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -177,14 +177,6 @@ def parse_line(line: bytes) -> Record:
         return parse_obj(obj) or _as_text(line)
     except RecursionError:
         return _as_text(line)
-
-
-def iter_records(path: str | Path) -> Iterator[Record]:
-    """Every record of a log file, in order."""
-    with open(path, "rb") as fh:
-        for line in fh:
-            if line.strip():
-                yield parse_line(line)
 
 
 def _plain(value: Any) -> Any:

@@ -24,19 +24,24 @@ import secrets
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
 
+from tuimon.errors import StoreError
+
 __all__ = [
     "DEFAULT_STORE",
     "PAIR_FORMAT",
+    "PairDoc",
     "PairInfo",
     "PairWriter",
+    "RunDoc",
+    "SavedLogs",
     "StoreError",
     "check_writable",
     "delete_pair",
@@ -51,6 +56,7 @@ DEFAULT_STORE = "tuimon_pairs"
 PAIR_FORMAT = "tuimon.pair/1"
 STORE_ENV = "TUIMON_STORE"
 SIDES = ("a", "b")
+"""The two sides of every pair, in order (the one definition the engine and the views share)."""
 PAIR_JSON = "pair.json"
 ALIGNED_JSONL = "aligned.jsonl"
 
@@ -63,10 +69,6 @@ _MAX_LABEL = 64
 _MKDIR_TRIES = 1000
 NO_PAIR_JSON = "no pair.json (interrupted, or still running)"
 _NOT_A_PAIR = "pair.json is not a tuimon pair"
-
-
-class StoreError(Exception):
-    """One-line, user-facing message."""
 
 
 def _reason(exc: BaseException) -> str:
@@ -177,6 +179,241 @@ def _random_hex() -> str:
     return secrets.token_hex(2)
 
 
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _float(value: object) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _dict(value: object) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
+
+
+_RUN_KEYS = ("device", "command", "status", "exit_code", "steps", "env", "hyper")
+
+
+@dataclass
+class RunDoc:
+    """One side's entry in ``pair.json`` (``runs.a`` / ``runs.b``)."""
+
+    device: str | None = None
+    command: str | None = None
+    """The command as a user would type it (a saved argv list reads back joined by spaces)."""
+    status: str | None = None
+    exit_code: int | None = None
+    steps: int | None = None
+    env: dict[str, Any] | None = None
+    hyper: dict[str, Any] | None = None
+    more: dict[str, Any] = field(default_factory=dict)
+    """Further fields kept as written (last_step, wall_s, stderr_tail ...)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object written in pair.json."""
+        out: dict[str, Any] = {
+            "device": self.device,
+            "command": self.command,
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "steps": self.steps,
+        }
+        out.update(self.more)
+        out["env"] = self.env
+        out["hyper"] = self.hyper
+        return out
+
+    @classmethod
+    def from_json(cls, raw: object) -> RunDoc:
+        """Read a run entry defensively: a field of the wrong type reads as missing."""
+        run = raw if isinstance(raw, dict) else {}
+        command = run.get("command")
+        if isinstance(command, list):
+            command = " ".join(map(str, command))
+        return cls(
+            device=_str(run.get("device")),
+            command=_str(command),
+            status=_str(run.get("status")),
+            exit_code=_int(run.get("exit_code")),
+            steps=_int(run.get("steps")),
+            env=_dict(run.get("env")),
+            hyper=_dict(run.get("hyper")),
+            more={k: v for k, v in run.items() if k not in _RUN_KEYS},
+        )
+
+
+_DOC_KEYS = (
+    "format",
+    "created",
+    "status",
+    "seed",
+    "devices",
+    "tolerance",
+    "runs",
+    "env_diff",
+    "hyper_diff",
+    "summary",
+    "artifacts",
+    "files",
+)
+
+
+@dataclass
+class PairDoc:
+    """``pair.json``: what ran, where, how it ended, and the judgement (format :data:`PAIR_FORMAT`).
+
+    The one owner of the document: :meth:`write` alone writes it and :meth:`read` alone reads
+    it; everything else gets a ``PairDoc``. Reading is defensive: a field of the wrong type
+    reads as missing, unknown fields are kept in ``more``.
+    """
+
+    created: str | None = None
+    status: str | None = None
+    """finished / failed / interrupted"""
+    seed: int | None = None
+    devices: tuple[str, str] | None = None
+    tolerance: float | None = None
+    runs: dict[str, RunDoc] = field(default_factory=dict)
+    env_diff: dict[str, Any] = field(default_factory=dict)
+    hyper_diff: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    """``Summary.to_dict()`` of the judgement."""
+    artifacts: dict[str, Any] | None = None
+    files: dict[str, str] = field(default_factory=dict)
+    """What the pair directory holds: a, b, aligned, a_stderr, b_stderr, emb_a, emb_b."""
+    more: dict[str, Any] = field(default_factory=dict)
+    """Further fields (label, commands, threads, compared_from ...), kept as written."""
+
+    def run(self, side: str) -> RunDoc:
+        """The entry of ``side`` (an empty one when pair.json has none)."""
+        return self.runs.get(side) or RunDoc()
+
+    def file(self, key: str) -> str:
+        """The file name of ``key`` (``a``, ``b``, ``aligned`` ...), default ``{key}.jsonl``."""
+        return self.files.get(key) or f"{key}.jsonl"
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object written as pair.json, ``format`` first."""
+        out: dict[str, Any] = {
+            "format": PAIR_FORMAT,
+            "created": self.created,
+            "status": self.status,
+            "seed": self.seed,
+            "devices": list(self.devices) if self.devices else None,
+            "tolerance": self.tolerance,
+        }
+        out.update(self.more)
+        out["runs"] = {side: run.to_json() for side, run in self.runs.items()}
+        out["env_diff"] = self.env_diff
+        out["hyper_diff"] = self.hyper_diff
+        out["summary"] = self.summary
+        if self.artifacts is not None:
+            out["artifacts"] = self.artifacts
+        out["files"] = self.files
+        return out
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> PairDoc:
+        """A document from parsed JSON (any ``format`` is taken as this one)."""
+        runs = _dict(raw.get("runs")) or {}
+        files = _dict(raw.get("files")) or {}
+        return cls(
+            created=_str(raw.get("created")),
+            status=_str(raw.get("status")),
+            seed=_int(raw.get("seed")),
+            devices=_devices(raw),
+            tolerance=_float(raw.get("tolerance")),
+            runs={side: RunDoc.from_json(runs[side]) for side in SIDES if side in runs},
+            env_diff=_dict(raw.get("env_diff")) or {},
+            hyper_diff=_dict(raw.get("hyper_diff")) or {},
+            summary=_dict(raw.get("summary")) or {},
+            artifacts=_dict(raw.get("artifacts")),
+            files={str(k): v for k, v in files.items() if isinstance(v, str)},
+            more={k: v for k, v in raw.items() if k not in _DOC_KEYS},
+        )
+
+    @classmethod
+    def read(cls, path: Path) -> PairDoc:
+        """pair.json of a pair directory (or the file itself); StoreError when unusable."""
+        return cls.from_json(read_pair(path))
+
+    def write(self, pair_dir: Path) -> Path:
+        """Write ``pair_dir/pair.json`` atomically; returns its path (StoreError on failure)."""
+        target = Path(pair_dir) / PAIR_JSON
+        write_json_atomic(target, self.to_json())
+        return target
+
+
+def pair_files(pair_dir: Path) -> dict[str, str]:
+    """The ``files`` of pair.json: the logs, the aligned record, and what else the pair holds."""
+    files = {side: f"{side}.jsonl" for side in SIDES}
+    files["aligned"] = ALIGNED_JSONL
+    for side in SIDES:
+        for key, name in ((f"{side}_stderr", f"{side}.stderr"), (f"emb_{side}", f"emb-{side}.npy")):
+            if (pair_dir / name).exists():
+                files[key] = name
+    return files
+
+
+@dataclass
+class SavedLogs:
+    """Two logs on disk, with what pair.json says of them when they come from a pair."""
+
+    a: Path
+    b: Path
+    doc: PairDoc = field(default_factory=PairDoc)
+    pair_dir: Path | None = None
+
+    def stderr(self, side: str) -> Path | None:
+        """The stderr file saved next to a pair's log, if any."""
+        if self.pair_dir is None:
+            return None
+        path = self.pair_dir / (self.doc.files.get(f"{side}_stderr") or f"{side}.stderr")
+        return path if path.is_file() else None
+
+
+class _AlignedSpool:
+    """Aligned rows, each serialised once, kept in an anonymous temp file rather than in memory."""
+
+    SPILL_AT = 256
+
+    def __init__(self) -> None:
+        self._fh: IO[bytes] | None = None
+        self._pending: list[bytes] = []
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        self._pending.append(orjson.dumps(row, option=_DUMP_OPTS | orjson.OPT_APPEND_NEWLINE))
+        if len(self._pending) >= self.SPILL_AT:
+            self._spill()
+
+    def _spill(self) -> None:
+        if self._fh is None:
+            self._fh = tempfile.TemporaryFile(prefix="tuimon-aligned-")  # noqa: SIM115
+        self._fh.write(b"".join(self._pending))
+        self._pending = []
+
+    def chunks(self) -> Iterator[bytes]:
+        """Every row added, in order, as written (may be read again, e.g. after a failed save)."""
+        if self._fh is not None:
+            self._fh.seek(0)
+            while chunk := self._fh.read(1 << 20):
+                yield chunk
+            self._fh.seek(0, os.SEEK_END)
+        yield from self._pending
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+        self._pending = []
+
+
 class PairWriter:
     """Writes one pair directory: raw logs as lines arrive, aligned log + pair.json at the end.
 
@@ -199,6 +436,7 @@ class PairWriter:
         self._stopped: set[str] = set()
         self._closed = False
         self._finished = False
+        self._spool = _AlignedSpool()
 
     @classmethod
     def create(
@@ -313,40 +551,39 @@ class PairWriter:
         self._check_side(side)
         self._append(f"{side}.stderr", bytes(data))
 
-    def _files_meta(self) -> dict[str, str]:
-        files = {side: f"{side}.jsonl" for side in SIDES}
-        files["aligned"] = ALIGNED_JSONL
-        for side in SIDES:
-            if (self.path / f"{side}.stderr").exists():
-                files[f"{side}_stderr"] = f"{side}.stderr"
-        return files
+    def aligned(self, row: Mapping[str, Any]) -> None:
+        """Keep one aligned row (serialised once, now) for ``aligned.jsonl`` at :meth:`finish`."""
+        self._spool.add(row)
 
-    def finish(self, meta: dict[str, Any], aligned: Iterable[dict[str, Any]]) -> Path:
+    def finish(
+        self,
+        doc: PairDoc | Mapping[str, Any],
+        aligned: Iterable[Mapping[str, Any]] | None = None,
+    ) -> Path:
         """Write ``aligned.jsonl`` then ``pair.json`` atomically, close the raw logs.
 
-        ``pair.json`` is ``meta`` with ``"format"`` set to :data:`PAIR_FORMAT` (and ``created``
-        and ``files`` filled in when meta lacks them). Returns the ``pair.json`` path. On failure
-        raises StoreError (one line), leaves the raw logs as they are (still open) and no
-        partial ``aligned.jsonl``/``pair.json`` behind.
+        The aligned rows are ``aligned`` when given, else those kept by :meth:`aligned`.
+        ``created`` is filled in when the document lacks it, and ``files`` lists what the pair
+        directory holds. Returns the ``pair.json`` path. On failure raises StoreError (one line),
+        leaves the raw logs as they are (still open) and no partial ``aligned.jsonl``/
+        ``pair.json`` behind.
         """
         if self._finished:
             raise StoreError(f"pair {self.path} is already finished")
-        doc: dict[str, Any] = {"format": PAIR_FORMAT}
-        doc.update((k, v) for k, v in meta.items() if k != "format")
-        doc.setdefault("created", self.created)
-        doc.setdefault("files", self._files_meta())
+        pair = doc if isinstance(doc, PairDoc) else PairDoc.from_json(doc)
+        pair = replace(pair, created=pair.created or self.created, files=pair_files(self.path))
         with self._lock:
             for fh in list(self._files.values()):  # best effort: the raw lines are flushed already
                 with contextlib.suppress(OSError):
                     os.fsync(fh.fileno())
 
         def lines() -> Iterator[bytes]:
-            for record in aligned:
+            for record in aligned or ():
                 yield orjson.dumps(record, option=_DUMP_OPTS | orjson.OPT_APPEND_NEWLINE)
 
-        _write_atomic(self.path / ALIGNED_JSONL, lines())
-        target = self.path / PAIR_JSON
-        write_json_atomic(target, doc)
+        rows = lines() if aligned is not None else self._spool.chunks()
+        _write_atomic(self.path / ALIGNED_JSONL, rows)
+        target = pair.write(self.path)
         self._finished = True
         self.close()
         return target
@@ -355,6 +592,7 @@ class PairWriter:
         """Close the raw logs without finishing (idempotent); later writes are dropped."""
         with self._lock:
             self._closed = True
+            self._spool.close()
             files, self._files = self._files, {}
             for filename, fh in files.items():
                 try:
@@ -405,21 +643,7 @@ def _load(pair_json: Path) -> tuple[dict[str, Any] | None, str | None]:
     return doc, _NOT_A_PAIR
 
 
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _float(value: object) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    return None
-
-
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _devices(doc: dict[str, Any]) -> tuple[str, str] | None:
+def _devices(doc: Mapping[str, Any]) -> tuple[str, str] | None:
     devices = doc.get("devices")
     if isinstance(devices, (list, tuple)) and len(devices) == 2:
         a, b = devices

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Callable
 from pathlib import Path
 
 from textual.app import App
 
-from tuimon.session import Batch, LiveSource, PairSession
+from tuimon.session import Batch, PairSession
 from tuimon.ui.browser import BrowserScreen
-from tuimon.ui.pair_screen import PairScreen
+from tuimon.ui.pair_screen import PairScreen, SessionStarted
 from tuimon.ui.workers import ReportsWorkerErrors
 
 SessionFactory = Callable[[Callable[[Batch], None]], PairSession]
@@ -45,6 +44,10 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
         else:
             self.push_screen(BrowserScreen(self.store))
 
+    def on_session_started(self, message: SessionStarted) -> None:
+        """Keep each session a pair view starts (see `terminate_leftovers`)."""
+        self.sessions.append(message.session)
+
     async def action_quit(self) -> None:
         """Quit (ctrl+q, ctrl+c, the palette): a running live pair asks first."""
         for screen in reversed(self.screen_stack):
@@ -53,7 +56,7 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
                 return
         self.exit(0)
 
-    async def action_help_quit(self) -> None:
+    async def action_help_quit(self) -> None:  # type: ignore[override]  # textual awaits it
         """ctrl+c quits too (a live pair asks first), as in any terminal program."""
         await self.action_quit()
 
@@ -79,7 +82,4 @@ def run_app(
 def terminate_leftovers(sessions: list[PairSession]) -> None:
     """SIGTERM the process group of any live run still there (the app ended without a stop)."""
     for session in sessions:
-        source = session.source
-        if isinstance(source, LiveSource):
-            for run in source.runs.values():
-                run.signal(signal.SIGTERM)
+        session.terminate()

@@ -8,7 +8,8 @@ from textual.app import ComposeResult, RenderResult
 from textual.containers import Vertical
 from textual.widget import Widget
 
-from tuimon.ui.model import PairModel, curve_metrics
+from tuimon.store import SIDES
+from tuimon.ui.pair_model import PairModel, curve_metrics
 from tuimon.ui.series import finite_log10
 from tuimon.ui.text import clean
 
@@ -75,20 +76,50 @@ class LossChart(Widget):
         self.curves = curves
         self.refresh()
 
-    def render(self) -> RenderResult:
-        """Title row, the canvas with y labels, an x axis row."""
-        width, height = self.size.width, self.size.height
+    def _title(self, log: bool) -> Text:
+        """The metric's name and the legend."""
         style = self.get_component_rich_style
         title = Text(no_wrap=True, overflow="ellipsis", end="")
-        values = [v for _, v in self.curves.values() if v.size]
-        pos = np.concatenate(values) if values else np.array([])
-        log = bool(pos.size) and bool(np.all(pos[np.isfinite(pos)] > 0))
         title.append(
             f"{clean(self.metric)}{' (log scale)' if log else ''}  ", style("loss-chart--title")
         )
         title.append("⣿ A ", style("loss-chart--a"))
         title.append("⣿ B ", style("loss-chart--b"))
         title.append("⣿ A = B", style("loss-chart--both"))
+        return title
+
+    def _canvas_row(self, label: str, a: np.ndarray, b: np.ndarray) -> Text:
+        """One row of the canvas: the y label (or the axis), then braille cells by side."""
+        style = self.get_component_rich_style
+        styles = {
+            1: style("loss-chart--a"),
+            2: style("loss-chart--b"),
+            3: style("loss-chart--both"),
+        }
+        line = Text(
+            f"{label:>{AXIS_WIDTH - 1}}┤" if label else " " * (AXIS_WIDTH - 1) + "│",
+            style=style("loss-chart--axis"),
+            no_wrap=True,
+            end="",
+        )
+        kind = (a > 0).astype(int) + 2 * (b > 0).astype(int)
+        codes = a | b
+        start, width = 0, len(codes)
+        for c in range(1, width + 1):  # one span per run of the same kind
+            if c == width or kind[c] != kind[start]:
+                chunk = "".join(chr(0x2800 + int(v)) if v else " " for v in codes[start:c])
+                line.append(chunk, styles.get(int(kind[start])))
+                start = c
+        return line
+
+    def render(self) -> RenderResult:
+        """Title row, the canvas with y labels, an x axis row."""
+        width, height = self.size.width, self.size.height
+        style = self.get_component_rich_style
+        values = [v for _, v in self.curves.values() if v.size]
+        pos = np.concatenate(values) if values else np.array([])
+        log = bool(pos.size) and bool(np.all(pos[np.isfinite(pos)] > 0))
+        title = self._title(log)
         plot_w, plot_h = max(1, width - AXIS_WIDTH), max(1, height - 2)
         if not pos.size or height < 3 or width <= AXIS_WIDTH:
             return Text("\n").join([title, Text("no data yet", style("loss-chart--axis"))])
@@ -101,38 +132,19 @@ class LossChart(Widget):
         xr = (float(all_x.min()), float(all_x.max()))
         yr = (float(all_y.min()), float(all_y.max()))
         cells = {}
-        for side in ("a", "b"):
+        for side in SIDES:
             if side in xs:
                 mask = dot_mask(xs[side], ys[side], xr, yr, plot_w * 2, plot_h * 4)
                 cells[side] = braille(mask)
         a = cells.get("a", np.zeros((plot_h, plot_w), np.int32))
         b = cells.get("b", np.zeros((plot_h, plot_w), np.int32))
         lines = [title]
-        styles = {
-            1: style("loss-chart--a"),
-            2: style("loss-chart--b"),
-            3: style("loss-chart--both"),
-        }
         axis = style("loss-chart--axis")
         top = 10 ** yr[1] if log else yr[1]
         bottom = 10 ** yr[0] if log else yr[0]
         for r in range(plot_h):
             label = f"{top:.3g}" if r == 0 else (f"{bottom:.3g}" if r == plot_h - 1 else "")
-            line = Text(
-                f"{label:>{AXIS_WIDTH - 1}}┤" if label else " " * (AXIS_WIDTH - 1) + "│",
-                style=axis,
-                no_wrap=True,
-                end="",
-            )
-            kind = (a[r] > 0).astype(int) + 2 * (b[r] > 0).astype(int)
-            codes = a[r] | b[r]
-            start = 0
-            for c in range(1, plot_w + 1):  # one span per run of the same kind
-                if c == plot_w or kind[c] != kind[start]:
-                    chunk = "".join(chr(0x2800 + int(v)) if v else " " for v in codes[start:c])
-                    line.append(chunk, styles.get(int(kind[start])))
-                    start = c
-            lines.append(line)
+            lines.append(self._canvas_row(label, a[r], b[r]))
         left, right = f"step {xr[0]:g}", f"{xr[1]:g}"
         pad = max(1, plot_w - len(left) - len(right))
         lines.append(Text(" " * AXIS_WIDTH + left + " " * pad + right, style=axis, no_wrap=True))
@@ -156,7 +168,7 @@ class CurvesView(Vertical):
                 metric = metrics[i]
                 curves = {
                     side: model.curves[(side, metric)].arrays()
-                    for side in ("a", "b")
+                    for side in SIDES
                     if (side, metric) in model.curves
                 }
                 chart.set_curves(metric, curves)

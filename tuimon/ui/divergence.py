@@ -8,7 +8,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Sparkline, Static
 
 from tuimon.align import VERDICTS
-from tuimon.ui.model import DIVERGENCE, PairModel
+from tuimon.ui.pair_model import DIVERGENCE, PairModel
 from tuimon.ui.series import EQUAL_LEVEL, ZERO_LEVEL
 from tuimon.ui.text import clean, sci
 

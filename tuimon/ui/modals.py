@@ -12,7 +12,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Footer, Static
 
-from tuimon.ui.model import EnvRow
+from tuimon.ui.pair_model import EnvRow
 from tuimon.ui.text import clean
 
 

@@ -19,20 +19,21 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Header
 from textual.worker import Worker, WorkerState
 
-from tuimon.replay import ReplayError, ReplaySource, SavedLogs, first_divergence, resolve_logs
+from tuimon.errors import ReplayError
+from tuimon.replay import resolve_logs
 from tuimon.session import Batch, PairSession
 from tuimon.steplog import Record
+from tuimon.store import SIDES, SavedLogs
 from tuimon.ui.chart import CurvesView
 from tuimon.ui.commands import ScreenActions
 from tuimon.ui.divergence import DivergencePanel
 from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen
-from tuimon.ui.model import DIVERGENCE, PairModel
+from tuimon.ui.pair_model import DIVERGENCE, PairModel
 from tuimon.ui.panes import SideHeader, StepPane
+from tuimon.ui.replay_controls import ReplayControls
 from tuimon.ui.saved import SavedPair, load_saved, window
-from tuimon.ui.text import si
 from tuimon.ui.workers import ReportsWorkerErrors
 
-SIDES = ("a", "b")
 MAX_LINES = 2000
 STOP_QUESTION = "Stop both runs? The partial pair is saved."
 SessionFactory = Callable[[Callable[[Batch], None]], PairSession]
@@ -44,6 +45,14 @@ class BatchArrived(Message):
     def __init__(self, batch: Batch) -> None:
         super().__init__()
         self.batch = batch
+
+
+class SessionStarted(Message):
+    """A pair view started a session (the app keeps it, so no run outlives the app)."""
+
+    def __init__(self, session: PairSession) -> None:
+        super().__init__()
+        self.session = session
 
 
 class PairScreen(ReportsWorkerErrors, Screen[None]):
@@ -115,7 +124,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         self.series = DIVERGENCE
         self.follow = True
         self.stopping = False
-        self.pending_jump: int | None = None
+        self.replay = ReplayControls(self)
         self._curves_dirty = True
         self._columns: list[str] = []
 
@@ -142,7 +151,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         a, b = self.pane("a"), self.pane("b")
         a.partner, b.partner = b, a
         a.focus()
-        self._update_subtitle()
+        self.update_subtitle()
         if self.mode == "static":
             self._start_load()
         else:
@@ -151,7 +160,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
     def _start_session(self) -> None:
         assert self.make_session is not None
         try:
-            self.session = self.make_session(lambda batch: self.post_message(BatchArrived(batch)))
+            self.session = self.make_session(self._post_batch)
         except Exception as exc:
             self.notify(f"cannot start the pair: {exc}", severity="error", markup=False)
             self.query_one(DivergencePanel).say(f"cannot start the pair: {exc}")
@@ -159,9 +168,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         for side in SIDES:
             self.query_one(f"#header-{side}", SideHeader).show(self.session.sides[side])
         self.model.pair_path = self.session.pair_path
-        sessions = getattr(self.app, "sessions", None)
-        if isinstance(sessions, list):
-            sessions.append(self.session)
+        self.post_message(SessionStarted(self.session))
         self.run_worker(
             self.session.run(),
             name="session",
@@ -170,6 +177,10 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
             exit_on_error=False,
             description="replay" if self.mode == "replay" else "pair of runs",
         )
+
+    def _post_batch(self, batch: Batch) -> None:
+        """The session's batch callback (any thread of the app's loop)."""
+        self.post_message(BatchArrived(batch))
 
     def _start_load(self) -> None:
         path = self.saved_path
@@ -198,8 +209,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         self._fill_panes(batch.records, batch.stderr)
         for side, state in batch.sides.items():
             self.query_one(f"#header-{side}", SideHeader).show(state)
-        if self.pending_jump is not None:
-            self._land_jump()
+        self.replay.land_jump()
         self._refresh_views()
         if batch.done:
             self._on_done(batch)
@@ -230,7 +240,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         self._curves_dirty = True
         if self.query_one("#views", ContentSwitcher).current == "curves":
             self._draw_curves()
-        self._update_subtitle()
+        self.update_subtitle()
 
     def _draw_curves(self) -> None:
         if self._curves_dirty:
@@ -258,23 +268,13 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
             self.query_one(f"#header-{side}", SideHeader).show(state, live=False)
         self._refresh_views()
 
-    def _update_subtitle(self) -> None:
+    def update_subtitle(self) -> None:
         parts = {"live": ["live pair"], "replay": ["replay"], "static": ["saved pair"]}[self.mode]
-        source = self._replay_source()
-        if source is not None:
-            parts.append(f"{si(source.speed)} steps/s")
-            if source.paused:
-                parts.append("paused")
+        parts += self.replay.words()
         if self.model.done and self.mode != "static":
             parts.append("finished")
         parts.append("following" if self.follow else "scroll held (f follows)")
         self.sub_title = " · ".join(parts)
-
-    def _replay_source(self) -> ReplaySource | None:
-        if self.session is None:
-            return None
-        source = self.session.source
-        return source if isinstance(source, ReplaySource) else None
 
     def _session_running(self) -> bool:
         worker = next(iter(w for w in self.workers if w.group == "session"), None)
@@ -290,7 +290,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
             pane.follow = follow
             if follow:
                 pane.scroll_end(animate=False, x_axis=False)
-        self._update_subtitle()
+        self.update_subtitle()
 
     @on(StepPane.UserScrolledUp)
     def _user_scrolled_up(self) -> None:
@@ -307,7 +307,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
             return summary.first_divergent_step
         return self.model.first.step if self.model.first else None
 
-    def _scroll_panes_to(self, step: int) -> bool:
+    def scroll_panes_to(self, step: int) -> bool:
         if self.buffers_hold(step):
             self.set_follow(False)
             for side in SIDES:
@@ -319,36 +319,12 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         """Both panes still hold the line of `step`."""
         return all(self.pane(s).buffer.index_of(step) is not None for s in SIDES)
 
-    def _land_jump(self) -> None:
-        step = self.pending_jump
-        if step is None or not self.buffers_hold(step):
-            return
-        self.pending_jump = None
-        source = self._replay_source()
-        if source is not None and not source.paused:
-            source.pause()
-        self._scroll_panes_to(step)
-        self.notify(f"paused at the first divergence, step {step} (space resumes)")
-
-    def _replay_jump(self, step: int | None) -> None:
-        source = self._replay_source()
-        if step is None:
-            self.notify("the two logs never diverge")
-            return
-        if source is None or self.model.done or (self.model.last_step or -1) >= step:
-            self.notify(f"step {step} is no longer in the panes")
-            return
-        self.pending_jump = step
-        source.jump(step)
-        self.notify(f"fast-forwarding to the first divergence, step {step} …")
-        self._update_subtitle()
-
     # -- actions ------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Replay keys only in a replay; Back only over the browser."""
         if action in ("pause", "faster", "slower"):
-            return self._replay_source() is not None and not self.model.done
+            return self.replay.enabled()
         if action == "back":
             return self.can_go_back
         return True
@@ -361,7 +337,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         """Scroll both panes to the first divergent step (fast-forward a replay to it)."""
         step = self._first_step()
         if step is not None:
-            if self._scroll_panes_to(step):
+            if self.scroll_panes_to(step):
                 self.notify(f"first divergence: step {step}")
             elif (logs := self._logs_on_disk()) is not None:
                 self._load_window(step, logs)
@@ -372,33 +348,15 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
                     markup=False,
                 )
             return
-        source = self._replay_source()
-        if source is None:
+        if not self.replay.find_and_jump():
             self.notify("no divergence so far")
-            return
-
-        def find() -> None:
-            step = first_divergence(
-                source.logs, self.session.options.tolerance if self.session else 0.0
-            )
-            self.app.call_from_thread(self._replay_jump, step)
-
-        self.run_worker(
-            find,
-            thread=True,
-            group="jump",
-            exclusive=True,
-            exit_on_error=False,
-            description="finding the first divergence",
-        )
 
     def _logs_on_disk(self) -> SavedLogs | None:
         """The two logs to read a window from: a saved pair's, a replay's, a finished pair's."""
         if self.saved is not None:
             return self.saved.logs
-        source = self._replay_source()
-        if source is not None:
-            return source.logs
+        if self.session is not None and self.session.logs is not None:
+            return self.session.logs
         if self.model.done and self.model.pair_path is not None:
             try:
                 return resolve_logs([str(self.model.pair_path)])
@@ -425,7 +383,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
             self.pane(side).clear()
         self.set_follow(False)
         self._fill_panes(lines, {})
-        self.call_after_refresh(self._scroll_panes_to, step)
+        self.call_after_refresh(self.scroll_panes_to, step)
         self.notify(f"first divergence: step {step} (lines around it loaded)")
 
     def action_wide(self) -> None:
@@ -461,11 +419,9 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         """Show the saved pair's folder and copy its path to the clipboard."""
         path = self.model.pair_path
         if path is None:
-            source = self._replay_source()
-            if source is not None:
-                self.notify(
-                    f"not a saved pair: replaying {source.logs.a} and {source.logs.b}", markup=False
-                )
+            logs = self.session.logs if self.session is not None else None
+            if logs is not None:
+                self.notify(f"not a saved pair: replaying {logs.a} and {logs.b}", markup=False)
             else:
                 self.notify("this pair is not saved", severity="warning")
             return
@@ -474,24 +430,15 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
 
     def action_pause(self) -> None:
         """Pause or resume the replay."""
-        source = self._replay_source()
-        if source is not None:
-            self.notify("replay paused" if source.toggle() else "replay resumed", timeout=2)
-            self._update_subtitle()
+        self.replay.toggle()
 
     def action_faster(self) -> None:
         """Replay twice as fast."""
-        source = self._replay_source()
-        if source is not None:
-            source.faster()
-            self._update_subtitle()
+        self.replay.faster()
 
     def action_slower(self) -> None:
         """Replay half as fast."""
-        source = self._replay_source()
-        if source is not None:
-            source.slower()
-            self._update_subtitle()
+        self.replay.slower()
 
     def action_back(self) -> None:
         """Back to the browser (a replay is stopped)."""

@@ -16,8 +16,9 @@ from textual.widgets import Static
 
 from tuimon.session import SideState
 from tuimon.steplog import Record
-from tuimon.ui.model import LineBuffer, side_status
+from tuimon.ui.pair_model import LineBuffer
 from tuimon.ui.text import cell, clean, fit
+from tuimon.wording import side_status
 
 STEP_WIDTH = 8
 MIN_COLUMN = 11

@@ -1,7 +1,7 @@
 """A saved pair for the static view: judged once, kept compact (no textual here).
 
-`load_saved` runs in a worker thread: it parses both logs, aligns them (`compare_steps`, the
-function `replay.load_aligned` wraps) and keeps only a `PairModel` (bounded series) and the
+`load_saved` runs in a worker thread: it parses both logs, aligns them (`align.compare_steps`)
+and keeps only a `PairModel` (bounded series) and the
 last lines of each side for the panes. `window` re-reads the logs for the lines around a step.
 """
 
@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tuimon.align import compare_steps
 from tuimon.replay import SavedLogs, read_lines, resolve_logs
 from tuimon.session import SideState
 from tuimon.steplog import End, Header, Record, Step, parse_line
-from tuimon.ui.model import PairModel
+from tuimon.store import PairDoc
+from tuimon.ui.pair_model import PairModel
 
 ALIGN_CHUNK = 4096
 
@@ -30,29 +30,19 @@ class SavedPair:
     stderr: dict[str, list[str]] = field(default_factory=dict)
 
 
-def _run_meta(meta: dict[str, Any], side: str) -> dict[str, Any]:
-    runs = meta.get("runs")
-    run = runs.get(side) if isinstance(runs, dict) else None
-    return run if isinstance(run, dict) else {}
-
-
-def side_state(side: str, meta: dict[str, Any], records: list[Record]) -> SideState:
+def side_state(side: str, doc: PairDoc, records: list[Record]) -> SideState:
     """A side's final state from pair.json, else from its log."""
-    run = _run_meta(meta, side)
+    run = doc.run(side)
     header = next((r for r in records[:5] if isinstance(r, Header)), None)
     end = next((r for r in reversed(records[-5:]) if isinstance(r, End)), None)
     steps = [r for r in records if isinstance(r, Step)]
-    command = run.get("command")
-    if isinstance(command, list):
-        command = " ".join(map(str, command))
-    device = run.get("device") or (header.env.get("device") if header else None) or "?"
-    status = run.get("status")
-    if not isinstance(status, str):
+    device = run.device or (header.env.get("device") if header else None) or "?"
+    status = run.status
+    if status is None:
         status = "failed" if end is not None and end.status != "ok" else "finished"
-    code = run.get("exit_code")
-    state = SideState(side=side, device=str(device), command=str(command or f"{side}.jsonl"))
+    state = SideState(side=side, device=str(device), command=run.command or f"{side}.jsonl")
     state.status = status
-    state.exit_code = code if isinstance(code, int) else None
+    state.exit_code = run.exit_code
     state.step = steps[-1].step if steps else None
     state.records = len(steps)
     state.header = header
@@ -80,21 +70,18 @@ def load_saved(path: Path, max_lines: int = 2000) -> SavedPair:
         side: [parse_line(x) for x in read_lines(p)] for side, p in (("a", logs.a), ("b", logs.b))
     }
     steps = {side: [r for r in recs if isinstance(r, Step)] for side, recs in records.items()}
-    tolerance = logs.meta.get("tolerance")
-    tolerance = float(tolerance) if isinstance(tolerance, (int, float)) else 0.0
-    aligned, aligner = compare_steps(steps["a"], steps["b"], tolerance)
-    status = logs.meta.get("status")
-    saved_summary = logs.meta.get("summary")
-    reason = saved_summary.get("reason") if isinstance(saved_summary, dict) else None
-    complete = status in (None, "finished")
-    model = PairModel(saved=logs.meta, pair_path=logs.pair_dir)
+    doc = logs.doc
+    aligned, aligner = compare_steps(steps["a"], steps["b"], doc.tolerance or 0.0)
+    reason = doc.summary.get("reason")
+    complete = doc.status in (None, "finished")
+    model = PairModel(saved=doc, pair_path=logs.pair_dir)
     for side, recs in records.items():
         model.add_records(side, recs)
     for start in range(0, len(aligned), ALIGN_CHUNK):
         model.add_aligned(aligned[start : start + ALIGN_CHUNK])
     del aligned
     model.summary = aligner.summary(complete=complete, reason=reason if not complete else None)
-    model.sides = {side: side_state(side, logs.meta, recs) for side, recs in records.items()}
+    model.sides = {side: side_state(side, doc, recs) for side, recs in records.items()}
     model.done = True
     model.message = f"saved pair {logs.pair_dir}" if logs.pair_dir else None
     tails = {side: recs[-max_lines:] for side, recs in records.items()}

@@ -114,22 +114,6 @@ def fit(text: str, width: int, diff_at: int | None) -> tuple[str, int | None]:
     return cut, diff_at
 
 
-def si(value: float) -> str:
-    """A rate or count made short: 950, 9.5k, 1.2M."""
-    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= limit:
-            return f"{value / limit:.3g}{suffix}"
-    return f"{value:.3g}"
-
-
-def duration(seconds: float) -> str:
-    """Seconds as m:ss or h:mm:ss."""
-    seconds = max(0, round(seconds))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
-
-
 def sci(value: float | None) -> str:
     """A divergence for people: 3.2e-05, 0 for bitwise equal, "–" for none."""
     if value is None:

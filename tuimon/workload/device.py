@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import subprocess
 from typing import Any
 
 import torch
 
-from tuimon.cli import UsageError
-
-_NAME = re.compile(r"cpu|mps(?::0)?|cuda(?::\d+)?")
+from tuimon.devices import DEVICE_NAME
+from tuimon.errors import UsageError
 
 
 def available_devices() -> list[str]:
@@ -27,7 +25,7 @@ def available_devices() -> list[str]:
 
 def resolve_device(name: str) -> torch.device:
     """The device `name` stands for ("cuda" is "cuda:0"); UsageError when it is not usable here."""
-    match = _NAME.fullmatch(name.strip().lower())
+    match = DEVICE_NAME.fullmatch(name.strip().lower())
     available = available_devices()
     if match is None:
         raise UsageError(
@@ -42,8 +40,9 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(resolved)
 
 
-def loss_dtype_for(device: torch.device, requested: str | None) -> torch.dtype:
-    """float64 unless the device lacks it (MPS: float32); an explicit request wins if possible."""
+def torch_loss_dtype(device: torch.device, requested: str | None) -> torch.dtype:
+    """The torch dtype of the loss in a run: float64 unless the device lacks it (MPS: float32);
+    an explicit request wins if possible. (`plan.loss_dtype_for` picks the flag for a pair.)"""
     if requested is None:
         return torch.float32 if device.type == "mps" else torch.float64
     if requested == "float64" and device.type == "mps":

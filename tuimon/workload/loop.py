@@ -28,11 +28,11 @@ def param_digests(model: torch.nn.Module) -> tuple[str, dict[str, str]]:
     """blake2b of the exact bytes of all parameters (in order), and a short one per tensor."""
     params = dict(model.named_parameters())
     flat = torch.cat([p.detach().reshape(-1) for p in params.values()]).cpu().numpy()
-    whole = hashlib.blake2b(flat, digest_size=16).hexdigest()
+    whole = hashlib.blake2b(flat, digest_size=16).hexdigest()  # type: ignore[arg-type]  # an ndarray is a buffer; numpy's stubs do not say so
     per, start = {}, 0
     for name, p in params.items():
         chunk = flat[start : start + p.numel()]
-        per[name] = hashlib.blake2b(chunk, digest_size=8).hexdigest()
+        per[name] = hashlib.blake2b(chunk, digest_size=8).hexdigest()  # type: ignore[arg-type]  # as above
         start += p.numel()
     return whole, per
 

@@ -61,7 +61,7 @@ class Transformer(nn.Module):
         """
         # The residual stream, (batch, pos, d_model) contiguous. The layout matters beyond
         # speed: the backward of the gather then adds rows of samples into W_E's columns, which
-        # is not deterministic on CPU with more than one thread (see DESIGN.md).
+        # is not deterministic on CPU with more than one thread.
         resid = self.W_E[:, x].permute(1, 2, 0).contiguous() + self.W_pos
         last = resid[:, -1]
         q = last @ self.W_Q.flatten(0, 1).T

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tuimon.cli import UsageError
+from tuimon.errors import UsageError
 
 TASKS = ("add", "sub", "mul")
 D_MODEL, N_HEADS, D_HEAD, D_MLP, N_CTX = 128, 4, 32, 512, 3  # Nanda et al. (2023)

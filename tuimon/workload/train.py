@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tuimon.cli import UsageError
+from tuimon.errors import UsageError
 from tuimon.steplog import StepLogger
 from tuimon.workload.options import Settings, hyper_block, run_block, settings_from_args
 
@@ -58,7 +58,7 @@ def run_settings(s: Settings, argv: list[str] | None = None) -> int:
     from tuimon.workload import loop
 
     device = dev.resolve_device(s.device)
-    loss_dtype = dev.loss_dtype_for(device, s.loss_dtype)
+    loss_dtype = dev.torch_loss_dtype(device, s.loss_dtype)
     dev.configure(s.threads, s.deterministic)
     logger = _open_logger(
         s,

@@ -16,10 +16,12 @@ from typing import Any
 import numpy as np
 
 from tuimon.align import AlignedStep, Summary
-from tuimon.session import Batch, SideState, exit_text, flatten
+from tuimon.session import Batch, SideState, flatten
 from tuimon.steplog import End, Header, Record, Step, Text
+from tuimon.store import PairDoc
 from tuimon.ui.series import BucketSeries, CurveSeries, levels
-from tuimon.ui.text import clean, duration, si
+from tuimon.ui.text import clean
+from tuimon.wording import parting_line
 
 DIVERGENCE = "divergence"
 """The sparkline's default series: the largest relative difference over the metrics."""
@@ -73,30 +75,6 @@ def env_rows(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[EnvRow]:
     fa, fb = flatten(a), flatten(b)
     rows = [EnvRow(k, fa.get(k), fb.get(k)) for k in sorted(fa.keys() | fb.keys())]
     return [r for r in rows if r.differs] + [r for r in rows if not r.differs]
-
-
-def side_status(state: SideState, *, live: bool = True, compact: int = 0) -> tuple[str, str]:
-    """One line on a side's progress, and its status name (for styling).
-
-    `compact` 1 drops words for a narrow pane ("running · 137/2999 · 41/s · ETA 1:10"), 2 also
-    the total ("running · 137 · 41/s · ETA 1:10").
-    """
-    status = state.status
-    parts = [status]
-    if status == "failed" and state.exit_code is not None:
-        parts[0] = f"failed ({exit_text(state.exit_code)})"
-    if state.step is not None:
-        total = f"/{state.total - 1}" if state.total and compact < 2 else ""
-        parts.append(f"{state.step}{total}" if compact else f"step {state.step}{total}")
-    if live and not state.over:
-        if state.rate:
-            rate = si(state.rate) if state.rate < 10 else si(round(state.rate))
-            parts.append(f"{rate}/s" if compact else f"{rate} steps/s")
-        if state.eta is not None:
-            parts.append(f"ETA {duration(state.eta)}")
-    elif status == "finished" and state.exit_code is not None:
-        parts.append(f"exit {state.exit_code}")
-    return " · ".join(parts), status
 
 
 class LineBuffer:
@@ -206,7 +184,7 @@ class PairModel:
     summary: Summary | None = None
     sides: dict[str, SideState] = field(default_factory=dict)
     headers: dict[str, Header] = field(default_factory=dict)
-    saved: dict[str, Any] = field(default_factory=dict)
+    saved: PairDoc = field(default_factory=PairDoc)
     """pair.json of a saved pair, when there is one."""
     pair_path: Path | None = None
     message: str | None = None
@@ -300,23 +278,18 @@ class PairModel:
         header = self.headers.get(side)
         if header is not None:
             return {"env": header.env, "hyper": header.hyper}
-        runs = self.saved.get("runs")
-        run = runs.get(side) if isinstance(runs, dict) else None
-        if isinstance(run, dict):
-            return {
-                "env": run.get("env") if isinstance(run.get("env"), dict) else {},
-                "hyper": run.get("hyper") if isinstance(run.get("hyper"), dict) else {},
-            }
+        run = self.saved.runs.get(side)
+        if run is not None:
+            return {"env": run.env or {}, "hyper": run.hyper or {}}
         return {}
 
     def env_rows(self) -> list[EnvRow]:
         """Both fingerprints key by key, differing keys first (else pair.json's env_diff)."""
         rows = env_rows(self.env("a"), self.env("b"))
-        saved = self.saved.get("env_diff")
-        if not rows and isinstance(saved, dict):
+        if not rows:
             rows = [
                 EnvRow(str(k), v[0], v[1])
-                for k, v in sorted(saved.items())
+                for k, v in sorted(self.saved.env_diff.items())
                 if isinstance(v, list) and len(v) == 2
             ]
         return rows
@@ -327,18 +300,10 @@ class PairModel:
         step = summary.first_divergent_step if summary else None
         if step is None and first is not None:
             step = first.step
-        if step is None:
-            if not self.aligned_count:
-                return "no step compared yet"
-            return f"no divergence: {self.aligned_count} steps bitwise equal"
         metrics = list(summary.first_divergent_metrics) if summary else []
         if not metrics and first is not None and first.step == step:
             metrics = list(first.metrics)
-        what = ", ".join(metrics) if metrics else "parameter digests only"
-        text = f"first divergence: step {step} ({what})"
         tensors = list(summary.first_tensors) if summary and summary.first_tensors else []
         if not tensors and first is not None:
             tensors = list(first.tensors)
-        if tensors:
-            text += f" · tensors: {', '.join(tensors)}"
-        return text
+        return parting_line(step, metrics, tensors, self.aligned_count)

@@ -1,6 +1,6 @@
 """Two small diverging step logs, to try the pair view without torch.
 
-``python -m tuimon.ui.demo [DIR] [--steps N] [--diverge K] [--speed S]`` writes ``DIR/a.jsonl``
+``python -m tuimon.demo [DIR] [--steps N] [--diverge K] [--speed S]`` writes ``DIR/a.jsonl``
 and ``DIR/b.jsonl`` (deterministic: no clock, no randomness) and replays them in the app.
 """
 
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tuimon.steplog import FORMAT, dumps
+from tuimon.store import SIDES
 
 TENSORS = ("W_E", "W_pos", "W_Q", "W_U")
 
@@ -23,13 +24,7 @@ def _digest(*parts: object) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
 
-def demo_records(
-    side: str, *, steps: int = 300, diverge: int | None = 2, extra: Sequence[tuple[int, str]] = ()
-) -> list[bytes]:
-    """The lines of one side's log; side "b" parts from "a" at step `diverge` (None: never).
-
-    `extra` puts non-log text lines (step, text) after a step's record.
-    """
+def _demo_header(side: str, steps: int) -> bytes:
     threads = 2 if side == "a" else 1
     env: dict[str, Any] = {
         "device": "cpu",
@@ -40,43 +35,56 @@ def demo_records(
         "loss_dtype": "float64",
         "env_vars": {"OMP_NUM_THREADS": str(threads)},
     }
-    lines = [
-        dumps(
-            {
-                "type": "header",
-                "format": FORMAT,
-                "run": {"name": f"demo-{side}"},
-                "hyper": {"steps": steps, "lr": 1e-3, "seed": 0, "p": 113},
-                "env": env,
-            }
-        )
-    ]
+    return dumps(
+        {
+            "type": "header",
+            "format": FORMAT,
+            "run": {"name": f"demo-{side}"},
+            "hyper": {"steps": steps, "lr": 1e-3, "seed": 0, "p": 113},
+            "env": env,
+        }
+    )
+
+
+def _demo_step(side: str, step: int, diverge: int | None) -> dict[str, Any]:
+    """One step record; side "b" wobbles away from "a" from step `diverge` on."""
+    apart = side == "b" and diverge is not None and step >= diverge
+    wobble = 1e-10 * 1.35 ** min(step - diverge, 60) if apart and diverge is not None else 0.0
+    wobble = min(wobble, 0.05)
+    train = 4.73 * math.exp(-step / 60) + 0.012 + 0.004 * math.sin(step / 7)
+    test = 4.75 * math.exp(-step / 400) + 0.05 + 0.002 * math.cos(step / 11)
+    record: dict[str, Any] = {
+        "type": "step",
+        "step": step,
+        "t": step * 0.02,
+        "train_loss": train * (1 + wobble),
+        "test_loss": test * (1 - wobble / 2),
+        "train_acc": min(1.0, step / 120) * (1 - wobble / 3),
+        "test_acc": min(1.0, max(0.0, (step - 150) / 100)),
+        "lr": 1e-3 * min(1.0, (step + 1) / 10),
+    }
+    tensors = {
+        name: _digest(name, step, apart and (name == "W_E" or step > (diverge or 0)))
+        for name in TENSORS
+    }
+    record["param_digest"] = _digest(step, tuple(sorted(tensors.values())))
+    record["param_digests"] = tensors
+    return record
+
+
+def demo_records(
+    side: str, *, steps: int = 300, diverge: int | None = 2, extra: Sequence[tuple[int, str]] = ()
+) -> list[bytes]:
+    """The lines of one side's log; side "b" parts from "a" at step `diverge` (None: never).
+
+    `extra` puts non-log text lines (step, text) after a step's record.
+    """
+    lines = [_demo_header(side, steps)]
     texts: dict[int, list[str]] = {}
     for at, text in extra:
         texts.setdefault(at, []).append(text)
     for step in range(steps):
-        apart = side == "b" and diverge is not None and step >= diverge
-        wobble = 1e-10 * 1.35 ** min(step - diverge, 60) if apart and diverge is not None else 0.0
-        wobble = min(wobble, 0.05)
-        train = 4.73 * math.exp(-step / 60) + 0.012 + 0.004 * math.sin(step / 7)
-        test = 4.75 * math.exp(-step / 400) + 0.05 + 0.002 * math.cos(step / 11)
-        record = {
-            "type": "step",
-            "step": step,
-            "t": step * 0.02,
-            "train_loss": train * (1 + wobble),
-            "test_loss": test * (1 - wobble / 2),
-            "train_acc": min(1.0, step / 120) * (1 - wobble / 3),
-            "test_acc": min(1.0, max(0.0, (step - 150) / 100)),
-            "lr": 1e-3 * min(1.0, (step + 1) / 10),
-        }
-        tensors = {
-            name: _digest(name, step, apart and (name == "W_E" or step > (diverge or 0)))
-            for name in TENSORS
-        }
-        record["param_digest"] = _digest(step, tuple(sorted(tensors.values())))
-        record["param_digests"] = tensors
-        lines.append(dumps(record))
+        lines.append(dumps(_demo_step(side, step, diverge)))
         lines += [f"{text}\n".encode() for text in texts.get(step, [])]
     lines.append(dumps({"type": "end", "status": "ok", "steps": steps, "wall_s": steps * 0.02}))
     return lines
@@ -92,7 +100,7 @@ def write_demo(
     """Write ``a.jsonl`` and ``b.jsonl`` in `folder`; their paths."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for side in ("a", "b"):
+    for side in SIDES:
         path = folder / f"{side}.jsonl"
         lines = demo_records(side, steps=steps, diverge=diverge, extra=(extra or {}).get(side, ()))
         path.write_bytes(b"".join(lines))
@@ -116,7 +124,7 @@ def write_demo_pair(
     from tuimon.replay import read_lines, steps_of
     from tuimon.session import env_diff
     from tuimon.steplog import Header, parse_line
-    from tuimon.store import PAIR_FORMAT, write_json_atomic
+    from tuimon.store import PairDoc, RunDoc, pair_files
 
     folder = root / name
     a, b = write_demo(folder, steps=steps, diverge=diverge)
@@ -124,34 +132,32 @@ def write_demo_pair(
     complete = status == "finished"
     summary = aligner.summary(complete=complete, reason=None if complete else f"run b {status}")
     (folder / "aligned.jsonl").write_bytes(b"".join(dumps(s.to_dict()) for s in aligned))
-    headers = {}
-    for side, path in (("a", a), ("b", b)):
-        head = parse_line(read_lines(path)[0])
-        headers[side] = head if isinstance(head, Header) else None
+    firsts = {
+        side: parse_line(read_lines(path)[0]) for side, path in zip(SIDES, (a, b), strict=True)
+    }
+    headers = {side: h if isinstance(h, Header) else None for side, h in firsts.items()}
     runs = {
-        side: {
-            "device": devices[i],
-            "command": f"tuimon train --seed {seed} --device {devices[i]}",
-            "status": "finished" if side == "a" else status,
-            "exit_code": 0 if side == "a" or status == "finished" else 1,
-            "env": {**headers[side].env, "device": devices[i]} if headers[side] else {},
-            "hyper": headers[side].hyper if headers[side] else {},
-        }
-        for i, side in enumerate(("a", "b"))
+        side: RunDoc(
+            device=devices[i],
+            command=f"tuimon train --seed {seed} --device {devices[i]}",
+            status="finished" if side == "a" else status,
+            exit_code=0 if side == "a" or status == "finished" else 1,
+            env={**head.env, "device": devices[i]} if head else {},
+            hyper=head.hyper if head else {},
+        )
+        for i, (side, head) in enumerate(headers.items())
     }
-    meta = {
-        "format": PAIR_FORMAT,
-        "created": created,
-        "seed": seed,
-        "devices": list(devices),
-        "status": status,
-        "tolerance": 0.0,
-        "runs": runs,
-        "env_diff": env_diff(runs["a"]["env"], runs["b"]["env"]),
-        "summary": summary.to_dict(),
-        "files": {"a": "a.jsonl", "b": "b.jsonl", "aligned": "aligned.jsonl"},
-    }
-    write_json_atomic(folder / "pair.json", meta)
+    PairDoc(
+        created=created,
+        seed=seed,
+        devices=devices,
+        status=status,
+        tolerance=0.0,
+        runs=runs,
+        env_diff=env_diff(runs["a"].env or {}, runs["b"].env or {}),
+        summary=summary.to_dict(),
+        files=pair_files(folder),
+    ).write(folder)
     return folder
 
 
@@ -200,7 +206,7 @@ def write_demo_store(root: Path) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Write the demo logs and replay them in the app."""
-    parser = argparse.ArgumentParser(prog="python -m tuimon.ui.demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tuimon.demo", description=__doc__)
     parser.add_argument("folder", nargs="?", default=None, help="where to write the logs")
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--diverge", type=int, default=2)

@@ -1,0 +1,72 @@
+"""Helpers shared by the tests: waiting on an app, float bits, processes, what an import loads."""
+
+from __future__ import annotations
+
+import math
+import struct
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from textual.pilot import Pilot
+
+FAKE_TRAINER = str(Path(__file__).with_name("fake_trainer.py"))
+"""A fake training script (prints tuimon JSONL, misbehaves on request)."""
+
+
+async def wait_for(pilot: Pilot, ready: Callable[[], bool], timeout: float = 15.0) -> None:
+    """Let the app run until `ready()` holds; fail when it does not within `timeout` s."""
+    for _ in range(int(timeout / 0.05)):
+        if ready():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("the app did not get there in time")
+
+
+def bits(x: float) -> int:
+    """The 64-bit pattern of a float64."""
+    return struct.unpack("<Q", struct.pack("<d", x))[0]
+
+
+def from_bits(b: int) -> float:
+    """The float64 of a 64-bit pattern."""
+    return struct.unpack("<d", struct.pack("<Q", b))[0]
+
+
+def same_float(x: float, y: float) -> bool:
+    """Bitwise the same float64 (any NaN matches any NaN)."""
+    if math.isnan(x) or math.isnan(y):
+        return math.isnan(x) and math.isnan(y)
+    return bits(x) == bits(y)
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "State:\tZ" not in status
+
+
+def heavy_modules_after(
+    code: str, *argv: str, heavy: tuple[str, ...] = ("textual", "torch")
+) -> str:
+    """Run `code` in a fresh Python and return which of `heavy` it loaded, as `LOADED [...]`.
+
+    `code` may set `exit_code`; the probe exits with it. stdout/stderr are checked by the caller
+    through the returned text (the last stdout line) and AssertionError on a failed run.
+    """
+    probe = (
+        "import sys\n"
+        "exit_code = 0\n"
+        f"{code}\n"
+        f"print('LOADED', [m for m in {heavy!r} if m in sys.modules])\n"
+        "sys.exit(exit_code)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().splitlines()[-1]

@@ -1,0 +1,111 @@
+"""The replay controls of the pair view: pause, speed, fast-forward to the first divergence.
+
+`PairScreen` owns one `ReplayControls`; it asks the session for its `PaceControls` (a replay
+offers them, a live pair does not) and never looks at the type of the session's source.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tuimon.replay import first_divergence
+from tuimon.session import PaceControls
+from tuimon.wording import si
+
+if TYPE_CHECKING:
+    from tuimon.ui.pair_screen import PairScreen
+
+
+class ReplayControls:
+    """Replay keys of one pair view; `pace` is None for a live or saved pair."""
+
+    def __init__(self, screen: PairScreen) -> None:
+        self.screen = screen
+        self.pending_jump: int | None = None
+        """A step fast-forwarded to, until both panes hold it."""
+
+    @property
+    def pace(self) -> PaceControls | None:
+        """The session's pace controls, when it has any."""
+        session = self.screen.session
+        return session.controls if session is not None else None
+
+    def words(self) -> list[str]:
+        """The subtitle's words on the pace: `50 steps/s`, `paused`."""
+        pace = self.pace
+        if pace is None:
+            return []
+        return [f"{si(pace.speed)} steps/s", *(["paused"] if pace.paused else [])]
+
+    def enabled(self) -> bool:
+        """Replay keys work while a replay runs."""
+        return self.pace is not None and not self.screen.model.done
+
+    def land_jump(self) -> None:
+        """Once both panes hold the step fast-forwarded to: pause there and show it."""
+        step, screen = self.pending_jump, self.screen
+        if step is None or not screen.buffers_hold(step):
+            return
+        self.pending_jump = None
+        pace = self.pace
+        if pace is not None and not pace.paused:
+            pace.pause()
+        screen.scroll_panes_to(step)
+        screen.notify(f"paused at the first divergence, step {step} (space resumes)")
+
+    def jump(self, step: int | None) -> None:
+        """Fast-forward the replay to `step` (the first divergence found in its logs)."""
+        pace, screen = self.pace, self.screen
+        if step is None:
+            screen.notify("the two logs never diverge")
+            return
+        if pace is None or screen.model.done or (screen.model.last_step or -1) >= step:
+            screen.notify(f"step {step} is no longer in the panes")
+            return
+        self.pending_jump = step
+        pace.jump(step)
+        screen.notify(f"fast-forwarding to the first divergence, step {step} …")
+        screen.update_subtitle()
+
+    def find_and_jump(self) -> bool:
+        """Find the first divergence in the replayed logs (a worker), then jump there.
+
+        False when there is no replay to search.
+        """
+        screen = self.screen
+        session = screen.session
+        if session is None or session.controls is None or session.logs is None:
+            return False
+        logs, tolerance = session.logs, session.options.tolerance
+
+        def find() -> None:
+            screen.app.call_from_thread(self.jump, first_divergence(logs, tolerance))
+
+        screen.run_worker(
+            find,
+            thread=True,
+            group="jump",
+            exclusive=True,
+            exit_on_error=False,
+            description="finding the first divergence",
+        )
+        return True
+
+    def toggle(self) -> None:
+        """Pause or resume the replay."""
+        pace = self.pace
+        if pace is not None:
+            self.screen.notify("replay paused" if pace.toggle() else "replay resumed", timeout=2)
+            self.screen.update_subtitle()
+
+    def faster(self) -> None:
+        """Replay twice as fast."""
+        if (pace := self.pace) is not None:
+            pace.faster()
+            self.screen.update_subtitle()
+
+    def slower(self) -> None:
+        """Replay half as fast."""
+        if (pace := self.pace) is not None:
+            pace.slower()
+            self.screen.update_subtitle()

@@ -1,0 +1,144 @@
+"""The plain-text wording both views use: progress, durations, where the runs part, the verdict.
+
+One owner for each phrase, so the headless reporter, the Textual view and `tuimon compare` say
+the same thing the same way. Plain strings only (no markup); nothing from tuimon is imported at
+run time, so any module may use this one.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tuimon.align import Summary
+    from tuimon.session import SideState
+
+NO_ETA = "--:--"
+
+
+def si(value: float) -> str:
+    """A rate or count made short: 950, 9.5k, 1.2M."""
+    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= limit:
+            return f"{value / limit:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
+def duration(seconds: float) -> str:
+    """Seconds as m:ss or h:mm:ss."""
+    seconds = max(0, round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def eta(seconds: float | None) -> str:
+    """An ETA: m:ss or h:mm:ss, ``--:--`` when unknown."""
+    return NO_ETA if seconds is None else duration(seconds)
+
+
+def exit_text(code: int | None) -> str:
+    """`exit 1`, `killed by SIGKILL` (asyncio gives -N for a signal), or `did not start`."""
+    if code is None:
+        return "did not start"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit {code}"
+
+
+def side_line(s: SideState) -> str:
+    """`step 41/300 · 3.2 steps/s · ETA 1:20 · running` for one side (headless progress)."""
+    total = f"/{s.total}" if s.total else ""
+    step = "-" if s.step is None else str(s.step)
+    rate = "- steps/s" if not s.rate else f"{s.rate:.{1 if s.rate < 100 else 0}f} steps/s"
+    status = s.status + (f" ({exit_text(s.exit_code)})" if s.exit_code not in (None, 0) else "")
+    return f"step {step}{total} · {rate} · ETA {eta(s.eta)} · {status}"
+
+
+def side_status(state: SideState, *, live: bool = True, compact: int = 0) -> tuple[str, str]:
+    """One line on a side's progress for a pane, and its status name (for styling).
+
+    `compact` 1 drops words for a narrow pane ("running · 137/2999 · 41/s · ETA 1:10"), 2 also
+    the total ("running · 137 · 41/s · ETA 1:10").
+    """
+    status = state.status
+    parts = [status]
+    if status == "failed" and state.exit_code is not None:
+        parts[0] = f"failed ({exit_text(state.exit_code)})"
+    if state.step is not None:
+        total = f"/{state.total - 1}" if state.total and compact < 2 else ""
+        parts.append(f"{state.step}{total}" if compact else f"step {state.step}{total}")
+    if live and not state.over:
+        if state.rate:
+            rate = si(state.rate) if state.rate < 10 else si(round(state.rate))
+            parts.append(f"{rate}/s" if compact else f"{rate} steps/s")
+        if state.eta is not None:
+            parts.append(f"ETA {eta(state.eta)}")
+    elif status == "finished" and state.exit_code is not None:
+        parts.append(f"exit {state.exit_code}")
+    return " · ".join(parts), status
+
+
+def divergence_line(summary: Summary, last: float | None) -> str:
+    """The running divergence and the verdict so far (headless progress)."""
+    first = summary.first_divergent_step
+    where = "none yet" if first is None else f"step {first}"
+    if first is not None and summary.first_tensors:
+        where += f" ({', '.join(summary.first_tensors)})"
+    now = "-" if last is None else f"{last:.3g}"
+    return (
+        f"div {now} · max {summary.max_divergence:.3g} · first divergent {where} · "
+        f"{summary.steps_compared} compared · {summary.verdict}"
+    )
+
+
+def first_divergence_event(summary: Summary) -> str:
+    """The one-off line told when the runs first part."""
+    tensors = f" (tensors: {', '.join(summary.first_tensors)})" if summary.first_tensors else ""
+    metrics = ", ".join(summary.first_divergent_metrics) or "parameters"
+    return f"first divergent step: {summary.first_divergent_step} in {metrics}{tensors}"
+
+
+def parting_line(
+    step: int | None, metrics: Sequence[str], tensors: Sequence[str], compared: int
+) -> str:
+    """Where the runs part, in one line, for the pair view."""
+    if step is None:
+        if not compared:
+            return "no step compared yet"
+        return f"no divergence: {compared} steps bitwise equal"
+    what = ", ".join(metrics) if metrics else "parameter digests only"
+    text = f"first divergence: step {step} ({what})"
+    if tensors:
+        text += f" · tensors: {', '.join(tensors)}"
+    return text
+
+
+def headline(summary: Summary) -> str:
+    """One line: the verdict and where the runs part."""
+    s = summary
+    if s.steps_compared == 0:
+        text = f"{s.verdict}: no step logged by both runs"
+    elif s.first_divergent_step is None:
+        text = f"{s.verdict}: {s.steps_compared} steps bitwise equal"
+    else:
+        what = ", ".join(s.first_divergent_metrics or s.first_tensors or ["digest"])
+        text = (
+            f"{s.verdict}: first divergent step {s.first_divergent_step} ({what}); "
+            f"max divergence {s.max_divergence:.3g} at step {s.max_divergence_step}"
+        )
+        if s.first_tensors:
+            text += f"; tensors that parted first: {', '.join(s.first_tensors)}"
+    if s.reason:
+        text += f" [{s.reason}]"
+    return text
+
+
+def metric_max_line(name: str, worst: Mapping[str, Any]) -> str:
+    """One metric's largest relative difference (`tuimon compare`): `Summary.metric_max` item."""
+    return f"  {name:<16} max rel diff {worst['rel']:.3g} at step {worst['step']}"
