@@ -67,6 +67,38 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _add_reading(p: argparse.ArgumentParser) -> None:
+    """--pattern and --map: how other tools' logs are read (see tuimon.readers)."""
+    p.add_argument(
+        "--pattern",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="read printed lines with this regex: a named group for the step (step, iter, "
+        "epoch) and one per metric, e.g. 'it (?P<step>\\d+) loss (?P<loss>\\S+)' "
+        "(repeatable; replaces the built-in text patterns)",
+    )
+    p.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="A_NAME=B_NAME",
+        help="compare run A's metric A_NAME with run B's B_NAME (repeatable)",
+    )
+
+
+def _reading(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """The `Reading` of --pattern / --map; UsageError when one is bad."""
+    from tuimon.readers import PatternError, Reading, parse_map
+
+    try:
+        reading = Reading(tuple(args.pattern), parse_map(args.map))
+        reading.compiled  # noqa: B018 - compile now: a bad pattern is a usage error
+    except (PatternError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    return reading
+
+
 def _add_store(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--store",
@@ -137,6 +169,7 @@ def _add_pair(sub: argparse._SubParsersAction) -> None:
         help="the run writes its step log to this file instead of stdout ({side}, {seed}, "
         "{device}, {pair_dir} substituted)",
     )
+    _add_reading(p)
     p.add_argument("--shell", action="store_true", help="run the command through the shell (sh -c)")
     p.add_argument("--headless", action="store_true", help="no TUI: progress, then the verdict")
     p.add_argument("--json", action="store_true", help="(headless) print the summary as JSON")
@@ -218,6 +251,7 @@ def _run_pair(args: argparse.Namespace) -> int:
         stall_timeout=args.stall_timeout or None,
         stop_on_fail=args.stop_on_fail,
         label=args.label,
+        reading=_reading(args),
     )
     if args.log_file and "{pair_dir}" not in args.log_file:
         if args.repeat > 1:
@@ -252,14 +286,17 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "compare",
         help="judge two existing step logs, or a saved pair",
-        description="Compare two step logs (tuimon format, or any JSON Lines with a step key: "
-        "step, _step, global_step, iteration) or one saved pair directory.",
+        description="Compare two logs or one saved pair directory. A log is read by its "
+        "content: a tuimon step log, JSON Lines with a step key, a JSON metrics document or "
+        "trainer_state.json, a CSV with a step column (Lightning), TensorBoard events "
+        "(a file or a run directory), or printed text (see README: Use with your script).",
         epilog="exit codes: 0 IDENTICAL or CLOSE, 1 DIVERGED, 3 INCOMPLETE, 2 bad usage",
     )
     p.add_argument("logs", nargs="+", metavar="LOG", help="two log files, or one pair directory")
     p.add_argument("--tolerance", type=_positive_float, default=0.0, help="relative; default 0")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--save", action="store_true", help="save the comparison as a pair")
+    _add_reading(p)
     _add_store(p)
     p.set_defaults(handler=_run_compare)
 
@@ -273,6 +310,7 @@ def _run_compare(args: argparse.Namespace) -> int:
         as_json=args.json,
         save_to=args.store if args.save else None,
         save=args.save,
+        reading=_reading(args),
     )
 
 
@@ -293,6 +331,7 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tolerance", type=_positive_float, default=None, help="relative")
     p.add_argument("--headless", action="store_true", help="no TUI: progress, then the verdict")
     p.add_argument("--json", action="store_true", help="(headless) print the summary as JSON")
+    _add_reading(p)
     p.set_defaults(handler=_run_replay)
 
 
@@ -303,7 +342,7 @@ def _run_replay(args: argparse.Namespace) -> int:
     if args.speed <= 0:
         raise UsageError("--speed must be > 0")
     try:
-        logs = resolve_logs(args.paths)
+        logs = resolve_logs(args.paths, _reading(args) if args.pattern or args.map else None)
     except ReplayError as exc:
         raise UsageError(str(exc)) from None
 

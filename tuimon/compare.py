@@ -12,6 +12,7 @@ import orjson
 
 from tuimon.align import AlignedStep, Summary, compare_steps
 from tuimon.headless import exit_code
+from tuimon.readers import Reading, no_steps
 from tuimon.replay import ReplayError, SavedLogs, read_lines, resolve_logs
 from tuimon.session import env_diff
 from tuimon.steplog import End, Header, Step, parse_line
@@ -22,15 +23,17 @@ class CompareError(Exception):
     """Logs that cannot be compared (one line for the user)."""
 
 
-def _read(path: Path) -> tuple[list[bytes], list[Step], Header | None, End | None]:
+def _read(
+    path: Path, reading: Reading | None = None, side: str = "a"
+) -> tuple[list[bytes], list[Step], Header | None, End | None]:
     try:
-        lines = read_lines(path)
-    except OSError as exc:
-        raise CompareError(f"{path}: {exc.strerror or exc}") from None
+        lines = read_lines(path, reading, side)
+    except ReplayError as exc:
+        raise CompareError(str(exc)) from None
     records = [parse_line(line) for line in lines]
     steps = [r for r in records if isinstance(r, Step)]
     if not steps:
-        raise CompareError(f"{path}: no step records (JSON objects with a step key)")
+        raise CompareError(no_steps(path, reading))
     header = next((r for r in records if isinstance(r, Header)), None)
     end = next((r for r in reversed(records) if isinstance(r, End)), None)
     return lines, steps, header, end
@@ -48,8 +51,8 @@ class Judged:
 
 def judge(logs: SavedLogs, tolerance: float) -> Judged:
     """Compare two logs at once."""
-    la, sa, ha, ea = _read(logs.a)
-    lb, sb, hb, eb = _read(logs.b)
+    la, sa, ha, ea = _read(logs.a, logs.reading, "a")
+    lb, sb, hb, eb = _read(logs.b, logs.reading, "b")
     aligned, aligner = compare_steps(sa, sb, tolerance)
     reason = None
     for side, end in (("a", ea), ("b", eb)):
@@ -68,6 +71,7 @@ def judge(logs: SavedLogs, tolerance: float) -> Judged:
         "devices": [str((h.env.get("device") if h else None) or "?") for h in (ha, hb)],
         "tolerance": tolerance,
         "compared_from": [str(logs.a), str(logs.b)],
+        "reading": logs.reading.to_dict(),
         "runs": {
             side: {
                 "device": (h.env.get("device") if h else None),
@@ -89,13 +93,19 @@ def judge(logs: SavedLogs, tolerance: float) -> Judged:
 
 
 def compare_paths(
-    paths: list[str], *, tolerance: float, as_json: bool, save: bool, save_to: str | None
+    paths: list[str],
+    *,
+    tolerance: float,
+    as_json: bool,
+    save: bool,
+    save_to: str | None,
+    reading: Reading | None = None,
 ) -> int:
     """The `compare` command; returns the exit code."""
     from tuimon.cli import UsageError
 
     try:
-        judged = judge(resolve_logs(paths), tolerance)
+        judged = judge(resolve_logs(paths, reading), tolerance)
     except (ReplayError, CompareError) as exc:
         raise UsageError(str(exc)) from None
     summary, meta = judged.summary, judged.meta

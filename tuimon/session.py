@@ -19,6 +19,7 @@ from typing import IO, Any, Protocol
 
 import orjson
 
+from tuimon.adopt import pair_applied
 from tuimon.align import AlignedStep, PairAligner, Summary
 from tuimon.artifacts import compare_artifacts, describe
 from tuimon.runner import (
@@ -280,7 +281,9 @@ class PairSession:
                 self.writer.raw(event.side, event.lines)
             if state.status == "starting" or state.status == "stalled":
                 state.status = "running"
-            for record in event.records or map(parse_line, event.lines):
+            for record in (
+                event.records if event.records is not None else map(parse_line, event.lines)
+            ):
                 self._record(state, record)
         elif isinstance(event, Stderr):
             if self.writer:
@@ -435,8 +438,10 @@ class PairSession:
                 "stderr_tail": list(self._stderr[side]),
             }
         a, b = (self.sides[k].header for k in ("a", "b"))
+        asked = bool(self.options.meta.get("deterministic"))
         return {
             **self.options.meta,
+            **pair_applied(asked, {"a": a, "b": b}),
             "created": self.created,
             "status": self.status(),
             "tolerance": self.options.tolerance,

@@ -42,9 +42,11 @@ __all__ = [
     "line_parser",
     "load",
     "log_lines",
+    "no_steps",
     "parse_map",
     "require_steps",
     "streamable",
+    "to_line",
 ]
 
 FORMATS_TRIED = (
@@ -128,8 +130,12 @@ class LineParser:
     (a step is shown when the next one starts, or at the end: call `close`).
     """
 
-    def __init__(self, reading: Reading | None = None, side: str = "a") -> None:
+    def __init__(
+        self, reading: Reading | None = None, side: str = "a", *, text: bool = True
+    ) -> None:
         self.reading = reading or Reading()
+        self.text = text
+        """Read printed text by patterns (False: only JSON lines are records)."""
         self.rename = self.reading.renames(side)
         self.patterns = self.reading.compiled
         self.tuimon = False
@@ -155,7 +161,7 @@ class LineParser:
             except (ValueError, RecursionError):
                 pass
             return parse_line(line), False
-        if self.tuimon or not stripped:
+        if self.tuimon or not self.text or not stripped:
             return parse_line(line), False
         text = last_state(line.decode("utf-8", "replace"))
         step = parse_text(text, self.patterns)
@@ -177,9 +183,11 @@ class LineParser:
         return self._merger.close()
 
 
-def line_parser(reading: Reading | None = None, side: str = "a") -> LineParser:
+def line_parser(
+    reading: Reading | None = None, side: str = "a", *, text: bool = True
+) -> LineParser:
     """A parser for one live stream (stdout of a run, a tailed log file)."""
-    return LineParser(reading, side)
+    return LineParser(reading, side, text=text)
 
 
 @dataclass
@@ -268,15 +276,17 @@ def _renamed(loaded: Loaded, rename: Mapping[str, str]) -> Loaded:
     return loaded
 
 
+def no_steps(path: str | Path, reading: Reading | None = None) -> str:
+    """The one-line error for a log in which no reader found a step."""
+    asked = " and your --pattern" if reading is not None and reading.patterns else ""
+    return f"{path}: no training steps found (formats tried: {FORMATS_TRIED}{asked}; {HELP})"
+
+
 def require_steps(loaded: Loaded, path: str | Path) -> list[Step]:
     """The steps of a file; ReaderError naming the formats tried when there is none."""
-    steps = loaded.steps
-    if not steps:
-        raise ReaderError(
-            f"{path}: no training steps found (read as {loaded.format}; formats tried: "
-            f"{FORMATS_TRIED}; {HELP})"
-        )
-    return steps
+    if not loaded.steps:
+        raise ReaderError(no_steps(path))
+    return loaded.steps
 
 
 def to_line(record: Record) -> bytes:
