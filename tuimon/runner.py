@@ -233,10 +233,11 @@ class Run:
             await self.queue.put(Lines(side, rest, records))
 
     async def _snapshots(self, path: Path) -> None:
-        """Read a whole-file log again whenever it changes; pass on the records not yet sent."""
+        """Read a whole-file log again whenever it changes; pass on the records not yet sent
+        (the last step waits for the end: a later row may still join it)."""
         from tuimon.readers import ReaderError, load, to_line
 
-        sent, seen = 0, None
+        sent, seen, records = 0, None, []
         while True:
             done = self._done.is_set()
             try:
@@ -249,18 +250,19 @@ class Run:
             if mark is not None and mark != seen:
                 seen = mark
                 try:
-                    records = await asyncio.to_thread(load, path, self.spec.reading, self.spec.side)
+                    loaded = await asyncio.to_thread(load, path, self.spec.reading, self.spec.side)
+                    records = loaded.records
                 except ReaderError:
-                    records = None  # half written: read it again when it changes
-                ready = [] if records is None else records.records
-                if ready and not done:  # the last step may still gain a row (eval after train)
-                    at = [i for i, r in enumerate(ready) if isinstance(r, Step)]
-                    ready = ready[: at[-1]] if at else []
-                if len(ready) > sent:
-                    new = ready[sent:]
-                    sent = len(ready)
-                    self.last_output = time.monotonic()
-                    await self.queue.put(Lines(self.spec.side, [to_line(r) for r in new], new))
+                    pass  # half written: read it again when it changes
+            ready = records
+            if not done:
+                at = [i for i, r in enumerate(ready) if isinstance(r, Step)]
+                ready = ready[: at[-1]] if at else []
+            if len(ready) > sent:
+                new = ready[sent:]
+                sent = len(ready)
+                self.last_output = time.monotonic()
+                await self.queue.put(Lines(self.spec.side, [to_line(r) for r in new], new))
             if done:
                 return
             await asyncio.sleep(0.5)
