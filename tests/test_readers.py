@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tuimon.cli import main
+from tuimon.clocks import is_clock
 from tuimon.readers import (
     LineParser,
     ReaderError,
@@ -23,7 +24,6 @@ from tuimon.readers import (
     streamable,
     to_line,
 )
-from tuimon.readers.clocks import is_clock
 from tuimon.steplog import Header, Step, StepLogger, Text, parse_line
 
 

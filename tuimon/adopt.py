@@ -141,7 +141,7 @@ def reported(header: Header | None) -> dict[str, Any]:
 
 def _number(value: Any) -> float | None:
     """A plain number, a numpy or a one-element torch scalar as float; None otherwise."""
-    if hasattr(value, "item") and getattr(value, "size", 1) in (1, ()):
+    if hasattr(value, "item"):  # one-element tensors and numpy scalars; larger ones raise
         try:
             value = value.item()
         except (ValueError, RuntimeError):

@@ -43,7 +43,11 @@ class TuimonCallback(TrainerCallback):  # type: ignore[misc]
         if not getattr(state, "is_world_process_zero", True):
             return
         model = kwargs.get("model")
-        env: dict[str, Any] = {"device": str(getattr(args, "device", "?"))}
+        try:
+            device = str(args.device)
+        except Exception:  # args.device sets up devices; it may need packages not there
+            device = "?"
+        env: dict[str, Any] = {"device": device}
         applied = last_applied()
         if applied is not None:
             env.update(applied=applied, threads=applied.get("threads"))

@@ -5,7 +5,8 @@
 
 One record per optimizer step (`trainer.global_step`): the logged metrics
 (`trainer.callback_metrics`, the step's `loss`), validation results merged into the step they
-were computed at, and the digests of the module's parameters after the update.
+were computed at (and not repeated in later records), and the digests of the module's
+parameters after the update.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class TuimonCallback(Callback):  # type: ignore[misc]
         self.digests = digests
         self.logger: StepLogger | None = None
         self._buffer: StepBuffer | None = None
+        self._val_keys: set[str] = set()
+        self._before: dict[str, Any] = {}
 
     def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
         if getattr(trainer, "global_rank", 0) != 0:
@@ -66,7 +69,8 @@ class TuimonCallback(Callback):  # type: ignore[misc]
     ) -> None:
         if self._buffer is None:
             return
-        values = dict(getattr(trainer, "callback_metrics", {}) or {})
+        metrics = getattr(trainer, "callback_metrics", {}) or {}
+        values = {k: v for k, v in metrics.items() if k not in self._val_keys}
         if isinstance(outputs, dict) and "loss" in outputs:
             values["loss"] = outputs["loss"]
         elif outputs is not None and hasattr(outputs, "item"):
@@ -75,11 +79,18 @@ class TuimonCallback(Callback):  # type: ignore[misc]
             values.update(model_digests(pl_module))
         self._buffer.add(int(trainer.global_step), values)
 
+    def on_validation_start(self, trainer: Any, pl_module: Any) -> None:
+        self._before = dict(getattr(trainer, "callback_metrics", {}) or {})
+
     def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
         if self._buffer is None or getattr(trainer, "sanity_checking", False):
             return
-        values = dict(getattr(trainer, "callback_metrics", {}) or {})
-        self._buffer.add(int(trainer.global_step), values)
+        metrics = getattr(trainer, "callback_metrics", {}) or {}
+        new = {
+            k: v for k, v in metrics.items() if k not in self._before or v is not self._before[k]
+        }
+        self._val_keys.update(new)  # validation's keys: not repeated in the train records
+        self._buffer.add(int(trainer.global_step), new)
 
     def on_fit_end(self, trainer: Any, pl_module: Any) -> None:
         self._close("ok")

@@ -15,7 +15,7 @@ import struct
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from tuimon.readers.clocks import is_clock
+from tuimon.clocks import is_clock
 from tuimon.steplog import NONFINITE, Record, Step
 
 STEP_KEYS = ("step", "_step", "global_step", "iteration", "iter", "epoch")

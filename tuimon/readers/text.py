@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from tuimon.readers.clocks import is_clock
+from tuimon.clocks import is_clock
 from tuimon.readers.rows import as_float, as_int
 from tuimon.steplog import Step
 

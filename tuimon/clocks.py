@@ -1,11 +1,12 @@
-"""Which metric names are clocks or throughput: shown, never judged. One place for the rule."""
+"""Which metric names are clocks or throughput: shown, never judged. The one place for the rule
+(every reader and `tuimon.steplog` ask `is_clock`); no imports, so anything may use it."""
 
 from __future__ import annotations
 
 import re
 
-from tuimon.steplog import TIME_KEYS
-
+TIME_KEYS = frozenset({"t", "time", "timestamp", "_timestamp", "_runtime", "wall_s", "elapsed"})
+"""The clocks of the step-log format (`tuimon.steplog.TIME_KEYS`)."""
 CLOCK_NAMES = TIME_KEYS | {
     "dt",
     "mfu",
