@@ -314,9 +314,25 @@ def to_line(record: Record) -> bytes:
     return (text if not text.lstrip().startswith("{") else " " + text).encode() + b"\n"
 
 
+def _tuimon_lines(path: Path) -> list[bytes] | None:
+    """The lines of a file whose first line is a tuimon header, else None (cheap check)."""
+    if not path.is_file():
+        return None
+    with open(path, "rb") as fh:
+        first = fh.readline(1 << 20)
+        if b'"header"' not in first or b"tuimon.steplog" not in first:
+            return None
+        record = parse_line(first)
+        if not (isinstance(record, Header) and record.format.startswith("tuimon")):
+            return None
+        return [line for line in (first, *fh) if line.strip()]
+
+
 def log_lines(path: str | Path, reading: Reading | None = None, side: str = "a") -> list[bytes]:
     """Any supported log as step-log lines: a step log's own lines, else its records written
     as step-log lines. What compare, replay and the browser read."""
+    if not (reading and reading.renames(side)) and (lines := _tuimon_lines(Path(path))):
+        return lines  # a tuimon step log: its own lines, parsed once by the caller
     loaded = load(path, reading, side)
     if loaded.raw is not None:
         return loaded.raw
