@@ -210,7 +210,7 @@ class Run:
                 head = b""
                 if path.is_file():
                     with open(path, "rb") as peek:
-                        head = peek.read(4096)
+                        head = peek.read(1 << 16)
                 if path.is_dir() or (head and not streamable(head)):
                     await self._snapshots(path)
                     return
