@@ -262,7 +262,9 @@ def test_compare_garbage_file(tmp_path, capsys):
     junk = tmp_path / "junk.bin"
     junk.write_bytes(os.urandom(4096))
     assert main(["compare", str(junk), str(junk)]) == 2
-    assert "no step records" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no training steps found" in err and "formats tried" in err and "README" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_replay_headless_matches_the_saved_verdict(tmp_path, capsys):

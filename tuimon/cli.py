@@ -83,6 +83,38 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _add_reading(p: argparse.ArgumentParser) -> None:
+    """--pattern and --map: how other tools' logs are read (see tuimon.readers)."""
+    p.add_argument(
+        "--pattern",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="read printed lines with this regex: a named group for the step (step, iter, "
+        "epoch) and one per metric, e.g. 'it (?P<step>\\d+) loss (?P<loss>\\S+)' "
+        "(repeatable; replaces the built-in text patterns)",
+    )
+    p.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="A_NAME=B_NAME",
+        help="compare run A's metric A_NAME with run B's B_NAME (repeatable)",
+    )
+
+
+def _reading(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """The `Reading` of --pattern / --map; UsageError when one is bad."""
+    from tuimon.readers import PatternError, Reading, parse_map
+
+    try:
+        reading = Reading(tuple(args.pattern), parse_map(args.map))
+        reading.compiled  # noqa: B018 - compile now: a bad pattern is a usage error
+    except (PatternError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    return reading
+
+
 def _add_store(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--store",
@@ -153,6 +185,7 @@ def _add_pair(sub: argparse._SubParsersAction) -> None:
         help="the run writes its step log to this file instead of stdout ({side}, {seed}, "
         "{device}, {pair_dir} substituted)",
     )
+    _add_reading(p)
     p.add_argument("--shell", action="store_true", help="run the command through the shell (sh -c)")
     p.add_argument("--headless", action="store_true", help="no TUI: progress, then the verdict")
     p.add_argument("--json", action="store_true", help="(headless) print the summary as JSON")
@@ -245,6 +278,7 @@ def _pair_plan(args: argparse.Namespace) -> tuple[PairPlan, Path | None]:
         stall_timeout=args.stall_timeout or None,
         stop_on_fail=args.stop_on_fail,
         label=args.label,
+        reading=_reading(args),
     )
     return plan, store
 
@@ -293,14 +327,17 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "compare",
         help="judge two existing step logs, or a saved pair",
-        description="Compare two step logs (tuimon format, or any JSON Lines with a step key: "
-        "step, _step, global_step, iteration) or one saved pair directory.",
+        description="Compare two logs or one saved pair directory. A log is read by its "
+        "content: a tuimon step log, JSON Lines with a step key, a JSON metrics document or "
+        "trainer_state.json, a CSV with a step column (Lightning), TensorBoard events "
+        "(a file or a run directory), or printed text (see README: Use with your script).",
         epilog="exit codes: 0 IDENTICAL or CLOSE, 1 DIVERGED, 3 INCOMPLETE, 2 bad usage",
     )
     p.add_argument("logs", nargs="+", metavar="LOG", help="two log files, or one pair directory")
     p.add_argument("--tolerance", type=_non_negative_float, default=0.0, help="relative; default 0")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--save", action="store_true", help="save the comparison as a pair")
+    _add_reading(p)
     _add_store(p)
     p.set_defaults(handler=_run_compare)
 
@@ -314,6 +351,7 @@ def _run_compare(args: argparse.Namespace) -> int:
         as_json=args.json,
         save_to=args.store if args.save else None,
         save=args.save,
+        reading=_reading(args),
     )
 
 
@@ -334,6 +372,7 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tolerance", type=_non_negative_float, default=None, help="relative")
     p.add_argument("--headless", action="store_true", help="no TUI: progress, then the verdict")
     p.add_argument("--json", action="store_true", help="(headless) print the summary as JSON")
+    _add_reading(p)
     p.set_defaults(handler=_run_replay)
 
 
@@ -341,7 +380,7 @@ def _run_replay(args: argparse.Namespace) -> int:
     from tuimon.replay import replay_session, resolve_logs
     from tuimon.store import resolve_store
 
-    logs = resolve_logs(args.paths)
+    logs = resolve_logs(args.paths, _reading(args) if args.pattern or args.map else None)
 
     def make(on_batch):  # type: ignore[no-untyped-def]
         return replay_session(

@@ -10,8 +10,9 @@ from pathlib import Path
 import orjson
 
 from tuimon.align import AlignedStep, Summary, compare_steps
-from tuimon.errors import CompareError
+from tuimon.errors import CompareError, ReplayError
 from tuimon.headless import exit_code
+from tuimon.readers import Reading, no_steps
 from tuimon.replay import read_lines, resolve_logs
 from tuimon.session import env_diff
 from tuimon.steplog import End, Header, Step, parse_line
@@ -19,15 +20,17 @@ from tuimon.store import SIDES, PairDoc, PairWriter, RunDoc, SavedLogs, resolve_
 from tuimon.wording import headline, metric_max_line
 
 
-def _read(path: Path) -> tuple[list[bytes], list[Step], Header | None, End | None]:
+def _read(
+    path: Path, reading: Reading | None = None, side: str = "a"
+) -> tuple[list[bytes], list[Step], Header | None, End | None]:
     try:
-        lines = read_lines(path)
-    except OSError as exc:
-        raise CompareError(f"{path}: {exc.strerror or exc}") from None
+        lines = read_lines(path, reading, side)
+    except ReplayError as exc:
+        raise CompareError(str(exc)) from None
     records = [parse_line(line) for line in lines]
     steps = [r for r in records if isinstance(r, Step)]
     if not steps:
-        raise CompareError(f"{path}: no step records (JSON objects with a step key)")
+        raise CompareError(no_steps(path, reading))
     header = next((r for r in records if isinstance(r, Header)), None)
     end = next((r for r in reversed(records) if isinstance(r, End)), None)
     return lines, steps, header, end
@@ -45,8 +48,8 @@ class Judged:
 
 def judge(logs: SavedLogs, tolerance: float) -> Judged:
     """Compare two logs at once."""
-    la, sa, ha, ea = _read(logs.a)
-    lb, sb, hb, eb = _read(logs.b)
+    la, sa, ha, ea = _read(logs.a, logs.reading, "a")
+    lb, sb, hb, eb = _read(logs.b, logs.reading, "b")
     aligned, aligner = compare_steps(sa, sb, tolerance)
     reason = None
     for side, end in zip(SIDES, (ea, eb), strict=True):
@@ -65,7 +68,10 @@ def judge(logs: SavedLogs, tolerance: float) -> Judged:
         seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
         devices=(device_a, device_b),
         tolerance=tolerance,
-        more={"compared_from": [str(logs.a), str(logs.b)]},
+        more={
+            "compared_from": [str(logs.a), str(logs.b)],
+            "reading": logs.reading.to_dict(),
+        },
         runs={
             side: RunDoc(
                 device=(h.env.get("device") if h else None),
@@ -86,10 +92,16 @@ def judge(logs: SavedLogs, tolerance: float) -> Judged:
 
 
 def compare_paths(
-    paths: list[str], *, tolerance: float, as_json: bool, save: bool, save_to: str | None
+    paths: list[str],
+    *,
+    tolerance: float,
+    as_json: bool,
+    save: bool,
+    save_to: str | None,
+    reading: Reading | None = None,
 ) -> int:
     """The `compare` command; returns the exit code."""
-    judged = judge(resolve_logs(paths), tolerance)
+    judged = judge(resolve_logs(paths, reading), tolerance)
     summary, doc = judged.summary, judged.doc
     saved = None
     if save:

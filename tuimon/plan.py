@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tuimon.readers import Reading
 from tuimon.runner import RunSpec, expand_template
 from tuimon.session import Batch, LiveSource, PairOptions, PairSession, SideState
 from tuimon.store import SIDES, PairWriter
@@ -47,6 +48,8 @@ class PairPlan:
     stall_timeout: float | None = None
     stop_on_fail: bool = False
     label: str | None = None
+    reading: Reading = field(default_factory=Reading)
+    """How the runs' output is read (`--pattern`, `--map`)."""
 
     def env(self, side: str, device: str) -> dict[str, str]:
         """The child's environment additions: the same on both sides but for the device."""
@@ -85,7 +88,8 @@ class PairPlan:
             argv = expand_template(self.template, **values)
             if self.shell:
                 argv = (" ".join(argv),)
-            return RunSpec(side, device, argv, self.env(side, device), self.shell, log_file)
+            env = self.env(side, device)
+            return RunSpec(side, device, argv, env, self.shell, log_file, self.reading)
         cmd = [
             sys.executable,
             "-m",
@@ -112,7 +116,7 @@ class PairPlan:
             cmd += ["--save-emb", str(pair_dir / f"emb-{side}.npy")]
         else:
             cmd.append("--time-only")
-        return RunSpec(side, device, tuple(cmd), self.env(side, device))
+        return RunSpec(side, device, tuple(cmd), self.env(side, device), reading=self.reading)
 
     def meta(self, specs: Sequence[RunSpec]) -> dict[str, object]:
         """pair.json fields that describe the launch."""
@@ -127,6 +131,7 @@ class PairPlan:
             "loss_dtype": self.loss_dtype,
             "commands": {s.side: list(s.argv) for s in specs},
             "shell": self.shell,
+            "reading": self.reading.to_dict(),
         }
 
     def session_factory(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tuimon.align import compare_steps
 from tuimon.errors import ReplayError, StoreError
+from tuimon.readers import ReaderError, Reading, log_lines
 from tuimon.runner import Exited, Lines, SourceEvent, Stderr
 from tuimon.session import Batch, PairOptions, PairSession, SideState
 from tuimon.steplog import End, Header, Record, Step, parse_line
@@ -18,8 +19,9 @@ YIELD_EVERY = 64
 """Steps fed between two yields to the event loop when the pace needs no sleep."""
 
 
-def resolve_logs(paths: list[str]) -> SavedLogs:
-    """A saved pair directory, or two log files, as `SavedLogs`; ReplayError otherwise."""
+def resolve_logs(paths: list[str], reading: Reading | None = None) -> SavedLogs:
+    """A saved pair directory, or two log files (any format the readers know), as
+    `SavedLogs`; ReplayError otherwise. A pair's own reading (pair.json) unless one is given."""
     if len(paths) == 1:
         path = Path(paths[0])
         if not path.exists():
@@ -34,19 +36,22 @@ def resolve_logs(paths: list[str]) -> SavedLogs:
         for log in (a, b):
             if not log.is_file():
                 raise ReplayError(f"{path}: missing {log.name}")
-        return SavedLogs(a, b, doc, path)
+        return SavedLogs(a, b, doc, path, reading or Reading.from_dict(doc.more.get("reading")))
     if len(paths) == 2:
         for p in paths:
-            if not Path(p).is_file():
+            if not Path(p).exists():
                 raise ReplayError(f"{p}: no such log file")
-        return SavedLogs(Path(paths[0]), Path(paths[1]))
+        return SavedLogs(Path(paths[0]), Path(paths[1]), reading=reading or Reading())
     raise ReplayError("give one saved pair directory or two log files")
 
 
-def read_lines(path: Path) -> list[bytes]:
-    """Every non-empty line of a log, bytes as saved."""
-    with open(path, "rb") as fh:
-        return [line for line in fh if line.strip()]
+def read_lines(path: Path, reading: Reading | None = None, side: str = "a") -> list[bytes]:
+    """Every non-empty line of a log as step-log lines: a step log's lines as saved, any other
+    format read by `tuimon.readers` (ReplayError when it cannot be read)."""
+    try:
+        return log_lines(path, reading, side)
+    except ReaderError as exc:
+        raise ReplayError(str(exc)) from None
 
 
 def steps_of(lines: list[bytes]) -> list[Step]:
@@ -57,7 +62,9 @@ def steps_of(lines: list[bytes]) -> list[Step]:
 def first_divergence(logs: SavedLogs, tolerance: float = 0.0) -> int | None:
     """The first divergent step of two saved logs (vectorised compare)."""
     _, aligner = compare_steps(
-        steps_of(read_lines(logs.a)), steps_of(read_lines(logs.b)), tolerance
+        steps_of(read_lines(logs.a, logs.reading, "a")),
+        steps_of(read_lines(logs.b, logs.reading, "b")),
+        tolerance,
     )
     return aligner.summary().first_divergent_step
 
@@ -78,7 +85,7 @@ class ReplaySource:
         self._resume = asyncio.Event()
         self._resume.set()
         self._stopped = False
-        self._lines = {"a": read_lines(logs.a), "b": read_lines(logs.b)}
+        self._lines = {s: read_lines(getattr(logs, s), logs.reading, s) for s in SIDES}
         self._exit = {side: self._exit_of(side) for side in SIDES}
 
     def _exit_of(self, side: str) -> tuple[int | None, str]:
@@ -208,7 +215,11 @@ class ReplaySource:
 def _side_state(side: str, logs: SavedLogs) -> SideState:
     run = logs.doc.run(side)
     header = next(
-        (r for r in map(parse_line, read_lines(getattr(logs, side))[:3]) if isinstance(r, Header)),
+        (
+            r
+            for r in map(parse_line, read_lines(getattr(logs, side), logs.reading, side)[:3])
+            if isinstance(r, Header)
+        ),
         None,
     )
     device = run.device or (header.env.get("device") if header else None) or "?"

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from tuimon.errors import LaunchError
-from tuimon.steplog import Record
+from tuimon.readers import LineParser, Reading, line_parser, streamable
+from tuimon.steplog import Record, Step
 
 MAX_LINE = 16 * 1024 * 1024
 """A line longer than this without a newline is passed on as it stands (kept whole on disk)."""
@@ -67,6 +68,8 @@ class RunSpec:
     shell: bool = False
     log_file: Path | None = None
     """Read the step log from this file (tailed) instead of the child's stdout."""
+    reading: Reading | None = None
+    """How the log is read (`--pattern`, `--map`): see `tuimon.readers`."""
 
     def command_text(self) -> str:
         """The command as a user would type it."""
@@ -168,8 +171,13 @@ class Run:
         status = "interrupted" if self.interrupted else "finished" if code == 0 else "failed"
         await self.queue.put(Exited(side, code, status))
 
+    def _parser(self, *, text: bool = True) -> LineParser:
+        """Records from lines (JSON Lines, printed text by patterns unless `text` is False)."""
+        return line_parser(self.spec.reading, self.spec.side, text=text)
+
     async def _read(self, stream: asyncio.StreamReader, *, lines: bool) -> None:
         splitter = LineSplitter()
+        parser = self._parser(text=self.spec.log_file is None)  # the log is the file
         side = self.spec.side
         while True:
             data = await stream.read(CHUNK)
@@ -179,33 +187,84 @@ class Run:
             if lines:
                 complete = splitter.feed(data)
                 if complete:
-                    await self.queue.put(Lines(side, complete))
+                    await self.queue.put(Lines(side, complete, parser.feed(complete)))
             else:
                 await self.queue.put(Stderr(side, data))
-        if lines and (rest := splitter.flush()):
-            await self.queue.put(Lines(side, rest))
+        if lines:
+            rest = splitter.flush()
+            records = parser.feed(rest) + parser.close()
+            if rest or records:
+                await self.queue.put(Lines(side, rest, records))
 
     async def _tail(self, path: Path) -> None:
-        """Follow a log file the child writes, until the child has exited and the file is read."""
+        """Follow a log file the child writes, until the child has exited and the file is read.
+        A file rewritten as a whole (JSON document, CSV, TensorBoard events) is read again when
+        it changes, and its new records are passed on as step-log lines."""
         splitter = LineSplitter()
+        parser = self._parser()
         side = self.spec.side
         fh = None
         while True:
             if fh is None and path.exists():
-                fh = open(path, "rb")  # noqa: SIM115 - closed below
+                head = b""
+                if path.is_file():
+                    with open(path, "rb") as peek:
+                        head = peek.read(1 << 16)
+                if path.is_dir() or (head and not streamable(head)):
+                    await self._snapshots(path)
+                    return
+                if head:
+                    fh = open(path, "rb")  # noqa: SIM115 - closed below
             data = fh.read(CHUNK) if fh else b""
             if data:
                 self.last_output = time.monotonic()
                 if complete := splitter.feed(data):
-                    await self.queue.put(Lines(side, complete))
+                    await self.queue.put(Lines(side, complete, parser.feed(complete)))
                 continue
             if self._done.is_set():
                 break
             await asyncio.sleep(0.05)
         if fh:
             fh.close()
-        if rest := splitter.flush():
-            await self.queue.put(Lines(side, rest))
+        rest = splitter.flush()
+        records = parser.feed(rest) + parser.close()
+        if rest or records:
+            await self.queue.put(Lines(side, rest, records))
+
+    async def _snapshots(self, path: Path) -> None:
+        """Read a whole-file log again whenever it changes; pass on the records not yet sent
+        (the last step waits for the end: a later row may still join it)."""
+        from tuimon.readers import ReaderError, load, to_line
+
+        sent, seen, records = 0, None, []
+        while True:
+            done = self._done.is_set()
+            try:
+                stat = path.stat()
+                mark = (stat.st_mtime_ns, stat.st_size)
+                if path.is_dir():
+                    mark = max((f.stat().st_mtime_ns, f.stat().st_size) for f in path.rglob("*"))
+            except (OSError, ValueError):
+                mark = None
+            if mark is not None and mark != seen:
+                seen = mark
+                try:
+                    loaded = await asyncio.to_thread(load, path, self.spec.reading, self.spec.side)
+                    records = loaded.records
+                except ReaderError:
+                    pass  # half written: read it again when it changes
+            ready = records
+            if not done:
+                at = [i for i, r in enumerate(ready) if isinstance(r, Step)]
+                ready = ready[: at[-1]] if at else []
+            if len(ready) > sent:
+                new = ready[sent:]
+                sent = len(ready)
+                self.last_output = time.monotonic()
+                await self.queue.put(Lines(self.spec.side, [to_line(r) for r in new], new))
+            if done:
+                return
+            await asyncio.sleep(0.5)
 
     def signal(self, sig: int) -> None:
         """Send `sig` to the child's process group (ignored when it is gone)."""

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tuimon.align import PairAligner, Summary
+from tuimon.applied import pair_applied
 from tuimon.artifacts import compare_artifacts, describe
 from tuimon.runner import (
     Exited,
@@ -314,7 +315,9 @@ class PairSession:
                 self.writer.raw(event.side, event.lines)
             if state.status == "starting" or state.status == "stalled":
                 state.status = "running"
-            for record in event.records or map(parse_line, event.lines):
+            for record in (
+                event.records if event.records is not None else map(parse_line, event.lines)
+            ):
                 self._record(state, record)
         elif isinstance(event, Stderr):
             if self.writer:
@@ -471,8 +474,9 @@ class PairSession:
     def pair_doc(self) -> PairDoc:
         """pair.json: what ran, where, how it ended, and the judgement."""
         a, b = (self.sides[k].header for k in SIDES)
+        asked = bool(self.options.meta.get("deterministic"))
         return replace(
-            PairDoc.from_json(self.options.meta),
+            PairDoc.from_json({**self.options.meta, **pair_applied(asked, {"a": a, "b": b})}),
             created=self.created,
             status=self.status(),
             tolerance=self.options.tolerance,

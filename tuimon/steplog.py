@@ -20,11 +20,15 @@ from typing import IO, Any
 
 import orjson
 
+from tuimon.clocks import TIME_KEYS as _TIME_KEYS
+from tuimon.clocks import is_clock
+
 FORMAT = "tuimon.steplog/1"
 STEP_KEYS = ("step", "_step", "global_step", "iteration")
 """Keys that make a JSON object a step record, in order of preference."""
-TIME_KEYS = frozenset({"t", "time", "timestamp", "_timestamp", "_runtime", "wall_s", "elapsed"})
-"""Numeric keys that are clocks, never compared between runs."""
+TIME_KEYS = _TIME_KEYS
+"""Numeric keys that are clocks, never compared between runs (`tuimon.clocks.is_clock` has
+the whole rule: `*_runtime`, `*_per_second`, `time_ms` ...)."""
 NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _MAX_TEXT = 4096
 
@@ -125,7 +129,7 @@ def parse_obj(obj: Mapping[str, Any]) -> Record | None:
         return None
     metrics: dict[str, float] = {}
     for name, value in obj.items():
-        if name in STEP_KEYS or name in TIME_KEYS or name in ("type", "param_digests"):
+        if name in STEP_KEYS or name in ("type", "param_digests") or is_clock(name):
             continue
         _add_metrics(metrics, name, value)
     digests = obj.get("param_digests")

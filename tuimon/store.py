@@ -33,6 +33,7 @@ from typing import IO, Any
 import orjson
 
 from tuimon.errors import StoreError
+from tuimon.readers import Reading
 
 __all__ = [
     "DEFAULT_STORE",
@@ -369,6 +370,8 @@ class SavedLogs:
     b: Path
     doc: PairDoc = field(default_factory=PairDoc)
     pair_dir: Path | None = None
+    reading: Reading = field(default_factory=Reading)
+    """How the logs are read (`--pattern`, `--map`); a saved pair's own from pair.json."""
 
     def stderr(self, side: str) -> Path | None:
         """The stderr file saved next to a pair's log, if any."""

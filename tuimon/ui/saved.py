@@ -67,7 +67,8 @@ def load_saved(path: Path, max_lines: int = 2000) -> SavedPair:
     """Read, align and summarise a saved pair directory (ReplayError on a bad path)."""
     logs = resolve_logs([str(path)])
     records = {
-        side: [parse_line(x) for x in read_lines(p)] for side, p in (("a", logs.a), ("b", logs.b))
+        side: [parse_line(x) for x in read_lines(p, logs.reading, side)]
+        for side, p in (("a", logs.a), ("b", logs.b))
     }
     steps = {side: [r for r in recs if isinstance(r, Step)] for side, recs in records.items()}
     doc = logs.doc
@@ -93,7 +94,7 @@ def window(logs: SavedLogs, step: int, max_lines: int = 2000) -> dict[str, list[
     """Each side's lines around `step` (about half before it), for a pane that no longer has it."""
     out = {}
     for side, path in (("a", logs.a), ("b", logs.b)):
-        recs = [parse_line(x) for x in read_lines(path)]
+        recs = [parse_line(x) for x in read_lines(path, logs.reading, side)]
         at = next((i for i, r in enumerate(recs) if isinstance(r, Step) and r.step == step), None)
         if at is None:
             out[side] = recs[-max_lines:]

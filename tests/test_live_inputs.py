@@ -1,0 +1,70 @@
+"""Live pairs of scripts that print text or write other tools' files, read by the readers."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from tuimon.cli import main
+
+FAKE = str(Path(__file__).with_name("fake_text_trainer.py"))
+
+
+def run_pair(tmp_path: Path, capsys, *args: str, extra: tuple[str, ...] = ()) -> tuple[int, dict]:
+    argv = [
+        "pair", "--headless", "--json", "--store", str(tmp_path / "store"), *extra,
+        "--", sys.executable, FAKE, "--side", "{side}", *args,
+    ]  # fmt: skip
+    code = main(argv)
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    return code, out
+
+
+def saved(out: dict) -> dict:
+    return json.loads((Path(out["pair"]) / "pair.json").read_text())
+
+
+def test_text_printing_trainer_as_a_live_pair(tmp_path: Path, capsys) -> None:
+    code, out = run_pair(tmp_path, capsys)
+    assert code == 0 and out["verdict"] == "IDENTICAL"
+    assert out["steps_compared"] == 6 and out["unmatched_a"] == 0
+    meta = saved(out)
+    assert meta["deterministic"] is False and meta["applied"]["a"]["known"] is False
+    code, out = run_pair(tmp_path, capsys, "--diverge-at", "3")
+    assert code == 1 and out["first_divergent_step"] == 3
+    assert main(["replay", out["pair"], "--headless", "--json", "--speed", "1e6"]) == 1
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["first_divergent_step"] == 3
+
+
+def test_pattern_and_map_in_a_live_pair(tmp_path: Path, capsys) -> None:
+    pattern = r"iter (?P<step>\d+): loss (?P<loss>\S+),"
+    code, out = run_pair(tmp_path, capsys, "--diverge-at", "4", extra=("--pattern", pattern))
+    assert code == 1 and out["first_divergent_step"] == 4
+    meta = saved(out)
+    assert meta["reading"]["patterns"] == [pattern]
+    # replaying the saved pair reads it with the pair's own pattern
+    assert main(["compare", out["pair"], "--json"]) == 1
+    capsys.readouterr()
+    code, out = run_pair(tmp_path, capsys, extra=("--map", "loss=loss"))
+    assert code == 0 and saved(out)["reading"]["map"] == {"loss": "loss"}
+
+
+def test_deterministic_cannot_be_known_from_a_script_that_does_not_say(tmp_path, capsys) -> None:
+    _, out = run_pair(tmp_path, capsys, extra=("--deterministic",))
+    meta = saved(out)
+    assert meta["deterministic_asked"] is True and meta["deterministic"] is None
+    assert (
+        "does not report" in meta["applied"]["b"]["why"]
+        or "no header" in meta["applied"]["b"]["why"]
+    )
+
+
+def test_log_file_rewritten_as_a_whole_is_followed(tmp_path: Path, capsys) -> None:
+    code, out = run_pair(
+        tmp_path, capsys, "--csv", "{pair_dir}/{side}-metrics.csv", "--diverge-at", "3",
+        "--sleep", "0.3", extra=("--log-file", "{pair_dir}/{side}-metrics.csv"),
+    )  # fmt: skip
+    assert code == 1 and out["first_divergent_step"] == 3
+    assert out["steps_compared"] == 6
+    assert saved(out)["summary"]["metric_max"]["val_loss"]["step"] >= 3  # merged rows read

@@ -1,0 +1,33 @@
+"""Which metric names are clocks or throughput: shown, never judged. The one place for the rule
+(every reader and `tuimon.steplog` ask `is_clock`); no imports, so anything may use it."""
+
+from __future__ import annotations
+
+import re
+
+TIME_KEYS = frozenset({"t", "time", "timestamp", "_timestamp", "_runtime", "wall_s", "elapsed"})
+"""The clocks of the step-log format (`tuimon.steplog.TIME_KEYS`)."""
+CLOCK_NAMES = TIME_KEYS | {
+    "dt",
+    "mfu",
+    "lap",
+    "duration",
+    "runtime",
+    "throughput",
+    "it/s",
+    "s/it",
+}
+"""Names that are clocks, throughput or counters of work done per second."""
+_CLOCK = re.compile(
+    r"(^|[_./ -])(time|times|timestamp|runtime|elapsed|duration|wall|latency|dt)"
+    r"(_?(s|ms|us|sec|secs|seconds))?$"
+    r"|_per_(second|sec|s)$|per_second|(^|_)(tokens|samples|steps|it|items)_?(per_?s|/s|ps)$"
+    r"|(^|_)(time|dt)_(s|ms|us|sec)(_|$)|_ms$",
+    re.IGNORECASE,
+)
+
+
+def is_clock(name: str) -> bool:
+    """True for a clock or a throughput (`t`, `time`, `train_runtime`, `eval_samples_per_second`,
+    `step_time_ms`, `mfu` ...), which depends on the machine, not on the computation."""
+    return name in CLOCK_NAMES or name.lower() in CLOCK_NAMES or bool(_CLOCK.search(name))

@@ -1,0 +1,136 @@
+"""Whole-run JSON documents -> records: settings as the header, then one record per step.
+
+- Hugging Face `trainer_state.json`: `log_history` entries (train and eval rows of one step
+  merged); the trainer's settings (`logging_steps`, `train_batch_size` ...) as the header.
+- Any other object: a settings block (`hyper`, `config`, `args` ...) and the top-level scalars
+  (`n_train`, `n_test`, `time_only` ...) as the header; the steps as a list of per-step objects,
+  or as per-metric arrays beside a step array (`{"steps": [0, 10], "train_loss": [..]}`); arrays
+  may sit in a `metrics` / `history` block. The lab's metrics files are of this kind.
+- A top-level list of per-step objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tuimon.readers.rows import STEP_KEYS, as_float, as_int, merge, row_step
+from tuimon.steplog import Header, Record, Step, Text
+
+SETTINGS = ("hyper", "hyperparameters", "hparams", "config", "args", "settings", "params")
+ENVS = ("env", "environment", "system", "fingerprint", "versions")
+SERIES = ("metrics", "history", "log", "logs", "series", "curves", "results", "data", "log_history")
+ENV_SCALARS = frozenset(
+    {"device", "device_name", "torch", "torch_version", "python", "platform", "threads",
+     "deterministic", "dtype", "loss_dtype", "cuda", "cudnn", "hostname", "machine"}
+)  # fmt: skip
+RESULTS = frozenset(
+    {"best_metric", "best_model_checkpoint", "best_global_step", "global_step", "epoch",
+     "total_flos", "trial_name", "trial_params"}
+)  # fmt: skip
+"""Top-level fields of a trainer state that are outcomes, not settings."""
+STEP_ARRAYS = frozenset({*STEP_KEYS, "steps", "iterations", "iters", "epochs", "global_steps"})
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def _header(doc: Mapping[str, Any], source: str, skip: frozenset[str]) -> Header:
+    hyper: dict[str, Any] = {}
+    env: dict[str, Any] = {}
+    for key in SETTINGS:
+        if isinstance(doc.get(key), Mapping):
+            hyper.update(doc[key])
+    for key in ENVS:
+        if isinstance(doc.get(key), Mapping):
+            env.update(doc[key])
+    for key, value in doc.items():
+        if key in skip or not _scalar(value):
+            continue
+        (env if key in ENV_SCALARS else hyper).setdefault(key, value)
+    return Header(run={"source": source}, hyper=hyper, env=env, format=source)
+
+
+def _rows(items: list[Any]) -> list[Record]:
+    out: list[Record] = []
+    for item in items:
+        if isinstance(item, Mapping) and (step := row_step(item)) is not None:
+            out.append(step)
+    return out
+
+
+def _is_step_array(name: str, values: list[Any]) -> bool:
+    lower = name.lower()
+    named = lower in STEP_ARRAYS or lower.endswith(("_step", "_steps", "_iters", "_epochs"))
+    return named and bool(values) and all(as_int(v) is not None for v in values)
+
+
+def _is_series(values: list[Any]) -> bool:
+    return bool(values) and all(v is None or as_float(v) is not None for v in values)
+
+
+def _prefix(name: str) -> str:
+    return name.lower().split("_")[0]
+
+
+def _arrays(block: Mapping[str, Any]) -> tuple[list[Record], list[str]]:
+    """Steps from per-metric arrays beside step arrays; notes on arrays that could not be read."""
+    lists = {k: v for k, v in block.items() if isinstance(v, list)}
+    steps = {k: v for k, v in lists.items() if _is_step_array(k, v)}
+    series = {k: v for k, v in lists.items() if k not in steps and _is_series(v)}
+    notes: list[str] = []
+    if not steps:
+        if not series:
+            return [], notes
+        lengths = {len(v) for v in series.values()}
+        if len(lengths) != 1:
+            return [], [f"per-metric arrays of lengths {sorted(lengths)} and no step array"]
+        n = lengths.pop()
+        steps = {"(position)": list(range(n))}
+        notes.append("no step array: array positions 0..n-1 taken as the steps")
+    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    for name, values in series.items():
+        fits = [k for k, v in steps.items() if len(v) == len(values)]
+        if not fits:
+            notes.append(f"not read: {name} ({len(values)} values, no step array of that length)")
+            continue
+        key = next((k for k in fits if _prefix(k) == _prefix(name)), None)
+        fits.sort(key=lambda k: (k.lower() not in STEP_ARRAYS, k.lower().startswith("epoch")))
+        key = key or fits[0]
+        for i, (step, value) in enumerate(zip(steps[key], values, strict=True)):
+            if value is not None:
+                rows.setdefault((key, i), {"step": as_int(step)})[name] = value
+    order = sorted(rows, key=lambda ki: (as_int(steps[ki[0]][ki[1]]), ki[0] != "steps", ki))
+    out: list[Record] = []
+    for k in order:
+        if (step := row_step(rows[k])) is not None:
+            out.append(step)
+    return out, notes
+
+
+def read_document(doc: Any) -> list[Record]:
+    """The records of a whole-run JSON document (empty when it holds no steps)."""
+    if isinstance(doc, list):
+        return merge(_rows(doc))
+    if not isinstance(doc, Mapping):
+        return []
+    if isinstance(doc.get("log_history"), list):
+        header = _header(doc, "trainer_state.json", RESULTS | {"log_history"})
+        return [header, *merge(_rows(doc["log_history"]))]
+    header = _header(doc, "json document", frozenset())
+    blocks = [doc] + [doc[k] for k in SERIES if isinstance(doc.get(k), Mapping)]
+    for key in SERIES:
+        if isinstance(doc.get(key), list):
+            steps = _rows(doc[key])
+            if steps:
+                return [header, *merge(steps)]
+    records: list[Record] = []
+    notes: list[str] = []
+    for block in blocks:
+        found, said = _arrays(block)
+        records += found
+        notes += said
+    if not any(isinstance(r, Step) for r in records):
+        return []
+    return [header, *merge(records), *(Text(f"tuimon: {note}") for note in notes)]

@@ -1,0 +1,195 @@
+"""Rows of any format -> `Step` records: the step key, metrics, clocks, merging rows of one step.
+
+Rules shared by every reader:
+- the step is the first integer among `STEP_KEYS` (`epoch` only when nothing finer exists);
+- numbers are metrics (nested objects as dotted names) unless they are clocks (`is_clock`);
+- rows of one step with different keys are merged; a key that comes again within a step with
+  another value starts a new `Step` record of the same step, so no value is dropped and repeats
+  stay in order.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from tuimon.clocks import is_clock
+from tuimon.steplog import NONFINITE, Record, Step
+
+STEP_KEYS = ("step", "_step", "global_step", "iteration", "iter", "epoch")
+"""Keys that give a row its step, in order of preference."""
+CLOCK_FIELDS = ("t", "_runtime", "time", "elapsed", "wall_s")
+"""Clocks taken as a step's `t` (seconds), in order of preference."""
+_SKIP = frozenset({"type", "param_digest", "param_digests"})
+
+
+def as_int(value: Any) -> int | None:
+    """An integer step value (ints, integral floats, digit strings), or None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**64 else None
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("-").isdigit():
+            return int(text)
+    return None
+
+
+def as_float(value: Any) -> float | None:
+    """A metric value as float, or None when it is not a number."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        return value
+    if isinstance(value, int):
+        return float(value) if abs(value) < 2**1023 else None
+    if isinstance(value, str):
+        if value in NONFINITE:
+            return NONFINITE[value]
+        text = value.strip()
+        if not text or (text[-1:].isalpha() and text.lower() not in ("nan", "inf", "-inf")):
+            return None
+        try:
+            return float(text)
+        except ValueError:
+            return None
+    return None
+
+
+def step_key(row: Mapping[str, Any]) -> str | None:
+    """The key that holds this row's step, or None."""
+    for key in STEP_KEYS:
+        if key in row and as_int(row[key]) is not None:
+            return key
+    return None
+
+
+def numbers(name: str, value: Any, depth: int = 0) -> Iterator[tuple[str, float]]:
+    """(name, number) for a number, and for the numbers of a nested object as dotted names."""
+    if isinstance(value, Mapping):
+        if depth < 4:
+            for key, inner in value.items():
+                yield from numbers(f"{name}.{key}", inner, depth + 1)
+        return
+    number = as_float(value)
+    if number is not None:
+        yield name, number
+
+
+def row_step(row: Mapping[str, Any], rename: Mapping[str, str] | None = None) -> Step | None:
+    """The `Step` a row stands for, or None when it has no step key."""
+    key = step_key(row)
+    if key is None:
+        return None
+    step = as_int(row[key])
+    assert step is not None
+    metrics: dict[str, float] = {}
+    clocks: dict[str, float] = {}
+    for name, value in row.items():
+        if name == key or name in _SKIP or (name in STEP_KEYS and name != "epoch"):
+            continue
+        for metric, number in numbers(str(name), value):
+            if is_clock(metric):
+                clocks[metric] = number
+            else:
+                metrics[(rename or {}).get(metric, metric)] = number
+    digests = row.get("param_digests")
+    digest = row.get("param_digest")
+    return Step(
+        step=step,
+        metrics=metrics,
+        t=next((clocks[k] for k in CLOCK_FIELDS if k in clocks), None),
+        digest=digest if isinstance(digest, str) else None,
+        digests={str(k): v for k, v in digests.items() if isinstance(v, str)}
+        if isinstance(digests, Mapping)
+        else {},
+    )
+
+
+def renamed(step: Step, rename: Mapping[str, str]) -> Step:
+    """A step with its metrics renamed (`--map`)."""
+    if not rename or not any(name in rename for name in step.metrics):
+        return step
+    metrics = {rename.get(k, k): v for k, v in step.metrics.items()}
+    return Step(step.step, metrics, step.t, step.digest, step.digests)
+
+
+def _same(a: float, b: float) -> bool:
+    """Bitwise equal (NaN equals NaN)."""
+    return (math.isnan(a) and math.isnan(b)) or struct.pack("<d", a) == struct.pack("<d", b)
+
+
+def combine(a: Step, b: Step) -> Step | None:
+    """Two rows of one step as one record, or None when a key has two different values."""
+    for name, value in b.metrics.items():
+        if name in a.metrics and not _same(a.metrics[name], value):
+            return None
+    if a.digest and b.digest and a.digest != b.digest:
+        return None
+    if any(a.digests.get(k, v) != v for k, v in b.digests.items()):
+        return None
+    return Step(
+        step=a.step,
+        metrics={**a.metrics, **b.metrics},
+        t=a.t if a.t is not None else b.t,
+        digest=a.digest or b.digest,
+        digests={**a.digests, **b.digests},
+    )
+
+
+def merge(records: Iterable[Record]) -> list[Record]:
+    """Rows of one step merged into its latest record; a conflicting row starts a new one."""
+    out: list[Record] = []
+    latest: dict[int, int] = {}
+    for record in records:
+        if isinstance(record, Step) and record.step in latest:
+            index = latest[record.step]
+            merged = combine(out[index], record)  # type: ignore[arg-type]
+            if merged is not None:
+                out[index] = merged
+                continue
+        out.append(record)
+        if isinstance(record, Step):
+            latest[record.step] = len(out) - 1
+    return out
+
+
+class StreamMerger:
+    """`merge` for a live stream: a step is held until a row of another step (or the end)
+    arrives, so rows of one step printed on consecutive lines become one record."""
+
+    MAX_HELD = 256
+
+    def __init__(self) -> None:
+        self._pending: Step | None = None
+        self._held: list[Record] = []
+
+    def feed(self, record: Record, *, complete: bool = False) -> list[Record]:
+        """Records ready to show; `complete` steps (tuimon's own) are never held."""
+        if isinstance(record, Step) and not complete:
+            if self._pending is not None and self._pending.step == record.step:
+                merged = combine(self._pending, record)
+                if merged is not None:
+                    self._pending = merged
+                    return []
+            out = self.close()
+            self._pending = record
+            return out
+        if self._pending is None:
+            return [record]
+        if isinstance(record, Step) or not hasattr(record, "text"):
+            return [*self.close(), record]  # header, end, a complete step: in order
+        self._held.append(record)
+        return self.close() if len(self._held) >= self.MAX_HELD else []
+
+    def close(self) -> list[Record]:
+        """Everything held."""
+        out: list[Record] = [self._pending] if self._pending is not None else []
+        out += self._held
+        self._pending, self._held = None, []
+        return out

@@ -1,0 +1,127 @@
+"""Plain text a training script prints -> steps: built-in shapes and user patterns (`--pattern`).
+
+Built in, for any line that names a step and at least one number:
+
+    step 100: loss 2.31                          iter 100: loss 2.3100, time 77.43ms, mfu 5.00%
+    step 100: train loss 2.3100, val loss 2.32   Epoch 3: 100%|███| 50/50 [00:01, loss=0.12]
+    step=100 loss=2.31 acc=0.5                   [step 100] loss: 2.31 | lr: 1e-3
+
+A value with a time unit (`77.43ms`, `1.2s`) is a clock, never compared. tqdm-style progress
+(`\\r` redraws) is read at its last state; terminal colour codes are ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from tuimon.clocks import is_clock
+from tuimon.readers.rows import as_float, as_int
+from tuimon.steplog import Step
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b"
+_STEP = re.compile(
+    r"(?<![\w.])(?P<key>global[_ ]step|step|iteration|iter|it|epoch)\b\s*[:=#]?\s*\[?\s*"
+    r"(?P<n>\d+)(?:\s*/\s*\d+)?\b",
+    re.IGNORECASE,
+)
+_PAIR = re.compile(
+    r"(?<![\w.])(?P<name>[A-Za-z_][\w./-]*(?: [A-Za-z_][\w./-]*)?)\s*(?:[:=]\s*|\s)"
+    r"(?P<value>" + _NUM + r")(?P<unit>ms|us|µs|s|%)?(?![\w.])",
+    re.IGNORECASE,
+)
+_RANK = {"global step": 0, "global_step": 0, "step": 1, "iteration": 2, "iter": 2, "it": 3}
+STEP_GROUPS = ("step", "iter", "iteration", "global_step", "epoch")
+"""Group names a `--pattern` may use for the step."""
+
+
+class PatternError(ValueError):
+    """A `--pattern` that cannot be used (one line for the user)."""
+
+
+def compile_pattern(text: str) -> re.Pattern[str]:
+    """A user's `--pattern`: a regex with a named group for the step and one per metric."""
+    try:
+        pattern = re.compile(text)
+    except re.error as exc:
+        raise PatternError(f"--pattern {text!r}: not a regular expression ({exc})") from None
+    groups = set(pattern.groupindex)
+    if not groups & set(STEP_GROUPS):
+        raise PatternError(
+            f"--pattern {text!r} needs a named group for the step, e.g. (?P<step>\\d+)"
+        )
+    if not groups - set(STEP_GROUPS):
+        raise PatternError(
+            f"--pattern {text!r} needs a named group per metric, e.g. (?P<loss>[-+.\\deE]+)"
+        )
+    return pattern
+
+
+def last_state(text: str) -> str:
+    """A line as a terminal shows it: the last `\\r` redraw, without colour codes."""
+    text = text.rstrip("\r\n")
+    if "\r" in text:
+        text = next((part for part in reversed(text.split("\r")) if part.strip()), "")
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+def _name(raw: str) -> str:
+    return re.sub(r"[\s/-]+", "_", raw.strip()).strip("_").lower()
+
+
+def parse_text(text: str, patterns: Sequence[re.Pattern[str]] = ()) -> Step | None:
+    """The step a printed line stands for, or None. User patterns, when given, replace the
+    built-in shapes."""
+    if patterns:
+        return _by_patterns(text, patterns)
+    steps = list(_STEP.finditer(text))
+    if not steps:
+        return None
+    # the finest counter on the line: step/iter over epoch ("Epoch 3, step 120: ...")
+    best = min(steps, key=lambda m: _RANK.get(m["key"].lower(), 9))
+    metrics: dict[str, float] = {}
+    clocks: dict[str, float] = {}
+    spans = [m.span() for m in steps]
+    for m in _PAIR.finditer(text):
+        if any(start <= m.start("value") < end for start, end in spans):
+            continue
+        name = _name(m["name"])
+        words = name.split("_")
+        if words[-1] in ("step", "iter", "epoch", "it") and len(words) > 1:
+            continue
+        value = as_float(m["value"])
+        if value is None or name in _RANK:
+            continue
+        unit = (m["unit"] or "").lower()
+        if unit in ("ms", "us", "µs", "s") or is_clock(name):
+            clocks[name] = value
+        else:
+            metrics[name] = value
+    for m in steps:
+        if m is not best and m["key"].lower() == "epoch":
+            metrics["epoch"] = float(m["n"])
+    if not metrics:
+        return None
+    return Step(step=int(best["n"]), metrics=metrics)
+
+
+def _by_patterns(text: str, patterns: Sequence[re.Pattern[str]]) -> Step | None:
+    for pattern in patterns:
+        m = pattern.search(text)
+        if m is None:
+            continue
+        found = m.groupdict()
+        step = next((as_int(found[g]) for g in STEP_GROUPS if found.get(g) is not None), None)
+        if step is None:
+            continue
+        metrics = {}
+        for name, raw in found.items():
+            if name in STEP_GROUPS or raw is None or is_clock(name):
+                continue
+            value = as_float(raw)
+            if value is not None:
+                metrics[name] = value
+        if metrics:
+            return Step(step=step, metrics=metrics)
+    return None
