@@ -6,6 +6,8 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from tuimon import __version__
 
@@ -89,6 +91,17 @@ def _add_pair(sub: argparse._SubParsersAction) -> None:
         "train.py --seed {seed} --device {device}",
     )
     p.add_argument("--seed", type=int, default=0, help="the seed of both runs (default 0)")
+    _add_pair_options(p)
+    p.add_argument(
+        "--no-save", action="store_true", help="do not save the pair (nothing is written)"
+    )
+    _add_store(p)
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND TEMPLATE ...")
+    p.set_defaults(handler=_run_pair)
+
+
+def _add_pair_options(p: argparse.ArgumentParser) -> None:
+    """Options shared by `pair` and `sweep`: devices, workload, judging, launchers ..."""
     p.add_argument(
         "--devices", default="cpu,cpu", help="two devices, A,B (default cpu,cpu; e.g. mps,mps)"
     )
@@ -138,14 +151,18 @@ def _add_pair(sub: argparse._SubParsersAction) -> None:
         "{device}, {pair_dir} substituted)",
     )
     p.add_argument("--shell", action="store_true", help="run the command through the shell (sh -c)")
+    p.add_argument(
+        "--launch",
+        default=None,
+        metavar="PREFIX",
+        help="run both sides through this launcher, e.g. 'srun -p gpu --gres=gpu:1'",
+    )
+    p.add_argument(
+        "--launch-a", default=None, metavar="PREFIX", help="launcher of run A, e.g. 'ssh -tt mac'"
+    )
+    p.add_argument("--launch-b", default=None, metavar="PREFIX", help="launcher of run B")
     p.add_argument("--headless", action="store_true", help="no TUI: progress, then the verdict")
     p.add_argument("--json", action="store_true", help="(headless) print the summary as JSON")
-    p.add_argument(
-        "--no-save", action="store_true", help="do not save the pair (nothing is written)"
-    )
-    _add_store(p)
-    p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND TEMPLATE ...")
-    p.set_defaults(handler=_run_pair)
 
 
 def _threads(text: str | None, devices: tuple[str, ...]) -> tuple[int, int]:
@@ -164,6 +181,43 @@ def _threads(text: str | None, devices: tuple[str, ...]) -> tuple[int, int]:
 
 
 def _run_pair(args: argparse.Namespace) -> int:
+    from tuimon.store import resolve_store
+
+    plan, store = _plan(args, args.seed, many=args.repeat > 1)
+    devices = plan.devices
+    factories = [plan.session_factory(store) for _ in range(args.repeat)]
+    if args.headless or not _terminal("pair"):
+        from tuimon.headless import run_headless
+
+        return run_headless(factories, as_json=args.json)
+    from tuimon.ui.app import run_app
+
+    code = 0
+    for make in factories:
+        code = run_app(
+            store=store or resolve_store(None),
+            make_session=make,
+            title=f"tuimon pair · seed {args.seed} · {devices[0]},{devices[1]}",
+        )
+        if code:
+            break
+    return code
+
+
+def _launchers(args: argparse.Namespace) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
+    from tuimon.plan import parse_launcher
+
+    out = []
+    for flag, text in (("--launch-a", args.launch_a), ("--launch-b", args.launch_b)):
+        try:
+            out.append(parse_launcher(text if text is not None else args.launch))
+        except ValueError as exc:
+            raise UsageError(f"{flag}/--launch: {exc} in {text or args.launch!r}") from None
+    return out[0], out[1]
+
+
+def _plan(args: argparse.Namespace, seed: int | None, *, many: bool) -> tuple[Any, Path | None]:
+    """The `PairPlan` the pair options describe, and the checked store (None: --no-save)."""
     from tuimon.devices import DeviceError, check
     from tuimon.plan import PairPlan, loss_dtype_for
     from tuimon.store import StoreError, check_writable, resolve_store
@@ -192,19 +246,22 @@ def _run_pair(args: argparse.Namespace) -> int:
         )
     if args.shell and not template:
         raise UsageError("--shell needs a command after --")
-    try:
-        check(list(devices), need_torch=not template)
+    launch = _launchers(args)
+    local = [d for d, launcher in zip(devices, launch, strict=True) if not launcher]
+    try:  # a launched side's device is on the other machine: it checks it itself
+        if local:
+            check(local, need_torch=not template)
     except DeviceError as exc:
         raise UsageError(str(exc)) from None
     store = None
-    if not args.no_save:
+    if not getattr(args, "no_save", False):
         store = resolve_store(args.store)
         try:
             check_writable(store)
         except StoreError as exc:
             raise UsageError(str(exc)) from None
     plan = PairPlan(
-        seed=args.seed,
+        seed=seed,
         devices=devices,  # type: ignore[arg-type]
         threads=threads,
         deterministic=args.deterministic,
@@ -218,10 +275,11 @@ def _run_pair(args: argparse.Namespace) -> int:
         stall_timeout=args.stall_timeout or None,
         stop_on_fail=args.stop_on_fail,
         label=args.label,
+        launch=launch,
     )
     if args.log_file and "{pair_dir}" not in args.log_file:
-        if args.repeat > 1:
-            raise UsageError("--repeat with --log-file needs {pair_dir} in the template")
+        if many:
+            raise UsageError("--repeat or a sweep with --log-file needs {pair_dir} in the template")
         for side in ("a", "b"):
             log = plan.spec(side, None).log_file
             if log is not None and log.exists():
@@ -229,23 +287,79 @@ def _run_pair(args: argparse.Namespace) -> int:
                     f"--log-file {log} already exists: remove it, or put {{pair_dir}} in the "
                     "template so each pair writes its own"
                 )
-    factories = [plan.session_factory(store) for _ in range(args.repeat)]
-    if args.headless or not _terminal("pair"):
-        from tuimon.headless import run_headless
+    return plan, store
 
-        return run_headless(factories, as_json=args.json)
+
+def _add_sweep(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="run a pair for each seed (and repeat), N at a time",
+        description="Run one pair per seed (times --repeat), --jobs at a time, each saved as a "
+        "pair tagged with the sweep, and show them as one table. Takes the pair options; "
+        "--launch 'srun ...' with --jobs 32 lets SLURM do the scheduling.",
+        epilog="exit codes: 0 every pair IDENTICAL or CLOSE, 1 any DIVERGED, 3 any INCOMPLETE "
+        "(or never ran), 2 bad usage. Example: tuimon sweep --seeds 0-9 --devices cpu,cpu "
+        "--threads 1 --jobs 2 --headless",
+    )
+    p.add_argument("--seeds", default=None, help="seeds: 0-9, 0,3,7 or 0-3,7")
+    p.add_argument(
+        "--resume",
+        default=None,
+        metavar="SWEEP",
+        help="run the pairs of a saved sweep that never ran or were interrupted",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="pairs at once (default: as many as the cores hold without two CPU runs sharing "
+        "a core; 1 for GPU or launched pairs)",
+    )
+    _add_pair_options(p)
+    _add_store(p)
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND TEMPLATE ...")
+    p.set_defaults(handler=_run_sweep)
+
+
+def _run_sweep(args: argparse.Namespace) -> int:
+    from tuimon.store import resolve_store
+    from tuimon.sweep import Sweep, SweepError, default_jobs, oversubscribed, parse_seeds
+
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    if args.json and not args.headless:
+        raise UsageError("--json needs --headless")
+    try:
+        if args.resume:
+            if args.seeds:
+                raise UsageError("--resume takes the sweep's own seeds: leave out --seeds")
+            sweep = Sweep.load(resolve_store(args.store), args.resume, args.jobs)
+            if not sweep.todo():
+                raise UsageError(f"sweep {sweep.id} has nothing left to run")
+        else:
+            if not args.seeds:
+                raise UsageError("sweep needs --seeds (e.g. 0-9 or 0,3,7) or --resume SWEEP")
+            seeds = parse_seeds(args.seeds)
+            plan, store = _plan(args, None, many=True)
+            assert store is not None
+            jobs = args.jobs or default_jobs(plan)
+            sweep = Sweep.create(store, plan, seeds, args.repeat, jobs)
+    except SweepError as exc:
+        raise UsageError(str(exc)) from None
+    if oversubscribed(sweep.plan, sweep.at_once):
+        print(
+            f"tuimon: warning: {sweep.at_once} pairs at once share the cores "
+            "(CPU runs compete; timing changes, and so may results): see --threads",
+            file=sys.stderr,
+        )
+    if args.headless or not _terminal("sweep"):
+        from tuimon.sweep_headless import run_sweep_headless
+
+        return run_sweep_headless(sweep, as_json=args.json)
     from tuimon.ui.app import run_app
 
-    code = 0
-    for make in factories:
-        code = run_app(
-            store=store or resolve_store(None),
-            make_session=make,
-            title=f"tuimon pair · seed {args.seed} · {devices[0]},{devices[1]}",
-        )
-        if code:
-            break
-    return code
+    return run_app(store=sweep.store, sweep=sweep, title=f"tuimon sweep · {sweep.id}")
 
 
 def _add_compare(sub: argparse._SubParsersAction) -> None:
@@ -363,6 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tuimon {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_pair(sub)
+    _add_sweep(sub)
     _add_compare(sub)
     _add_replay(sub)
     _add_browse(sub)

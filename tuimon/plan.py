@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tuimon.runner import RunSpec, expand_template
@@ -13,6 +14,36 @@ from tuimon.session import Batch, LiveSource, PairOptions, PairSession, SideStat
 from tuimon.store import PairWriter
 
 SIDES = ("a", "b")
+REMOTE_PYTHON = "python3"
+"""The reference workload through a launcher runs `python3 -m tuimon train` on the other side."""
+CMD = "{cmd}"
+"""In a launcher, stands for the whole command as one shell-quoted argument."""
+
+
+def launched(launcher: Sequence[str], spec: RunSpec) -> tuple[str, ...]:
+    """`launcher + env K=V ... command`: the environment goes with the command, explicitly.
+
+    The other side does not inherit tuimon's environment, so the pair's variables travel as
+    `env K=V` in front of the command. ssh joins its arguments into one string that the remote
+    shell parses again, so for ssh (and wherever the launcher says `{cmd}`) the command is one
+    shell-quoted string; other launchers (srun, docker exec ...) get it as separate arguments.
+    """
+    command = list(spec.argv)
+    if spec.shell:
+        command = ["sh", "-c", spec.argv[0]]
+    full = ["env", *(f"{k}={v}" for k, v in spec.env.items()), *command]
+    if any(CMD in part for part in launcher):
+        return tuple(part.replace(CMD, shlex.join(full)) for part in launcher)
+    if Path(launcher[0]).name == "ssh":
+        return (*launcher, shlex.join(full))
+    return (*launcher, *full)
+
+
+def parse_launcher(text: str | None) -> tuple[str, ...] | None:
+    """`'ssh -tt mac-mini'` -> its words (ValueError on unbalanced quotes); None when empty."""
+    if text is None or not text.strip():
+        return None
+    return tuple(shlex.split(text))
 
 
 def default_threads(devices: Sequence[str]) -> int:
@@ -49,6 +80,10 @@ class PairPlan:
     stall_timeout: float | None = None
     stop_on_fail: bool = False
     label: str | None = None
+    launch: tuple[tuple[str, ...] | None, tuple[str, ...] | None] = (None, None)
+    """A launcher prefix per side (`ssh mac-mini`, `srun -p gpu`): that run goes through it."""
+    sweep: str | None = None
+    """The sweep this pair belongs to (pair.json `sweep`)."""
 
     def env(self, side: str, device: str) -> dict[str, str]:
         """The child's environment additions: the same on both sides but for the device."""
@@ -70,8 +105,16 @@ class PairPlan:
         return env
 
     def spec(self, side: str, pair_dir: Path | None) -> RunSpec:
-        """The command of one side."""
+        """The command of one side, through its launcher when it has one."""
+        spec = self._local_spec(side, pair_dir)
+        launcher = self.launch[SIDES.index(side)]
+        if not launcher:
+            return spec
+        return replace(spec, argv=launched(launcher, spec), shell=False)
+
+    def _local_spec(self, side: str, pair_dir: Path | None) -> RunSpec:
         device = self.devices[SIDES.index(side)]
+        remote = bool(self.launch[SIDES.index(side)])
         threads = self.threads[SIDES.index(side)]
         values = {
             "seed": self.seed,
@@ -89,7 +132,7 @@ class PairPlan:
                 argv = (" ".join(argv),)
             return RunSpec(side, device, argv, self.env(side, device), self.shell, log_file)
         argv = [
-            sys.executable,
+            REMOTE_PYTHON if remote else sys.executable,
             "-m",
             "tuimon",
             "train",
@@ -110,7 +153,9 @@ class PairPlan:
             argv.append("--deterministic")
         if self.loss_dtype:
             argv += ["--loss-dtype", self.loss_dtype]
-        if pair_dir is not None:
+        if remote:
+            pass  # the other machine cannot write into this pair directory
+        elif pair_dir is not None:
             argv += ["--save-emb", str(pair_dir / f"emb-{side}.npy")]
         else:
             argv.append("--time-only")
@@ -129,6 +174,16 @@ class PairPlan:
             "loss_dtype": self.loss_dtype,
             "commands": {s.side: list(s.argv) for s in specs},
             "shell": self.shell,
+            **({"sweep": self.sweep} if self.sweep else {}),
+            **(
+                {
+                    "launch": {
+                        s: list(v) if v else None for s, v in zip(SIDES, self.launch, strict=True)
+                    }
+                }
+                if any(self.launch)
+                else {}
+            ),
         }
 
     def session_factory(

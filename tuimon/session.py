@@ -21,6 +21,7 @@ import orjson
 
 from tuimon.align import AlignedStep, PairAligner, Summary
 from tuimon.artifacts import compare_artifacts, describe
+from tuimon.hints import likely_causes
 from tuimon.runner import (
     Exited,
     LaunchError,
@@ -435,7 +436,7 @@ class PairSession:
                 "stderr_tail": list(self._stderr[side]),
             }
         a, b = (self.sides[k].header for k in ("a", "b"))
-        return {
+        doc = {
             **self.options.meta,
             "created": self.created,
             "status": self.status(),
@@ -447,6 +448,8 @@ class PairSession:
             "artifacts": self.artifacts,
             "files": {"a": "a.jsonl", "b": "b.jsonl", "aligned": "aligned.jsonl"},
         }
+        doc["hints"] = [h.to_dict() for h in likely_causes(doc)]
+        return doc
 
 
 class _AlignedSpool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import socket
 import subprocess
 from typing import Any
 
@@ -94,6 +95,7 @@ def fingerprint(device: torch.device, loss_dtype: torch.dtype, time_only: bool) 
     env: dict[str, Any] = {
         "device": str(device),
         "device_name": device_name(device),
+        "host": socket.gethostname(),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "deterministic": torch.are_deterministic_algorithms_enabled(),
