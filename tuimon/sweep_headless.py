@@ -16,7 +16,12 @@ from rich.text import Text
 from tuimon.store import StoreError
 from tuimon.sweep import COLUMNS, Sweep, hint_lines, row
 
-VERDICT_STYLES = {"IDENTICAL": "green", "CLOSE": "yellow", "DIVERGED": "red", "INCOMPLETE": "yellow"}
+VERDICT_STYLES = {
+    "IDENTICAL": "green",
+    "CLOSE": "yellow",
+    "DIVERGED": "red",
+    "INCOMPLETE": "yellow",
+}
 
 
 def sweep_table(sweep: Sweep) -> Table:
