@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -88,13 +89,11 @@ def test_different_hosts_and_evidence_is_sanitised():
 
 def test_hints_are_stored_and_printed(tmp_path, capsys):
     store = tmp_path / "store"
-    argv = ["pair", "--headless", "--store", str(store), "--threads", "2", "--",
-            sys.executable, FAKE, "--side", "{side}", "--steps", "5", "--diverge-at", "2"]  # fmt: skip
+    fake = [sys.executable, FAKE, "--side", "{side}", "--steps", "5", "--diverge-at", "2"]
+    argv = ["pair", "--headless", "--store", str(store), "--threads", "2", "--", *fake]
     assert main(argv) == 1
     out = capsys.readouterr().out
     assert "maybe: the embedding's gradient" in out and "maybe: more than one CPU thread" in out
-    import json
-
     (pair_dir,) = store.iterdir()
     meta = json.loads((pair_dir / "pair.json").read_text())
     assert [h["tag"] for h in meta["hints"]] == ["threads", "embedding"]
