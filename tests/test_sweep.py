@@ -13,7 +13,7 @@ import pytest
 
 from tuimon.cli import main
 from tuimon.plan import PairPlan
-from tuimon.sweep import Sweep, SweepError, default_jobs, parse_seeds
+from tuimon.sweep import Job, Sweep, SweepError, default_jobs, key_frequencies, parse_seeds, row
 
 FAKE = str(Path(__file__).with_name("fake_trainer.py"))
 
@@ -182,3 +182,34 @@ def test_sweep_record_round_trips(tmp_path):
     sweep.save()
     back = Sweep.load(tmp_path, sweep.id)
     assert back.plan == sweep.plan and back.jobs == sweep.jobs and back.at_once == 2
+
+
+@pytest.mark.parametrize(
+    ("artifacts", "shown"),
+    [
+        ({"key_frequencies": {"a": [14, 35, 41], "b": [14, 35, 42]}}, "a 14 35 41 · b 14 35 42"),
+        ({"key_freqs": [3, 7]}, "3 7"),
+        ({"emb": {"equal": True}}, None),
+        ("not a mapping", None),
+    ],
+)
+def test_key_frequencies_shown_where_the_pair_has_them(artifacts, shown):
+    assert key_frequencies({"artifacts": artifacts}) == shown
+
+
+def test_exit_code_and_running_cells():
+    sweep = Sweep(Path("."), PairPlan(None, ("cpu", "cpu"), (1, 1), False, None), [], at_once=1)
+    assert sweep.exit_code() == 3  # nothing ran: nothing is IDENTICAL
+    sweep.jobs = [
+        Job(0, 1, "finished", verdict="IDENTICAL"),
+        Job(1, 1, "finished", verdict="CLOSE"),
+    ]
+    assert sweep.exit_code() == 0
+    sweep.jobs.append(Job(2, 1, "finished", verdict="DIVERGED"))
+    assert sweep.exit_code() == 1
+    sweep.jobs.append(Job(3, 1, "pending"))
+    assert sweep.exit_code() == 3 and sweep.never_ran() == [3]
+    running = Job(4, 1, "running", verdict="INCOMPLETE", step=9, total=40)
+    assert row(running)[2:4] == ["running 10/40", "–"]
+    running.first_step, running.verdict = 3, "DIVERGED"
+    assert row(running)[3] == "DIVERGED so far"

@@ -349,8 +349,9 @@ def _run_sweep(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     if oversubscribed(sweep.plan, sweep.at_once):
         print(
-            f"tuimon: warning: {sweep.at_once} pairs at once share the cores "
-            "(CPU runs compete; timing changes, and so may results): see --threads",
+            f"tuimon: warning: {sweep.at_once} pair(s) at once ask for more CPU threads than "
+            f"there are cores ({os.cpu_count()}): runs compete, timing changes, and so may "
+            "results (see --threads, --jobs)",
             file=sys.stderr,
         )
     if args.headless or not _terminal("sweep"):

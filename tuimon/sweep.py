@@ -400,7 +400,7 @@ def row(job: Job) -> list[str]:
         str(job.seed),
         str(job.repeat),
         status,
-        job.verdict or "–",
+        _verdict(job),
         "–" if job.first_step is None else str(job.first_step),
         ", ".join(job.first_tensors) or "–",
         "–" if job.max_divergence is None else f"{job.max_divergence:.3g}",
@@ -408,6 +408,13 @@ def row(job: Job) -> list[str]:
         ", ".join(h.get("tag", "?") for h in job.hints) or "–",
         job.pair or "–",
     ]
+
+
+def _verdict(job: Job) -> str:
+    """The verdict; while running, only a divergence already seen (`DIVERGED so far`)."""
+    if job.status == "running":
+        return f"{job.verdict} so far" if job.first_step is not None and job.verdict else "–"
+    return job.verdict or "–"
 
 
 def hint_lines(jobs: Sequence[Job]) -> list[str]:

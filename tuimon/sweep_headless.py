@@ -6,16 +6,20 @@ import asyncio
 import contextlib
 import signal
 import sys
+import time
 from typing import Any
 
 import orjson
 from rich.console import Console
+from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
 from tuimon.store import StoreError
 from tuimon.sweep import COLUMNS, Sweep, hint_lines, row
 
+LIVE_EVERY = 0.25
+"""Seconds between redraws of the live table (a finished or started pair redraws at once)."""
 VERDICT_STYLES = {
     "IDENTICAL": "green",
     "CLOSE": "yellow",
@@ -52,12 +56,25 @@ def run_sweep_headless(sweep: Sweep, *, as_json: bool = False, out: Any = None) 
         else:
             console.print(Text(f"{job.name}: {job.status} · {job.verdict or '–'}"))
 
-    sweep.on_change = changed
     todo = len(sweep.todo())
     console.print(
         Text(f"sweep {sweep.id}: {todo} pairs, {sweep.at_once} at a time; record {sweep.path}")
     )
-    code = asyncio.run(_run_with_signals(sweep))
+    if console.is_terminal:  # the table, live, on stderr; the final one goes to stdout
+        with Live(sweep_table(sweep), console=console, transient=True) as live:
+            last = 0.0
+
+            def redraw(index: int) -> None:
+                nonlocal last
+                if time.monotonic() - last >= LIVE_EVERY or sweep.jobs[index].status != "running":
+                    last = time.monotonic()
+                    live.update(sweep_table(sweep))
+
+            sweep.on_change = redraw
+            code = asyncio.run(_run_with_signals(sweep))
+    else:
+        sweep.on_change = changed
+        code = asyncio.run(_run_with_signals(sweep))
     if as_json:
         out.write(orjson.dumps(sweep.to_dict()).decode() + "\n")
     else:
