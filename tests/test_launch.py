@@ -152,3 +152,16 @@ def test_dropped_connection_fails_that_side(tmp_path):
     assert meta["runs"]["b"]["exit_code"] == 255 and meta["runs"]["b"]["status"] == "failed"
     assert "Connection to fake-host closed" in " ".join(meta["runs"]["b"]["stderr_tail"])
     assert gone(tag)
+
+
+def test_sweep_through_a_launcher(tmp_path, capsys):
+    store = tmp_path / "store"
+    fake = [sys.executable, FAKE, "--side", "{side}", "--steps", "4"]
+    argv = ["sweep", "--seeds", "0,1", "--headless", "--json", "--store", str(store),
+            "--launch-b", SRUN, "--", *fake]  # fmt: skip
+    assert main(argv) == 0
+    rec = result(capsys)
+    assert rec["plan"]["launch"] == [None, [sys.executable, LAUNCHER]]
+    for job in rec["jobs"]:
+        meta = json.loads((store / job["pair"] / "pair.json").read_text())
+        assert "TUIMON_SEED=" + str(job["seed"]) in meta["commands"]["b"]

@@ -81,6 +81,13 @@ async def test_quitting_a_running_sweep_stops_and_saves(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         screen = app.screen
         await wait_for(pilot, lambda: cells(screen)[0][2].startswith("running "))
+        await pilot.press("enter")  # a running pair: as far as it got
+        await wait_for(pilot, lambda: isinstance(app.screen, PairScreen))
+        pair = app.screen
+        await wait_for(pilot, lambda: pair.saved is not None)
+        assert pair.saved.model.sides["a"].step is not None
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen)
         await pilot.press("q")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.click("#yes")
