@@ -18,6 +18,8 @@ from rich.text import Text
 from tuimon.store import StoreError
 from tuimon.sweep import COLUMNS, Sweep, hint_lines, row
 
+PLAIN_EVERY = 15.0
+"""Seconds between progress lines of the running pairs when stderr is not a terminal."""
 LIVE_EVERY = 0.25
 """Seconds between redraws of the live table (a finished or started pair redraws at once)."""
 VERDICT_STYLES = {
@@ -46,8 +48,16 @@ def run_sweep_headless(sweep: Sweep, *, as_json: bool = False, out: Any = None) 
     console = Console(stderr=True)
     told: dict[int, str] = {}
 
+    next_plain = time.monotonic() + PLAIN_EVERY
+
     def changed(index: int) -> None:
+        nonlocal next_plain
         job = sweep.jobs[index]
+        if time.monotonic() >= next_plain:  # a log file or CI job: how far the running ones are
+            next_plain = time.monotonic() + PLAIN_EVERY
+            for other in sweep.jobs:
+                if other.status == "running":
+                    console.print(Text(f"{other.name}: {row(other)[2]} · {row(other)[3]}"))
         if told.get(index) == job.status:
             return
         told[index] = job.status
