@@ -153,16 +153,15 @@ class PairPlan:
             argv.append("--deterministic")
         if self.loss_dtype:
             argv += ["--loss-dtype", self.loss_dtype]
-        if remote:
-            pass  # the other machine cannot write into this pair directory
-        elif pair_dir is not None:
-            argv += ["--save-emb", str(pair_dir / f"emb-{side}.npy")]
-        else:
+        if pair_dir is None:
             argv.append("--time-only")
+        elif not remote:  # the other machine cannot write into this pair directory
+            argv += ["--save-emb", str(pair_dir / f"emb-{side}.npy")]
         return RunSpec(side, device, tuple(argv), self.env(side, device))
 
     def meta(self, specs: Sequence[RunSpec]) -> dict[str, object]:
         """pair.json fields that describe the launch."""
+        launch = {side: list(v) if v else None for side, v in zip(SIDES, self.launch, strict=True)}
         return {
             "seed": self.seed,
             "devices": list(self.devices),
@@ -175,15 +174,7 @@ class PairPlan:
             "commands": {s.side: list(s.argv) for s in specs},
             "shell": self.shell,
             **({"sweep": self.sweep} if self.sweep else {}),
-            **(
-                {
-                    "launch": {
-                        s: list(v) if v else None for s, v in zip(SIDES, self.launch, strict=True)
-                    }
-                }
-                if any(self.launch)
-                else {}
-            ),
+            **({"launch": launch} if any(self.launch) else {}),
         }
 
     def session_factory(
