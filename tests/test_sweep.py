@@ -213,3 +213,14 @@ def test_exit_code_and_running_cells():
     assert row(running)[2:4] == ["running 10/40", "–"]
     running.first_step, running.verdict = 3, "DIVERGED"
     assert row(running)[3] == "DIVERGED so far"
+
+
+def test_sweep_engine_imports_neither_textual_nor_torch():
+    code = (
+        "import sys\n"
+        "import tuimon.sweep, tuimon.sweep_headless, tuimon.hints\n"
+        "bad = [m for m in ('textual', 'torch') if m in sys.modules]\n"
+        "sys.exit(f'loaded: {bad}' if bad else 0)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
