@@ -137,6 +137,17 @@ def _add_pair(sub: argparse._SubParsersAction) -> None:
         "train.py --seed {seed} --device {device}",
     )
     p.add_argument("--seed", type=int, default=0, help="the seed of both runs (default 0)")
+    _add_pair_options(p)
+    p.add_argument(
+        "--no-save", action="store_true", help="do not save the pair (nothing is written)"
+    )
+    _add_store(p)
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND TEMPLATE ...")
+    p.set_defaults(handler=_run_pair)
+
+
+def _add_pair_options(p: argparse.ArgumentParser) -> None:
+    """Options shared by `pair` and `sweep`: devices, workload, judging, launchers ..."""
     p.add_argument(
         "--devices", default="cpu,cpu", help="two devices, A,B (default cpu,cpu; e.g. mps,mps)"
     )
@@ -187,14 +198,18 @@ def _add_pair(sub: argparse._SubParsersAction) -> None:
     )
     _add_reading(p)
     p.add_argument("--shell", action="store_true", help="run the command through the shell (sh -c)")
+    p.add_argument(
+        "--launch",
+        default=None,
+        metavar="PREFIX",
+        help="run both sides through this launcher, e.g. 'srun -p gpu --gres=gpu:1'",
+    )
+    p.add_argument(
+        "--launch-a", default=None, metavar="PREFIX", help="launcher of run A, e.g. 'ssh -tt mac'"
+    )
+    p.add_argument("--launch-b", default=None, metavar="PREFIX", help="launcher of run B")
     p.add_argument("--headless", action="store_true", help="no TUI: progress, then the verdict")
     p.add_argument("--json", action="store_true", help="(headless) print the summary as JSON")
-    p.add_argument(
-        "--no-save", action="store_true", help="do not save the pair (nothing is written)"
-    )
-    _add_store(p)
-    p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND TEMPLATE ...")
-    p.set_defaults(handler=_run_pair)
 
 
 def _threads(text: str | None, devices: tuple[str, ...]) -> tuple[int, int]:
@@ -210,6 +225,18 @@ def _threads(text: str | None, devices: tuple[str, ...]) -> tuple[int, int]:
     if len(values) not in (1, 2) or min(values) < 1:
         raise UsageError(f"--threads takes N or A,B, each at least 1 (got {text!r})")
     return (values[0], values[-1])
+
+
+def _launchers(args: argparse.Namespace) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
+    from tuimon.plan import parse_launcher
+
+    out = []
+    for flag, text in (("--launch-a", args.launch_a), ("--launch-b", args.launch_b)):
+        try:
+            out.append(parse_launcher(text if text is not None else args.launch))
+        except ValueError as exc:
+            raise UsageError(f"{flag}/--launch: {exc} in {text or args.launch!r}") from None
+    return out[0], out[1]
 
 
 def _pair_devices(args: argparse.Namespace) -> tuple[str, str]:
@@ -249,8 +276,11 @@ def _workload(args: argparse.Namespace) -> dict[str, object]:
     }
 
 
-def _pair_plan(args: argparse.Namespace) -> tuple[PairPlan, Path | None]:
-    """The validated plan of `tuimon pair` and its store (None with --no-save)."""
+def _pair_plan(
+    args: argparse.Namespace, seed: int | None, *, many: bool = False
+) -> tuple[PairPlan, Path | None]:
+    """The validated plan of `tuimon pair` (or a sweep's, `seed` None) and its store (None with
+    --no-save)."""
     from tuimon.devices import check
     from tuimon.plan import PairPlan, loss_dtype_for
     from tuimon.store import check_writable, resolve_store
@@ -258,13 +288,16 @@ def _pair_plan(args: argparse.Namespace) -> tuple[PairPlan, Path | None]:
     devices = _pair_devices(args)
     template = tuple(args.command[1:] if args.command[:1] == ["--"] else args.command)
     threads = _check_pair_args(args, template, devices)
-    check(list(devices), need_torch=not template)
+    launch = _launchers(args)
+    local = [d for d, launcher in zip(devices, launch, strict=True) if not launcher]
+    if local:  # a launched side's device is on the other machine: it checks it itself
+        check(local, need_torch=not template)
     store = None
-    if not args.no_save:
+    if not getattr(args, "no_save", False):
         store = resolve_store(args.store)
         check_writable(store)
     plan = PairPlan(
-        seed=args.seed,
+        seed=seed,
         devices=devices,
         threads=threads,
         deterministic=args.deterministic,
@@ -279,18 +312,19 @@ def _pair_plan(args: argparse.Namespace) -> tuple[PairPlan, Path | None]:
         stop_on_fail=args.stop_on_fail,
         label=args.label,
         reading=_reading(args),
+        launch=launch,
     )
     return plan, store
 
 
-def _check_log_file(args: argparse.Namespace, plan: PairPlan) -> None:
+def _check_log_file(args: argparse.Namespace, plan: PairPlan, *, many: bool = False) -> None:
     """A --log-file without {pair_dir} must not exist yet (old lines would read as new)."""
     from tuimon.store import SIDES
 
     if not args.log_file or "{pair_dir}" in args.log_file:
         return
-    if args.repeat > 1:
-        raise UsageError("--repeat with --log-file needs {pair_dir} in the template")
+    if many or args.repeat > 1:
+        raise UsageError("--repeat or a sweep with --log-file needs {pair_dir} in the template")
     for side in SIDES:
         log = plan.spec(side, None).log_file
         if log is not None and log.exists():
@@ -301,7 +335,7 @@ def _check_log_file(args: argparse.Namespace, plan: PairPlan) -> None:
 
 
 def _run_pair(args: argparse.Namespace) -> int:
-    plan, store = _pair_plan(args)
+    plan, store = _pair_plan(args, args.seed)
     _check_log_file(args, plan)
     factories = [plan.session_factory(store) for _ in range(args.repeat)]
     if args.headless or not _terminal("pair"):
@@ -321,6 +355,80 @@ def _run_pair(args: argparse.Namespace) -> int:
         if code:
             break
     return code
+
+
+def _add_sweep(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="run a pair for each seed (and repeat), N at a time",
+        description="Run one pair per seed (times --repeat), --jobs at a time, each saved as a "
+        "pair tagged with the sweep, and show them as one table. Takes the pair options; "
+        "--launch 'srun ...' with --jobs 32 lets SLURM do the scheduling.",
+        epilog="exit codes: 0 every pair IDENTICAL or CLOSE, 1 any DIVERGED, 3 any INCOMPLETE "
+        "(or never ran), 2 bad usage. Example: tuimon sweep --seeds 0-9 --devices cpu,cpu "
+        "--threads 1 --jobs 2 --headless",
+    )
+    p.add_argument("--seeds", default=None, help="seeds: 0-9, 0,3,7 or 0-3,7")
+    p.add_argument(
+        "--resume",
+        default=None,
+        metavar="SWEEP",
+        help="run the pairs of a saved sweep that never ran or were interrupted",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="pairs at once (default: as many as the cores hold without two CPU runs sharing "
+        "a core; 1 for GPU or launched pairs)",
+    )
+    _add_pair_options(p)
+    _add_store(p)
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND TEMPLATE ...")
+    p.set_defaults(handler=_run_sweep)
+
+
+def _run_sweep(args: argparse.Namespace) -> int:
+    from tuimon.store import resolve_store
+    from tuimon.sweep import Sweep, SweepError, default_jobs, oversubscribed, parse_seeds
+
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    if args.json and not args.headless:
+        raise UsageError("--json needs --headless")
+    try:
+        if args.resume:
+            if args.seeds:
+                raise UsageError("--resume takes the sweep's own seeds: leave out --seeds")
+            sweep = Sweep.load(resolve_store(args.store), args.resume, args.jobs)
+            if not sweep.todo():
+                raise UsageError(f"sweep {sweep.id} has nothing left to run")
+        else:
+            if not args.seeds:
+                raise UsageError("sweep needs --seeds (e.g. 0-9 or 0,3,7) or --resume SWEEP")
+            seeds = parse_seeds(args.seeds)
+            plan, store = _pair_plan(args, None, many=True)
+            _check_log_file(args, plan, many=True)
+            assert store is not None
+            jobs = args.jobs or default_jobs(plan)
+            sweep = Sweep.create(store, plan, seeds, args.repeat, jobs)
+    except SweepError as exc:
+        raise UsageError(str(exc)) from None
+    if oversubscribed(sweep.plan, sweep.at_once):
+        print(
+            f"tuimon: warning: {sweep.at_once} pair(s) at once ask for more CPU threads than "
+            f"there are cores ({os.cpu_count()}): runs compete, timing changes, and so may "
+            "results (see --threads, --jobs)",
+            file=sys.stderr,
+        )
+    if args.headless or not _terminal("sweep"):
+        from tuimon.sweep_headless import run_sweep_headless
+
+        return run_sweep_headless(sweep, as_json=args.json)
+    from tuimon.ui.app import run_app
+
+    return run_app(store=sweep.store, sweep=sweep, title=f"tuimon sweep · {sweep.id}")
 
 
 def _add_compare(sub: argparse._SubParsersAction) -> None:
@@ -438,6 +546,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tuimon {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_pair(sub)
+    _add_sweep(sub)
     _add_compare(sub)
     _add_replay(sub)
     _add_browse(sub)

@@ -17,6 +17,7 @@ from rich.table import Column
 from rich.text import Text
 
 from tuimon.align import CLOSE, DIVERGED, IDENTICAL, Summary
+from tuimon.hints import likely_causes
 from tuimon.session import Batch, PairSession
 from tuimon.wording import divergence_line, first_divergence_event, headline, side_line
 
@@ -96,15 +97,19 @@ def run_headless(
             session = make(reporter)
             summary = asyncio.run(_run_with_signals(session))
         codes.append(exit_code(summary))
+        hints = likely_causes(session.pair_doc().to_json())
         if as_json:
             record = {
                 "pair": str(session.pair_path) if session.pair_path else None,
                 "status": session.status(),
                 **summary.to_dict(),
+                "hints": [h.to_dict() for h in hints],
             }
             out.write(orjson.dumps(record).decode() + "\n")
         else:
             out.write(headline(summary) + "\n")
+            for hint in hints:
+                out.write(hint.text() + "\n")
             if session.pair_path and session.writer is not None:
                 out.write(f"pair saved in {session.pair_path}\n")
         out.flush()

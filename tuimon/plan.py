@@ -3,15 +3,47 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tuimon.readers import Reading
 from tuimon.runner import RunSpec, expand_template
 from tuimon.session import Batch, LiveSource, PairOptions, PairSession, SideState
 from tuimon.store import SIDES, PairWriter
+
+REMOTE_PYTHON = "python3"
+"""The reference workload through a launcher runs `python3 -m tuimon train` on the other side."""
+CMD = "{cmd}"
+"""In a launcher, stands for the whole command as one shell-quoted argument."""
+
+
+def launched(launcher: Sequence[str], spec: RunSpec) -> tuple[str, ...]:
+    """`launcher + env K=V ... command`: the environment goes with the command, explicitly.
+
+    The other side does not inherit tuimon's environment, so the pair's variables travel as
+    `env K=V` in front of the command. ssh joins its arguments into one string that the remote
+    shell parses again, so for ssh (and wherever the launcher says `{cmd}`) the command is one
+    shell-quoted string; other launchers (srun, docker exec ...) get it as separate arguments.
+    """
+    command = list(spec.argv)
+    if spec.shell:
+        command = ["sh", "-c", spec.argv[0]]
+    full = ["env", *(f"{k}={v}" for k, v in spec.env.items()), *command]
+    if any(CMD in part for part in launcher):
+        return tuple(part.replace(CMD, shlex.join(full)) for part in launcher)
+    if Path(launcher[0]).name == "ssh":
+        return (*launcher, shlex.join(full))
+    return (*launcher, *full)
+
+
+def parse_launcher(text: str | None) -> tuple[str, ...] | None:
+    """`'ssh -tt mac-mini'` -> its words (ValueError on unbalanced quotes); None when empty."""
+    if text is None or not text.strip():
+        return None
+    return tuple(shlex.split(text))
 
 
 def default_threads(devices: Sequence[str]) -> int:
@@ -50,6 +82,10 @@ class PairPlan:
     label: str | None = None
     reading: Reading = field(default_factory=Reading)
     """How the runs' output is read (`--pattern`, `--map`)."""
+    launch: tuple[tuple[str, ...] | None, tuple[str, ...] | None] = (None, None)
+    """A launcher prefix per side (`ssh mac-mini`, `srun -p gpu`): that run goes through it."""
+    sweep: str | None = None
+    """The sweep this pair belongs to (pair.json `sweep`)."""
 
     def env(self, side: str, device: str) -> dict[str, str]:
         """The child's environment additions: the same on both sides but for the device."""
@@ -71,8 +107,16 @@ class PairPlan:
         return env
 
     def spec(self, side: str, pair_dir: Path | None) -> RunSpec:
-        """The command of one side."""
+        """The command of one side, through its launcher when it has one."""
+        spec = self._local_spec(side, pair_dir)
+        launcher = self.launch[SIDES.index(side)]
+        if not launcher:
+            return spec
+        return replace(spec, argv=launched(launcher, spec), shell=False)
+
+    def _local_spec(self, side: str, pair_dir: Path | None) -> RunSpec:
         device = self.devices[SIDES.index(side)]
+        remote = bool(self.launch[SIDES.index(side)])
         threads = self.threads[SIDES.index(side)]
         values = {
             "seed": self.seed,
@@ -91,7 +135,7 @@ class PairPlan:
             env = self.env(side, device)
             return RunSpec(side, device, argv, env, self.shell, log_file, self.reading)
         cmd = [
-            sys.executable,
+            REMOTE_PYTHON if remote else sys.executable,
             "-m",
             "tuimon",
             "train",
@@ -112,14 +156,15 @@ class PairPlan:
             cmd.append("--deterministic")
         if self.loss_dtype:
             cmd += ["--loss-dtype", self.loss_dtype]
-        if pair_dir is not None:
-            cmd += ["--save-emb", str(pair_dir / f"emb-{side}.npy")]
-        else:
+        if pair_dir is None:
             cmd.append("--time-only")
+        elif not remote:  # the other machine cannot write into this pair directory
+            cmd += ["--save-emb", str(pair_dir / f"emb-{side}.npy")]
         return RunSpec(side, device, tuple(cmd), self.env(side, device), reading=self.reading)
 
     def meta(self, specs: Sequence[RunSpec]) -> dict[str, object]:
         """pair.json fields that describe the launch."""
+        launch = {side: list(v) if v else None for side, v in zip(SIDES, self.launch, strict=True)}
         return {
             "seed": self.seed,
             "devices": list(self.devices),
@@ -132,6 +177,8 @@ class PairPlan:
             "commands": {s.side: list(s.argv) for s in specs},
             "shell": self.shell,
             "reading": self.reading.to_dict(),
+            **({"sweep": self.sweep} if self.sweep else {}),
+            **({"launch": launch} if any(self.launch) else {}),
         }
 
     def session_factory(

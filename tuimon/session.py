@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from tuimon.align import PairAligner, Summary
 from tuimon.applied import pair_applied
 from tuimon.artifacts import compare_artifacts, describe
+from tuimon.hints import likely_causes
 from tuimon.runner import (
     Exited,
     LaunchError,
@@ -475,7 +476,7 @@ class PairSession:
         """pair.json: what ran, where, how it ended, and the judgement."""
         a, b = (self.sides[k].header for k in SIDES)
         asked = bool(self.options.meta.get("deterministic"))
-        return replace(
+        doc = replace(
             PairDoc.from_json({**self.options.meta, **pair_applied(asked, {"a": a, "b": b})}),
             created=self.created,
             status=self.status(),
@@ -486,6 +487,8 @@ class PairSession:
             summary=self.summary.to_dict(),
             artifacts=self.artifacts,
         )
+        doc.more["hints"] = [h.to_dict() for h in likely_causes(doc.to_json())]
+        return doc
 
 
 def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -620,6 +620,8 @@ class PairInfo:
     first_divergent_step: int | None
     max_divergence: float | None
     damaged: str | None
+    sweep: str | None = None
+    """The sweep the pair belongs to (`tuimon sweep`), if any."""
 
 
 def _load(pair_json: Path) -> tuple[dict[str, Any] | None, str | None]:
@@ -683,6 +685,7 @@ def _info(path: Path, mtime: float) -> PairInfo:
         first_divergent_step=_int(summary.get("first_divergent_step")),
         max_divergence=_float(summary.get("max_divergence")),
         damaged=damaged,
+        sweep=_str(doc.get("sweep")),
     )
 
 

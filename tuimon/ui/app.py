@@ -8,8 +8,10 @@ from pathlib import Path
 from textual.app import App
 
 from tuimon.session import Batch, PairSession
+from tuimon.sweep import Sweep
 from tuimon.ui.browser import BrowserScreen
 from tuimon.ui.pair_screen import PairScreen, SessionStarted
+from tuimon.ui.sweep_screen import SweepScreen
 from tuimon.ui.workers import ReportsWorkerErrors
 
 SessionFactory = Callable[[Callable[[Batch], None]], PairSession]
@@ -28,8 +30,10 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
         make_session: SessionFactory | None = None,
         title: str = "tuimon",
         replay: bool = False,
+        sweep: Sweep | None = None,
     ) -> None:
         super().__init__()
+        self.sweep = sweep
         self.store = Path(store)
         self.make_session = make_session
         self.replay = replay
@@ -39,7 +43,9 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
 
     def on_mount(self) -> None:
         """The first screen: a pair view for a session, else the browser."""
-        if self.make_session is not None:
+        if self.sweep is not None:
+            self.push_screen(SweepScreen(self.sweep))
+        elif self.make_session is not None:
             self.push_screen(PairScreen(make_session=self.make_session, replay=self.replay))
         else:
             self.push_screen(BrowserScreen(self.store))
@@ -49,7 +55,11 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
         self.sessions.append(message.session)
 
     async def action_quit(self) -> None:
-        """Quit (ctrl+q, ctrl+c, the palette): a running live pair asks first."""
+        """Quit (ctrl+q, ctrl+c, the palette): a running live pair or sweep asks first."""
+        for screen in self.screen_stack:
+            if isinstance(screen, SweepScreen):
+                screen.request_quit()
+                return
         for screen in reversed(self.screen_stack):
             if isinstance(screen, PairScreen):
                 screen.request_quit()
@@ -67,13 +77,14 @@ def run_app(
     make_session: SessionFactory | None = None,
     title: str = "tuimon",
     replay: bool = False,
+    sweep: Sweep | None = None,
 ) -> int:
     """Run the app until the user quits; the exit code (130 after stopping a live pair)."""
-    app = TuimonApp(store=store, make_session=make_session, title=title, replay=replay)
+    app = TuimonApp(store=store, make_session=make_session, title=title, replay=replay, sweep=sweep)
     try:
         result = app.run()
     finally:
-        terminate_leftovers(app.sessions)
+        terminate_leftovers(app.sessions + (list(sweep.sessions.values()) if sweep else []))
     if isinstance(result, int):
         return result
     return app.return_code or 0

@@ -55,6 +55,8 @@ def haystack(info: PairInfo) -> str:
         parts += [f"seed {info.seed}", f"s{info.seed}", f"seed={info.seed}"]
     if info.damaged:
         parts.append("damaged")
+    if info.sweep:
+        parts += ["sweep", info.sweep]
     return " ".join(parts).lower()
 
 
@@ -92,6 +94,14 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
             tooltip="Filter by devices, verdict, seed or name",
         ),
         Binding("d", "delete", "Delete", id="delete", tooltip="Delete the pair (asks first)"),
+        Binding(
+            "w",
+            "same_sweep",
+            "Same sweep",
+            id="same-sweep",
+            show=False,
+            tooltip="Show only the pairs of the selected pair's sweep",
+        ),
         Binding("j", "cursor(1)", show=False, id="down"),
         Binding("k", "cursor(-1)", show=False, id="up"),
         Binding("escape", "clear_filter", "Clear filter", id="clear-filter", show=False),
@@ -160,6 +170,8 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         note = f"{info.name} ({info.damaged})" if info.damaged else info.name
         if not info.damaged and info.status not in (None, "finished"):
             note += f" ({info.status})"
+        if info.sweep:
+            note += f" [sweep {info.sweep}]"
         return [
             Text(when(info.created)),
             Text("–" if info.seed is None else str(info.seed), justify="right"),
@@ -205,6 +217,9 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         """Pair actions need a pair; Clear filter needs a filter."""
         if action in ("open", "replay", "delete"):
             return self.selected() is not None
+        if action == "same_sweep":
+            info = self.selected()
+            return info is not None and info.sweep is not None
         if action == "clear_filter":
             return bool(self.query_text) or self.query_one("#filter", Input).display
         return True
@@ -251,6 +266,17 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
                 can_go_back=True,
             )
         )
+
+    def action_same_sweep(self) -> None:
+        """w: filter by the selected pair's sweep (Esc clears it)."""
+        info = self.selected()
+        if info is None or info.sweep is None:
+            return
+        field = self.query_one("#filter", Input)
+        field.display = True
+        field.value = info.sweep  # Input.Changed fills the table
+        self.query_one(PairTable).focus()
+        self.refresh_bindings()
 
     def action_filter(self) -> None:
         """Show the filter input."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import socket
 import subprocess
 from typing import Any
 
@@ -93,6 +94,7 @@ def fingerprint(device: torch.device, loss_dtype: torch.dtype, time_only: bool) 
     env: dict[str, Any] = {
         "device": str(device),
         "device_name": device_name(device),
+        "host": socket.gethostname(),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "deterministic": torch.are_deterministic_algorithms_enabled(),
@@ -103,4 +105,20 @@ def fingerprint(device: torch.device, loss_dtype: torch.dtype, time_only: bool) 
     if device.type == "cuda":
         env["cuda"] = torch.version.cuda
         env["cudnn"] = torch.backends.cudnn.version()
+        env["driver"] = _nvidia_driver()
     return env
+
+
+def _nvidia_driver() -> str | None:
+    """The NVIDIA driver version (nvidia-smi), or None where it cannot be asked."""
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.split("\n", 1)[0].strip() or None

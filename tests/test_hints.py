@@ -1,0 +1,99 @@
+"""Likely-cause hints on pairs whose fingerprints hold a known cause."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from tuimon.cli import main
+from tuimon.hints import likely_causes
+from tuimon.session import env_diff
+
+FAKE = str(Path(__file__).with_name("fake_trainer.py"))
+ENV: dict[str, Any] = {
+    "device": "cpu",
+    "torch": "2.13.0",
+    "threads": 1,
+    "deterministic": False,
+    "loss_dtype": "float64",
+    "host": "lab-box",
+}
+
+
+def pair_doc(a: dict[str, Any], b: dict[str, Any], *, first=2, tensors=("W_U",)) -> dict:
+    """A pair.json document with these two fingerprints (first divergence at step `first`)."""
+    return {
+        "devices": [a["device"], b["device"]],
+        "runs": {"a": {"env": a}, "b": {"env": b}},
+        "env_diff": env_diff(a, b),
+        "summary": {"first_divergent_step": first, "first_tensors": list(tensors)},
+    }
+
+
+def variant(**changes: Any) -> dict[str, Any]:
+    return {**copy.deepcopy(ENV), **changes}
+
+
+def tags(doc: dict) -> list[str]:
+    return [h.tag for h in likely_causes(doc)]
+
+
+def test_nothing_to_explain_when_nothing_differed():
+    doc = pair_doc(variant(threads=4), variant(threads=4, device="mps"), first=None)
+    assert likely_causes(doc) == []
+
+
+def test_no_hint_for_a_clean_fingerprint():
+    assert likely_causes(pair_doc(variant(), variant())) == []
+
+
+def test_threads_without_deterministic_algorithms():
+    (hint,) = likely_causes(pair_doc(variant(threads=2), variant(threads=2)))
+    assert hint.tag == "threads"
+    assert "run a: cpu, 2 threads" in hint.evidence and "run b" in hint.evidence
+    assert hint.text().startswith("maybe: ")
+    assert tags(pair_doc(variant(threads=2, deterministic=True), variant())) == []
+
+
+def test_different_versions():
+    (hint,) = likely_causes(
+        pair_doc(variant(device="cuda:0", cuda="12.4"), variant(device="cuda:0", cuda="13.0"))
+    )
+    assert hint.tag == "versions" and "cuda 12.4 vs 13.0" in hint.evidence
+    doc = pair_doc(variant(), variant(torch="2.11.0"))
+    assert tags(doc) == ["versions"] and "torch 2.13.0 vs 2.11.0" in likely_causes(doc)[0].evidence
+
+
+def test_different_loss_dtype_and_mps():
+    doc = pair_doc(variant(), variant(device="mps", loss_dtype="float32"))
+    assert tags(doc) == ["loss dtype", "mps"]
+    dtype, mps = likely_causes(doc)
+    assert dtype.evidence == "loss_dtype float64 vs float32"
+    assert "run b on mps" in mps.evidence
+
+
+def test_embedding_first():
+    doc = pair_doc(variant(), variant(), first=2, tensors=("W_E",))
+    (hint,) = likely_causes(doc)
+    assert hint.tag == "embedding" and "step 2: W_E" in hint.evidence
+
+
+def test_different_hosts_and_evidence_is_sanitised():
+    doc = pair_doc(variant(), variant(host="mac-mini\x1b[31m"))
+    (hint,) = likely_causes(doc)
+    assert hint.tag == "hosts" and "\x1b" not in hint.evidence and "mac-mini" in hint.evidence
+
+
+def test_hints_are_stored_and_printed(tmp_path, capsys):
+    store = tmp_path / "store"
+    fake = [sys.executable, FAKE, "--side", "{side}", "--steps", "5", "--diverge-at", "2"]
+    argv = ["pair", "--headless", "--store", str(store), "--threads", "2", "--", *fake]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "maybe: the embedding's gradient" in out and "maybe: more than one CPU thread" in out
+    (pair_dir,) = store.iterdir()
+    meta = json.loads((pair_dir / "pair.json").read_text())
+    assert [h["tag"] for h in meta["hints"]] == ["threads", "embedding"]

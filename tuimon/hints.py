@@ -1,0 +1,136 @@
+"""Likely causes of a divergence, read from a pair's two fingerprints and its divergence pattern.
+
+Each hint is one line with the evidence that triggered it, never a certainty: a pair that
+differs *and* matches a known cause (DESIGN.md, "Determinism facts") gets the hint. A pair that
+never differed gets none: there is nothing to explain.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+SIDES = ("a", "b")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+VERSION_KEYS = ("torch", "cuda", "cudnn", "driver", "cuda_driver", "nvidia_driver", "python")
+EMBEDDING_NAMES = ("w_e", "embed", "wte", "tok_emb", "token_emb")
+
+
+@dataclass(frozen=True, slots=True)
+class Hint:
+    """One likely cause and the evidence that points to it."""
+
+    tag: str
+    """A word for a table cell: threads, versions, loss dtype, mps, embedding, hosts."""
+    cause: str
+    evidence: str
+
+    def __post_init__(self) -> None:
+        # evidence quotes a run's fingerprint: data, never control sequences on a terminal
+        object.__setattr__(self, "evidence", _CONTROL.sub("?", self.evidence)[:300])
+
+    def text(self) -> str:
+        """`maybe: <cause> (evidence: <...>)` on one line."""
+        return f"maybe: {self.cause} (evidence: {self.evidence})"
+
+    def to_dict(self) -> dict[str, str]:
+        """For pair.json."""
+        return {"tag": self.tag, "cause": self.cause, "evidence": self.evidence}
+
+
+def _envs(meta: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    runs = meta.get("runs")
+    runs = runs if isinstance(runs, Mapping) else {}
+    out = {}
+    for side in SIDES:
+        run = runs.get(side)
+        env = run.get("env") if isinstance(run, Mapping) else None
+        out[side] = dict(env) if isinstance(env, Mapping) else {}
+    return out
+
+
+def _device(meta: Mapping[str, Any], envs: Mapping[str, Mapping[str, Any]], side: str) -> str:
+    device = envs[side].get("device")
+    if isinstance(device, str):
+        return device
+    devices = meta.get("devices")
+    if isinstance(devices, list) and len(devices) == 2:
+        return str(devices[SIDES.index(side)])
+    return "?"
+
+
+def _threads(env: Mapping[str, Any]) -> int | None:
+    value = env.get("threads")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+def likely_causes(meta: Mapping[str, Any]) -> list[Hint]:
+    """Hints for a pair.json document (or `PairSession.meta()`); [] when nothing differed."""
+    summary = meta.get("summary")
+    summary = summary if isinstance(summary, Mapping) else {}
+    if summary.get("first_divergent_step") is None:
+        return []
+    envs = _envs(meta)
+    diff = meta.get("env_diff")
+    diff = diff if isinstance(diff, Mapping) else {}
+    hints: list[Hint] = []
+    racy = []
+    for side in SIDES:
+        env = envs[side]
+        threads = _threads(env)
+        if (
+            _device(meta, envs, side).startswith("cpu")
+            and threads is not None
+            and threads > 1
+            and env.get("deterministic") is not True
+        ):
+            racy.append(f"run {side}: cpu, {threads} threads, deterministic algorithms off")
+    if racy:
+        hints.append(
+            Hint(
+                "threads",
+                "more than one CPU thread without deterministic algorithms (racy backward "
+                "kernels; try --threads 1 or --deterministic)",
+                "; ".join(racy),
+            )
+        )
+    versions = [f"{k} {diff[k][0]} vs {diff[k][1]}" for k in VERSION_KEYS if k in diff]
+    if versions:
+        hints.append(Hint("versions", "different library or driver versions", "; ".join(versions)))
+    if "loss_dtype" in diff:
+        a, b = diff["loss_dtype"]
+        hints.append(Hint("loss dtype", "different loss dtype", f"loss_dtype {a} vs {b}"))
+    devices = {side: _device(meta, envs, side) for side in SIDES}
+    on_mps = [side for side in SIDES if devices[side].startswith("mps")]
+    if on_mps:
+        where = " and ".join(f"run {side}" for side in on_mps)
+        hints.append(
+            Hint(
+                "mps",
+                "MPS: its kernels differ from other devices' and are not promised deterministic",
+                f"{where} on mps (devices {devices['a']} vs {devices['b']})",
+            )
+        )
+    tensors = summary.get("first_tensors")
+    if isinstance(tensors, list):
+        embeds = [str(t) for t in tensors if any(n in str(t).lower() for n in EMBEDDING_NAMES)]
+        if embeds:
+            hints.append(
+                Hint(
+                    "embedding",
+                    "the embedding's gradient (index accumulate, not deterministic with more "
+                    "than one thread or on GPU) parted first",
+                    f"first divergent tensor(s) at step {summary['first_divergent_step']}: "
+                    + ", ".join(tensors),
+                )
+            )
+    if "host" in diff:
+        a, b = diff["host"]
+        hints.append(Hint("hosts", "different hosts (hardware, libraries)", f"host {a} vs {b}"))
+    return hints

@@ -1,0 +1,434 @@
+"""A sweep: one pair per seed (and repeat), N at a time, each saved as a normal pair.
+
+A sweep is a `PairPlan` with the seed left open, a list of jobs (seed, repeat) and a record,
+``<store>/sweeps/<id>.json``, rewritten atomically whenever a job starts or ends. Every pair of
+the sweep is an ordinary pair directory whose pair.json says ``"sweep": "<id>"``; the record
+names each job's pair, its verdict, and which jobs never ran, so ``tuimon sweep --resume ID``
+runs only those (and the ones that were interrupted). Nothing here imports textual or torch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import re
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from tuimon.align import CLOSE, DIVERGED, IDENTICAL
+from tuimon.hints import likely_causes
+from tuimon.plan import SIDES, PairPlan
+from tuimon.readers import Reading
+from tuimon.session import Batch, PairSession
+from tuimon.store import StoreError, write_json_atomic
+
+SWEEP_FORMAT = "tuimon.sweep/1"
+SWEEPS_DIR = "sweeps"
+OK_VERDICTS = (IDENTICAL, CLOSE)
+_SEEDS = re.compile(r"^\s*(-?\d+)\s*(?:-\s*(-?\d+)\s*)?$")
+_TUPLE_FIELDS = ("devices", "threads", "template")
+
+
+class SweepError(Exception):
+    """A one-line, user-facing message (bad seeds, no such sweep, unreadable record)."""
+
+
+def parse_seeds(text: str) -> list[int]:
+    """`0-9`, `0,3,7` or `0-3,7` -> seeds in the order given, each once."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        match = _SEEDS.match(part)
+        if match is None:
+            raise SweepError(f"--seeds takes 0-9 or 0,3,7 (got {text!r})")
+        lo = int(match[1])
+        hi = int(match[2]) if match[2] is not None else lo
+        if hi < lo:
+            raise SweepError(f"--seeds: {part.strip()} counts down (use {hi}-{lo})")
+        if hi - lo >= 100_000:
+            raise SweepError(f"--seeds: {part.strip()} is more than 100000 seeds")
+        seeds += [s for s in range(lo, hi + 1) if s not in seeds]
+    return seeds
+
+
+def default_jobs(plan: PairPlan) -> int:
+    """Pairs at once: as many as the cores hold without two local CPU runs sharing a core.
+
+    Each run uses the threads the plan gives it (`plan.default_threads` when the user did not
+    choose), so with the default a CPU pair takes every core and a sweep runs one pair at a
+    time; `--threads 1` lets `cores / 2` CPU pairs run together. Pairs with no local CPU run
+    (GPUs, launchers) run one at a time unless `--jobs` says otherwise.
+    """
+    local_cpu = sum(
+        threads
+        for device, threads, launcher in zip(plan.devices, plan.threads, plan.launch, strict=True)
+        if device == "cpu" and not launcher
+    )
+    if not local_cpu:
+        return 1
+    return max(1, (os.cpu_count() or 1) // local_cpu)
+
+
+def oversubscribed(plan: PairPlan, jobs: int) -> bool:
+    """True when `jobs` pairs at once ask for more local CPU threads than there are cores."""
+    local_cpu = sum(
+        threads
+        for device, threads, launcher in zip(plan.devices, plan.threads, plan.launch, strict=True)
+        if device == "cpu" and not launcher
+    )
+    return local_cpu * jobs > (os.cpu_count() or 1)
+
+
+def key_frequencies(meta: Mapping[str, Any]) -> str | None:
+    """The pair's key frequencies (pair.json `artifacts`, where a workload reports them)."""
+    artifacts = meta.get("artifacts")
+    if not isinstance(artifacts, Mapping):
+        return None
+    for name, value in artifacts.items():
+        if "freq" not in str(name).lower():
+            continue
+        if isinstance(value, Mapping) and any(s in value for s in SIDES):
+            parts = [f"{s} {_words(value.get(s))}" for s in SIDES if value.get(s) is not None]
+            return " · ".join(parts)
+        if isinstance(value, Mapping) and "key_frequencies" in value:
+            return _words(value["key_frequencies"])
+        return _words(value)
+    return None
+
+
+def _words(value: object) -> str:
+    if isinstance(value, (list, tuple)):
+        return " ".join(str(v) for v in value)
+    if isinstance(value, Mapping):
+        return " ".join(f"{k}={v}" for k, v in value.items())
+    return str(value)
+
+
+@dataclass
+class Job:
+    """One pair of the sweep."""
+
+    seed: int
+    repeat: int
+    """1-based."""
+    status: str = "pending"
+    """pending (never ran) / running / finished / failed / interrupted"""
+    pair: str | None = None
+    """The pair directory's name in the store."""
+    verdict: str | None = None
+    first_step: int | None = None
+    first_tensors: list[str] = field(default_factory=list)
+    max_divergence: float | None = None
+    steps_compared: int | None = None
+    key_frequencies: str | None = None
+    hints: list[dict[str, str]] = field(default_factory=list)
+    step: int | None = None
+    """Live only: the furthest step either side has logged."""
+    total: int | None = None
+
+    @property
+    def name(self) -> str:
+        """`seed 3` or `seed 3 r2`."""
+        return f"seed {self.seed}" + (f" r{self.repeat}" if self.repeat > 1 else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The job in the sweep record (live fields left out)."""
+        d = dataclasses.asdict(self)
+        d.pop("step")
+        d.pop("total")
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Job:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    def take(self, meta: Mapping[str, Any], status: str) -> None:
+        """Fill in what a finished pair says (its pair.json document)."""
+        summary = meta.get("summary")
+        summary = summary if isinstance(summary, Mapping) else {}
+        self.status = status
+        self.verdict = summary.get("verdict")
+        self.first_step = summary.get("first_divergent_step")
+        self.first_tensors = list(summary.get("first_tensors") or [])
+        div = summary.get("max_divergence")
+        self.max_divergence = div if isinstance(div, (int, float)) else None
+        self.steps_compared = summary.get("steps_compared")
+        self.key_frequencies = key_frequencies(meta)
+        self.hints = [h.to_dict() for h in likely_causes(meta)]
+
+
+def _plan_to_dict(plan: PairPlan) -> dict[str, Any]:
+    out = dataclasses.asdict(plan)
+    out["reading"] = plan.reading.to_dict()
+    return out
+
+
+def _plan_from_dict(d: Mapping[str, Any]) -> PairPlan:
+    names = {f.name for f in dataclasses.fields(PairPlan)}
+    kwargs = {k: v for k, v in d.items() if k in names}
+    for key in _TUPLE_FIELDS:
+        if kwargs.get(key) is not None:
+            kwargs[key] = tuple(kwargs[key])
+    if "launch" in kwargs:
+        kwargs["launch"] = tuple(tuple(x) if x else None for x in kwargs["launch"])
+    kwargs["reading"] = Reading.from_dict(kwargs.get("reading"))
+    return PairPlan(**kwargs)
+
+
+def sweeps_dir(store: Path) -> Path:
+    """Where sweep records live: `<store>/sweeps/` (not a pair directory: the browser skips it)."""
+    return Path(store) / SWEEPS_DIR
+
+
+def new_id() -> str:
+    """`20261130-122000-9f3c`: local time and four random hex digits."""
+    return f"{datetime.now().astimezone():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+
+
+class Sweep:
+    """The jobs of a sweep, run N at a time through `PairPlan.session_factory`."""
+
+    def __init__(
+        self,
+        store: Path,
+        plan: PairPlan,
+        jobs: list[Job],
+        *,
+        at_once: int,
+        sweep_id: str | None = None,
+        created: str | None = None,
+    ) -> None:
+        self.store = Path(store)
+        self.id = sweep_id or new_id()
+        self.plan = dataclasses.replace(plan, seed=None, sweep=self.id)
+        self.jobs = jobs
+        self.at_once = max(1, at_once)
+        self.created = created or datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.sessions: dict[int, PairSession] = {}
+        """Running pairs, by job index."""
+        self.stopping = False
+        self.on_change: Callable[[int], None] = lambda index: None
+        """Called with a job's index when it starts, ends, or (live) moves on."""
+
+    @classmethod
+    def create(
+        cls, store: Path, plan: PairPlan, seeds: Sequence[int], repeat: int, at_once: int
+    ) -> Sweep:
+        """A new sweep of `seeds` x `repeat` pairs."""
+        jobs = [Job(seed, r) for seed in seeds for r in range(1, repeat + 1)]
+        return cls(store, plan, jobs, at_once=at_once)
+
+    @classmethod
+    def load(cls, store: Path, ref: str, at_once: int | None = None) -> Sweep:
+        """A saved sweep by id (or its record's path); SweepError when there is none."""
+        path = Path(ref)
+        if not path.is_file():
+            path = sweeps_dir(store) / f"{ref}.json"
+        try:
+            doc = orjson.loads(path.read_bytes())
+        except FileNotFoundError:
+            raise SweepError(f"no sweep {ref!r} in {sweeps_dir(store)}") from None
+        except OSError as exc:
+            raise SweepError(f"cannot read {path}: {exc.strerror or exc}") from None
+        except orjson.JSONDecodeError:
+            raise SweepError(f"{path} is not valid JSON") from None
+        if not isinstance(doc, dict) or doc.get("format") != SWEEP_FORMAT:
+            raise SweepError(f"{path} is not a tuimon sweep record")
+        try:
+            plan = _plan_from_dict(doc["plan"])
+            jobs = [Job.from_dict(j) for j in doc["jobs"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SweepError(f"{path} is damaged: {exc}") from None
+        store = path.parent.parent if path.parent.name == SWEEPS_DIR else Path(store)
+        return cls(
+            store,
+            plan,
+            jobs,
+            at_once=at_once or int(doc.get("at_once") or 1),
+            sweep_id=str(doc.get("id") or path.stem),
+            created=doc.get("created"),
+        )
+
+    @property
+    def path(self) -> Path:
+        """The sweep record."""
+        return sweeps_dir(self.store) / f"{self.id}.json"
+
+    def todo(self) -> list[int]:
+        """Indexes of the jobs still to run: never started, or interrupted."""
+        return [i for i, j in enumerate(self.jobs) if j.status in ("pending", "interrupted")]
+
+    def never_ran(self) -> list[int]:
+        """Seeds with a job that never started."""
+        return sorted({j.seed for j in self.jobs if j.status == "pending"})
+
+    def status(self) -> str:
+        """running / interrupted / finished."""
+        if self.sessions:
+            return "running"
+        return "interrupted" if self.todo() else "finished"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The sweep record."""
+        return {
+            "format": SWEEP_FORMAT,
+            "id": self.id,
+            "created": self.created,
+            "status": self.status(),
+            "at_once": self.at_once,
+            "seeds": list(dict.fromkeys(j.seed for j in self.jobs)),
+            "repeat": max((j.repeat for j in self.jobs), default=1),
+            "never_ran": self.never_ran(),
+            "exit_code": self.exit_code(),
+            "plan": _plan_to_dict(self.plan),
+            "jobs": [j.to_dict() for j in self.jobs],
+        }
+
+    def save(self) -> None:
+        """Write the record atomically (StoreError on failure)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(self.path, self.to_dict())
+
+    def exit_code(self) -> int:
+        """0 every pair IDENTICAL or CLOSE, 1 any DIVERGED, 3 any INCOMPLETE or not run."""
+        verdicts = [j.verdict if j.status in ("finished", "failed") else None for j in self.jobs]
+        if not verdicts or any(v not in (*OK_VERDICTS, DIVERGED) for v in verdicts):
+            return 3
+        return 1 if DIVERGED in verdicts else 0
+
+    def stop(self) -> None:
+        """Start no more pairs; stop the running ones (each is saved as interrupted)."""
+        self.stopping = True
+        for session in list(self.sessions.values()):
+            session.stop()
+
+    async def run(self) -> int:
+        """Run the jobs still to do, `at_once` at a time; the sweep's exit code."""
+        queue = self.todo()
+        self.save()
+
+        async def worker() -> None:
+            while queue and not self.stopping:
+                await self._run_job(queue.pop(0))
+
+        await asyncio.gather(*(worker() for _ in range(min(self.at_once, len(queue)) or 1)))
+        self.save()
+        return self.exit_code()
+
+    async def _run_job(self, index: int) -> None:
+        job = self.jobs[index]
+        label = f"{self.plan.label}_sweep-{self.id}" if self.plan.label else f"sweep-{self.id}"
+        plan = dataclasses.replace(self.plan, seed=job.seed, label=label)
+        make = plan.session_factory(self.store)
+
+        def on_batch(batch: Batch) -> None:
+            steps = [s.step for s in batch.sides.values() if s.step is not None]
+            totals = [s.total for s in batch.sides.values() if s.total is not None]
+            job.step = max(steps) if steps else None
+            job.total = max(totals) if totals else None
+            if not batch.done:
+                job.verdict = batch.summary.verdict
+                job.first_step = batch.summary.first_divergent_step
+                job.first_tensors = list(batch.summary.first_tensors)
+                job.max_divergence = batch.summary.max_divergence
+                self.on_change(index)
+
+        try:
+            session = make(on_batch)
+        except StoreError as exc:
+            job.status, job.verdict = "failed", "INCOMPLETE"
+            job.hints = [{"tag": "store", "cause": str(exc), "evidence": "the store"}]
+            self.on_change(index)
+            return
+        self.sessions[index] = session
+        job.status = "running"
+        job.pair = session.pair_path.name if session.pair_path else None
+        self._save_quietly()
+        self.on_change(index)
+        try:
+            await session.run()
+        finally:
+            del self.sessions[index]
+        job.take(session.pair_doc().to_json(), session.status())
+        if session.pair_path:
+            job.pair = session.pair_path.name
+        self._save_quietly()
+        self.on_change(index)
+
+    def _save_quietly(self) -> None:
+        with contextlib.suppress(StoreError):  # the pairs are saved; the final save() reports
+            self.save()
+
+    def pair_path(self, index: int) -> Path | None:
+        """The pair directory of a job, once it has one."""
+        name = self.jobs[index].pair
+        return self.store / name if name else None
+
+
+def list_sweeps(store: Path) -> list[str]:
+    """Ids of the sweeps recorded in a store, newest first."""
+    try:
+        return sorted((p.stem for p in sweeps_dir(store).glob("*.json")), reverse=True)
+    except OSError:
+        return []
+
+
+COLUMNS = (
+    "seed",
+    "repeat",
+    "status",
+    "verdict",
+    "first div.",
+    "tensor",
+    "max div.",
+    "key freqs",
+    "likely causes",
+    "pair",
+)
+
+
+def row(job: Job) -> list[str]:
+    """A job's cells, for the headless table and the sweep screen alike."""
+    status = job.status
+    if status == "running" and job.step is not None:
+        status += f" {job.step + 1}" + (f"/{job.total}" if job.total else "")
+    return [
+        str(job.seed),
+        str(job.repeat),
+        status,
+        _verdict(job),
+        "–" if job.first_step is None else str(job.first_step),
+        ", ".join(job.first_tensors) or "–",
+        "–" if job.max_divergence is None else f"{job.max_divergence:.3g}",
+        job.key_frequencies or "–",
+        ", ".join(h.get("tag", "?") for h in job.hints) or "–",
+        job.pair or "–",
+    ]
+
+
+def _verdict(job: Job) -> str:
+    """The verdict; while running, only a divergence already seen (`DIVERGED so far`)."""
+    if job.status == "running":
+        return f"{job.verdict} so far" if job.first_step is not None and job.verdict else "–"
+    return job.verdict or "–"
+
+
+def hint_lines(jobs: Sequence[Job]) -> list[str]:
+    """One line per likely cause: which pairs it fits, with one pair's evidence."""
+    seen: dict[str, tuple[list[str], str]] = {}
+    for job in jobs:
+        for hint in job.hints:
+            names, _ = seen.setdefault(hint.get("cause", "?"), ([], hint.get("evidence", "")))
+            names.append(job.name)
+    return [
+        f"maybe: {cause} — {', '.join(names)} (evidence, {names[0]}: {evidence})"
+        for cause, (names, evidence) in seen.items()
+    ]

@@ -1,0 +1,211 @@
+"""The sweep view: one row per pair (seed, repeat), filling in live; Enter opens a pair."""
+
+from __future__ import annotations
+
+from rich.style import Style
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from tuimon.store import is_pair_dir
+from tuimon.sweep import COLUMNS, Sweep, hint_lines, row
+from tuimon.ui.commands import ScreenActions
+from tuimon.ui.modals import ConfirmScreen
+from tuimon.ui.pair_screen import PairScreen
+from tuimon.ui.text import clean
+from tuimon.ui.workers import ReportsWorkerErrors
+
+VERDICT_COLOURS = {
+    "IDENTICAL": "success",
+    "CLOSE": "warning",
+    "DIVERGED": "error",
+    "INCOMPLETE": "warning",
+}
+STOP_QUESTION = "Stop the sweep? Running pairs are saved as interrupted; --resume runs the rest."
+
+
+class JobChanged(Message):
+    """A job of the sweep started, moved on or ended."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__()
+        self.index = index
+
+
+class SweepPairScreen(PairScreen):
+    """A pair opened from a sweep: quitting goes through the sweep (it may still be running)."""
+
+    async def action_quit(self) -> None:  # type: ignore[override]
+        """Quit as the app does: a running sweep asks first."""
+        await self.app.action_quit()
+
+
+class SweepTable(DataTable[Text]):
+    """The pairs of the sweep; Enter opens one."""
+
+    BINDINGS = [  # noqa: RUF012
+        Binding("enter", "select_cursor", "Open", id="open", tooltip="Open the pair"),
+    ]
+
+
+class SweepScreen(ReportsWorkerErrors, Screen[None]):
+    """Runs a sweep and shows its table; Enter opens a pair, Esc in it comes back."""
+
+    BINDINGS = [  # noqa: RUF012
+        Binding("s", "stop", "Stop", id="stop", tooltip="Stop the sweep (running pairs are saved)"),
+        Binding("j", "cursor(1)", show=False, id="down"),
+        Binding("k", "cursor(-1)", show=False, id="up"),
+        Binding("q", "quit", "Quit", id="quit", tooltip="Quit tuimon (a running sweep asks)"),
+    ]
+    COMMANDS = {ScreenActions}  # noqa: RUF012
+
+    def __init__(self, sweep: Sweep) -> None:
+        super().__init__()
+        self.sweep = sweep
+        self.done = False
+        self.quitting = False
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False, icon="≈")
+        yield SweepTable(id="jobs", cursor_type="row", zebra_stripes=True)
+        yield Static(Text(""), id="sweep-status")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        """Columns and rows now; the sweep runs in a worker on the app's loop."""
+        self.sub_title = f"sweep {self.sweep.id}"
+        table = self.query_one(SweepTable)
+        for name in COLUMNS:
+            table.add_column(name, key=name)
+        for index in range(len(self.sweep.jobs)):
+            table.add_row(*self._cells(index), key=str(index))
+        table.focus()
+
+        def changed(index: int) -> None:
+            self.post_message(JobChanged(index))
+
+        self.sweep.on_change = changed
+        self._status()
+        self.run_worker(
+            self._run(),
+            name="sweep",
+            group="sweep",
+            exclusive=True,
+            exit_on_error=False,
+            description=f"sweep {self.sweep.id}",
+        )
+
+    async def _run(self) -> None:
+        try:
+            await self.sweep.run()
+        finally:
+            self.done = True
+            self._status()
+            self.refresh_bindings()
+            if self.quitting:
+                self.app.exit(130 if self.sweep.todo() else self.sweep.exit_code())
+
+    def _cells(self, index: int) -> list[Text]:
+        job = self.sweep.jobs[index]
+        cells = [Text(clean(cell, 120)) for cell in row(job)]
+        colour = VERDICT_COLOURS.get(job.verdict or "")
+        if colour and job.status != "running":
+            cells[3].stylize(Style(color=self.app.theme_variables.get(colour), bold=True))
+        cells[0].justify = cells[1].justify = "right"
+        return cells
+
+    @on(JobChanged)
+    def _job_changed(self, message: JobChanged) -> None:
+        table = self.query_one(SweepTable)
+        for name, cell in zip(COLUMNS, self._cells(message.index), strict=True):
+            table.update_cell(str(message.index), name, cell, update_width=True)
+        self._status()
+
+    def _status(self) -> None:
+        jobs = self.sweep.jobs
+        counts: dict[str, int] = {}
+        for job in jobs:
+            counts[job.status] = counts.get(job.status, 0) + 1
+        parts = [f"{n} {status}" for status, n in counts.items()]
+        text = f"{len(jobs)} pairs, {self.sweep.at_once} at a time: " + ", ".join(parts)
+        if self.done:
+            text += f" · exit code {self.sweep.exit_code()}"
+            if self.sweep.todo():
+                text += f" · `tuimon sweep --resume {self.sweep.id}` runs the rest"
+        lines = [text, *hint_lines(jobs)[:3]]
+        self.query_one("#sweep-status", Static).update(
+            Text("\n").join(Text(clean(line, 400)) for line in lines)
+        )
+
+    # -- actions ------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Stop only while the sweep runs."""
+        if action == "stop":
+            return not self.done and not self.sweep.stopping
+        return True
+
+    def action_cursor(self, delta: int) -> None:
+        """j / k: move the cursor."""
+        table = self.query_one(SweepTable)
+        if delta > 0:
+            table.action_cursor_down()
+        else:
+            table.action_cursor_up()
+
+    @on(DataTable.RowSelected)
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        self.open_job(self.query_one(SweepTable).cursor_row)
+
+    def open_job(self, index: int) -> None:
+        """The pair of a job: saved (static view), or as far as it got while running."""
+        if not 0 <= index < len(self.sweep.jobs):
+            return
+        job = self.sweep.jobs[index]
+        path = self.sweep.pair_path(index)
+        if path is None or not is_pair_dir(path):
+            self.notify(f"{job.name} has not started yet", markup=False)
+            return
+        if job.status == "running":
+            self.notify(
+                f"{job.name} is running: this is how far it got (open it again when it ends)",
+                markup=False,
+            )
+        self.app.push_screen(SweepPairScreen(saved=path, can_go_back=True))
+
+    def action_stop(self) -> None:
+        """Ask, then stop the sweep."""
+        self.app.push_screen(
+            ConfirmScreen(STOP_QUESTION, yes="Stop", no="Keep running"), self._stop_answer
+        )
+
+    def _stop_answer(self, stop: bool | None) -> None:
+        if stop:
+            self.sweep.stop()
+            self.refresh_bindings()
+            self._status()
+
+    def action_quit(self) -> None:
+        """Quit; a running sweep asks first, stops its pairs and waits for their save."""
+        self.request_quit()
+
+    def request_quit(self) -> None:
+        """Quit now, or (sweep running) confirm, stop, wait for the saves, exit."""
+        if self.done:
+            self.app.exit(self.sweep.exit_code())
+            return
+        if self.quitting:  # asked twice: do not wait
+            self.app.exit(130, return_code=130)
+            return
+
+        def answer(stop: bool | None) -> None:
+            if stop:
+                self.quitting = True
+                self.sweep.stop()
+                self._status()
+
+        self.app.push_screen(ConfirmScreen(STOP_QUESTION, yes="Stop", no="Keep running"), answer)
