@@ -397,9 +397,7 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:
 def _run_explain(args: argparse.Namespace) -> int:
     from tuimon.explain import run_explain
 
-    return run_explain(
-        args.pair, repeats=args.repeats, timeout=args.timeout, as_json=args.json
-    )
+    return run_explain(args.pair, repeats=args.repeats, timeout=args.timeout, as_json=args.json)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -124,9 +124,9 @@ def nondeterministic(op: dict[str, Any]) -> str | None:
     for ops, devices, accumulate, text in NONDETERMINISTIC:
         if short not in ops or not kinds & devices:
             continue
-        if accumulate is not None and op.get("accumulate") is not None:
-            if bool(op["accumulate"]) != accumulate:
-                continue
+        flag = op.get("accumulate")
+        if accumulate is not None and flag is not None and bool(flag) != accumulate:
+            continue
         return f"{text} ({DOCS})"
     return None
 
@@ -242,7 +242,9 @@ def run_traced(
     if not isinstance(commands, dict) or not all(
         isinstance(commands.get(s), list) and commands.get(s) for s in SIDES
     ):
-        raise ExplainError("pair.json has no commands to re-run (a compared pair, not a launched one)")
+        raise ExplainError(
+            "pair.json has no commands to re-run (a compared pair, not a launched one)"
+        )
     shell = bool(doc.get("shell"))
     runs: dict[str, SideRun] = {}
     procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -264,7 +266,10 @@ def run_traced(
                 TRACE_FILE_ENV: str(trace),
             }
             outs[side] = out_dir / f"{side}-{tag}.stdout"
-            with open(outs[side], "wb") as stdout, open(out_dir / f"{side}-{tag}.stderr", "wb") as err:
+            with (
+                open(outs[side], "wb") as stdout,
+                open(out_dir / f"{side}-{tag}.stderr", "wb") as err,
+            ):
                 procs[side] = subprocess.Popen(
                     argv[0] if shell else rerun_argv(argv, max(steps)),
                     shell=shell,
@@ -459,7 +464,9 @@ def explain_pair(
             return result
         ops = {s: read_trace(run.trace) for s, run in runs.items()}
         found = first_difference(
-            ops["a"], ops["b"], *(run.trace.with_name(run.trace.name + ".tensors") for run in runs.values())
+            ops["a"],
+            ops["b"],
+            *(run.trace.with_name(run.trace.name + ".tensors") for run in runs.values()),
         )
         _cleanup(runs)
         entry: dict[str, Any] = {
@@ -575,9 +582,7 @@ def save_result(path: Path, result: dict[str, Any]) -> None:
     write_json_atomic(Path(path) / "pair.json", doc)
 
 
-def run_explain(
-    pair: str, *, repeats: int, timeout: float, as_json: bool, out: Any = None
-) -> int:
+def run_explain(pair: str, *, repeats: int, timeout: float, as_json: bool, out: Any = None) -> int:
     """The `explain` command: 0 when an op was named or the reruns agreed, 3 when it could not."""
     from tuimon.cli import UsageError
     from tuimon.store import StoreError
@@ -616,3 +621,14 @@ def explain_after(session: Any, say: Callable[[str], None]) -> dict[str, Any] | 
     except (StoreError, ExplainError) as exc:
         return {"status": "failed", "message": str(exc)}
     return result
+
+
+def saved_line(meta: dict[str, Any]) -> str | None:
+    """The explain line of a saved pair's pair.json, when it has been explained."""
+    result = meta.get("explain")
+    if not isinstance(result, dict) or not isinstance(result.get("status"), str):
+        return None
+    try:
+        return describe(result)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return "explain: (result in pair.json is damaged)"

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tuimon.align import compare_steps
+from tuimon.explain import saved_line
 from tuimon.replay import SavedLogs, read_lines, resolve_logs
 from tuimon.session import SideState
 from tuimon.steplog import End, Header, Record, Step, parse_line
@@ -97,6 +98,8 @@ def load_saved(path: Path, max_lines: int = 2000) -> SavedPair:
     model.sides = {side: side_state(side, logs.meta, recs) for side, recs in records.items()}
     model.done = True
     model.message = f"saved pair {logs.pair_dir}" if logs.pair_dir else None
+    if model.message and (explained := saved_line(logs.meta)):
+        model.message += f" · {explained}"
     tails = {side: recs[-max_lines:] for side, recs in records.items()}
     stderr = {side: _stderr_tail(logs, side, max_lines // 4) for side in records}
     return SavedPair(logs=logs, model=model, tails=tails, stderr=stderr)

@@ -361,9 +361,7 @@ class Tracer:
         if self.saved_bytes + size > self.budget:
             return None
         value = t.detach()
-        if value.dtype in (torch.bfloat16, torch.complex32) or value.dtype.is_floating_point and (
-            value.element_size() == 1
-        ):
+        if value.dtype in (torch.bfloat16, torch.complex32) or value.dtype.itemsize == 1:
             value = value.float()
         try:
             array = value.cpu().numpy()
