@@ -72,7 +72,7 @@ def main() -> None:
     log = StepLogger(run={"name": "trace_trainer"}, env={"device": "cpu"})
     for step in range(args.steps):
         planting = plant and step == args.plant_step
-        tracing = contextlib.nullcontext() if args.no_helper else trace_step(step, model)
+        tracing = contextlib.nullcontext() if args.no_helper else trace_step(step, model, opt)
         with Plant(2) if planting else contextlib.nullcontext(), tracing:
             loss = torch.nn.functional.cross_entropy(model(x), y)
             log.step(step, train_loss=loss.item(), param_digests=digests(model))

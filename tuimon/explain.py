@@ -40,6 +40,9 @@ from tuimon.tracing import TRACE_FILE_ENV, TRACE_STEP_ENV
 
 SIDES = ("a", "b")
 DEFAULT_REPEATS = 3
+WIDEN_UP_TO = 20
+"""When the runs differ already where the traced window starts, trace from step 0 if the
+divergent step is at most this (tracing costs about a few steps' time each)."""
 DEFAULT_TIMEOUT = 900.0
 """Seconds one traced rerun (both sides) may take."""
 NO_HELPER = (
@@ -368,7 +371,7 @@ def _measure(
 
 
 def _describe_op(a: dict[str, Any], b: dict[str, Any] | None) -> dict[str, Any]:
-    out = {
+    out: dict[str, Any] = {
         "index": a.get("i"),
         "op": a.get("op"),
         "step": a.get("step"),
@@ -389,6 +392,8 @@ def _describe_op(a: dict[str, Any], b: dict[str, Any] | None) -> dict[str, Any]:
         if not out["params"]:
             out["params"] = b.get("params") or []
     out["nondeterministic"] = nondeterministic(a) or (nondeterministic(b) if b else None)
+    if a.get("state"):
+        out["state"] = True
     return out
 
 
@@ -449,7 +454,8 @@ def explain_pair(
         "devices": devices,
     }
     firsts: list[dict[str, Any]] = []
-    for r in range(repeats):
+    r = 0
+    while r < repeats:
         say(f"rerun {r + 1} of {repeats}: tracing step{'s' if len(steps) > 1 else ''} "
             f"{', '.join(map(str, steps))} on both sides")  # fmt: skip
         runs = run_traced(doc, out_dir, steps, f"r{r}", timeout)
@@ -469,6 +475,16 @@ def explain_pair(
             *(run.trace.with_name(run.trace.name + ".tensors") for run in runs.values()),
         )
         _cleanup(runs)
+        if found is not None and found.get("state") and steps[0] > 0 and k <= WIDEN_UP_TO:
+            # The runs differ already where the window starts (e.g. in AdamW's state after a
+            # step whose learning rate was 0, which left the parameters equal): trace from 0.
+            say(f"the runs differ before step {steps[0]} ({found['op']} of "
+                f"{', '.join(found.get('params') or ['?'])}): tracing from step 0")  # fmt: skip
+            result["widened_from"] = steps
+            steps = list(range(k + 1))
+            result["traced_steps"] = steps
+            result["runs"], result["reproduced"], firsts, r = [], 0, [], 0
+            continue
         entry: dict[str, Any] = {
             "repeat": r,
             "ops": {s: len(v) for s, v in ops.items()},
@@ -479,6 +495,7 @@ def explain_pair(
         if found is not None:
             result["reproduced"] += 1
             firsts.append(found)
+        r += 1
     counts = Counter(_label(f) for f in firsts)
     result["first_counts"] = dict(counts.most_common())
     if not firsts:
@@ -545,7 +562,13 @@ def describe(result: dict[str, Any]) -> str:
     if status != "explained":
         return f"explain: {result.get('message')}"
     first = result["first"]
-    if first.get("kind") == "sequence":
+    if first.get("state"):
+        text = (
+            f"explain: the runs differ already when step {first.get('step')} begins, in "
+            f"{first.get('op')} of {', '.join(first.get('params') or ['?'])} (they parted in "
+            "an earlier step that the step log did not show)"
+        )
+    elif first.get("kind") == "sequence":
         text = (
             f"explain: the op sequences part {_where(first)}: a runs {first.get('a_op')}, "
             f"b runs {first.get('b_op')}"

@@ -5,7 +5,7 @@ Wrap the body of each training step (forward, backward, optimiser step)::
     from tuimon.tracing import trace_step
 
     for step in range(steps):
-        with trace_step(step, model):
+        with trace_step(step, model, optimizer):
             loss = loss_fn(model(x), y)
             optimizer.zero_grad()
             loss.backward()
@@ -46,11 +46,13 @@ def requested_steps(environ: dict[str, str] | None = None) -> list[int]:
 
 
 @contextmanager
-def trace_step(step: int, model: Any = None) -> Iterator[None]:
+def trace_step(step: int, model: Any = None, optimizer: Any = None) -> Iterator[None]:
     """Trace the ops run inside this block when `tuimon explain` asked for `step`; else nothing.
 
-    `model` (optional) names parameters before its forward runs; without it they are learnt
-    from the first module whose forward runs in the block.
+    `model` and `optimizer` (both optional, both recommended) let the trace hash the state the
+    step starts from (parameters, gradients, optimiser state), so that a difference carried in
+    from an earlier step is seen as such; without `model`, parameters are named after the first
+    module whose forward runs in the block.
     """
     global _tracer
     steps = requested_steps()
@@ -62,7 +64,7 @@ def trace_step(step: int, model: Any = None) -> Iterator[None]:
 
         trace.own_file(__file__)
         _tracer = trace.Tracer(os.environ[TRACE_FILE_ENV], steps)
-    _tracer.begin(step, model)
+    _tracer.begin(step, model, optimizer)
     try:
         yield
     finally:

@@ -69,7 +69,7 @@ def train(
     for k in range(s.steps):
         lr = lr_at(k, s.lr, s.warmup)
         digest, digests = param_digests(model)
-        with trace_step(k, model):  # a no-op unless `tuimon explain` asks for step k
+        with trace_step(k, model, optimizer):  # a no-op unless `tuimon explain` asks for step k
             loss, train_acc = _loss_acc(model(data.train_x), data.train_y, loss_dtype)
             record: dict[str, Any] = {"lr": lr, "train_loss": loss.item(), "train_acc": train_acc}
             if k % s.eval_every == 0 or k == s.steps - 1:

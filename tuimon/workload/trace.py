@@ -234,10 +234,16 @@ class Tracer:
                 ctx.modules.pop()
 
         def opt_pre(opt: Any, args: Any, kwargs: Any) -> None:
-            ctx.in_optimiser += 1
             for group in opt.param_groups:
                 for p in group["params"]:
                     ctx.params.setdefault(_ptr(p), f"param{len(ctx.params)}")
+            with torch._C.DisableTorchFunction():
+                for group in opt.param_groups:
+                    for p in group["params"]:
+                        for key, value in opt.state.get(p, {}).items():
+                            if isinstance(value, torch.Tensor):
+                                self.record_state(f"state.{key}", p, value, "optimiser")
+            ctx.in_optimiser += 1
 
         def opt_post(opt: Any, args: Any, kwargs: Any) -> None:
             ctx.in_optimiser = max(0, ctx.in_optimiser - 1)
@@ -256,12 +262,22 @@ class Tracer:
 
     # -- a traced step -----------------------------------------------------------------------
 
-    def begin(self, step: int, model: torch.nn.Module | None = None) -> None:
-        """Start recording the ops of `step`."""
+    def begin(self, step: int, model: torch.nn.Module | None = None, optimizer: Any = None) -> None:
+        """Start recording the ops of `step` (hashing first the state it starts from)."""
         self.adopt(model)
         self.step = step
         self._install()
         self._write({"type": "step_begin", "step": step})
+        if model is not None:  # the state the step starts from: parameters, gradients
+            with torch.no_grad():
+                for param in model.parameters():
+                    self.record_state("state.param", param, param, "forward")
+                    if param.grad is not None:
+                        self.record_state("state.grad", param, param.grad, "forward")
+                    state = optimizer.state.get(param, {}) if optimizer is not None else {}
+                    for key, value in state.items():
+                        if isinstance(value, torch.Tensor):
+                            self.record_state(f"state.{key}", param, value, "forward")
         self._modes = [_Origins(self.ctx), _Recorder(self.ctx, self)]
         for mode in self._modes:
             mode.__enter__()
@@ -299,6 +315,30 @@ class Tracer:
         if torch.is_inference_mode_enabled() or not torch.is_grad_enabled():
             return "eval", None
         return "forward", None
+
+    def record_state(self, what: str, param: torch.Tensor, value: torch.Tensor, phase: str) -> None:
+        """A tensor the step starts from (a parameter, its gradient, optimiser state)."""
+        raw = _bytes_of(value)
+        entry: dict[str, Any] = {
+            "type": "op",
+            "i": self.index,
+            "step": self.step,
+            "phase": phase,
+            "op": what,
+            "state": True,
+            "module": None,
+            "params": self.ctx.params_of([param]),
+            "line": None,
+            "view": False,
+            "shapes": [list(value.shape)],
+            "dtypes": [str(value.dtype).removeprefix("torch.")],
+            "devices": [str(value.device)],
+            "hashes": [None if raw is None else hashlib.blake2b(raw, digest_size=16).hexdigest()],
+        }
+        if raw is not None and (name := self._save(value, 0)):
+            entry["files"] = [name]
+        self.index += 1
+        self._write(entry)
 
     def record(self, func: Any, args: Any, kwargs: Any, out: Any) -> None:
         """One op: describe it, hash its outputs, maybe save them."""
