@@ -147,8 +147,12 @@ def test_a_real_two_thread_cpu_pair_parts_in_the_gather_backward(tmp_path: Path,
     if record["verdict"] != "DIVERGED":
         pytest.skip(f"the 2-thread race did not strike this time ({record['verdict']})")
     explained = record["explain"]
-    assert explained["traced_steps"] == [record["first_divergent_step"] - 1,
-                                         record["first_divergent_step"]]  # fmt: skip
+    k = record["first_divergent_step"]
+    if "widened_from" in explained:  # the state step k-1 starts from differed: from step 0
+        assert explained["widened_from"] == [k - 1, k]
+        assert explained["traced_steps"] == list(range(k + 1))
+    else:
+        assert explained["traced_steps"] == [k - 1, k]
     for run in explained["runs"]:
         if run["first"] is not None:  # the race decides whether a rerun parts, not where
             first = run["first"]
