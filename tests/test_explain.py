@@ -167,3 +167,24 @@ def test_a_saved_explained_pair_shows_its_line(tmp_path: Path):
     result = {"status": "not_reproduced", "message": "the reruns did not diverge: x"}
     assert saved_line({"explain": result}) == "explain: the reruns did not diverge: x"
     assert saved_line({}) is None
+
+
+def test_the_monitor_side_imports_neither_torch_nor_textual():
+    import subprocess
+
+    code = (
+        "import sys, tuimon.explain, tuimon.tracing\n"
+        "from tuimon.tracing import trace_step\n"
+        "with trace_step(0):\n"
+        "    pass\n"
+        "bad = [m for m in ('textual', 'torch') if m in sys.modules]\n"
+        "sys.exit(f'loaded: {bad}' if bad else 0)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_explain_has_help(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["explain", "--help"])
+    assert exc.value.code == 0 and "--repeats" in capsys.readouterr().out
