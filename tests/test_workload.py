@@ -359,3 +359,21 @@ def test_workload_package_does_not_import_torch() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
     )
     assert done.stdout.strip() == "False"
+
+
+def test_trace_step_records_every_op_of_the_step(tmp_path: Path):
+    trace = tmp_path / "t.jsonl"
+    proc = train(*TINY, "--threads", "1", "--time-only", "--trace-step", "2", "--trace-file",
+                 str(trace), cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    records = [orjson.loads(line) for line in trace.read_bytes().splitlines()]
+    assert records[0]["type"] == "trace_header" and records[-1]["type"] == "trace_end"
+    ops = [r for r in records if r["type"] == "op"]
+    assert {op["step"] for op in ops} == {2}  # --eval-every 2: step 2 evaluates
+    assert {op["phase"] for op in ops} >= {"forward", "backward", "optimiser", "eval"}
+    assert not any(op["op"].split(".")[1].startswith("empty") for op in ops)
+    (gather,) = [op for op in ops if op["op"] == "aten.index_put.default"
+                 and op["phase"] == "backward" and op["params"] == ["W_E"]]  # fmt: skip
+    assert gather["accumulate"] is True and gather["node"] == "IndexBackward0"
+    assert "model.py" in gather["line"] and "W_E[:, x]" in gather["line"]
+    assert all(len(op["hashes"][0]) == 32 for op in ops if op["hashes"])

@@ -51,10 +51,24 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--time-only", action="store_true", help="save nothing but the log")
     p.add_argument("--save-emb", default=None, metavar="PATH", help="save W_E as .npy at the end")
     p.add_argument("--log", default=None, metavar="FILE", help="write the step log here (stdout)")
+    p.add_argument(
+        "--trace-step",
+        default=None,
+        metavar="N[,M]",
+        help="record every op of these steps to --trace-file (what `tuimon explain` uses; "
+        "also TUIMON_TRACE_STEP)",
+    )
+    p.add_argument("--trace-file", default=None, metavar="FILE", help="where --trace-step writes")
     p.set_defaults(handler=_run_train)
 
 
 def _run_train(args: argparse.Namespace) -> int:
+    if (args.trace_step is None) != (args.trace_file is None):
+        raise UsageError("--trace-step and --trace-file go together")
+    if args.trace_step is not None:
+        from tuimon.tracing import TRACE_FILE_ENV, TRACE_STEP_ENV
+
+        os.environ[TRACE_STEP_ENV], os.environ[TRACE_FILE_ENV] = args.trace_step, args.trace_file
     from tuimon.workload.train import run
 
     return run(args)
@@ -140,6 +154,11 @@ def _add_pair(sub: argparse._SubParsersAction) -> None:
     _add_pair_options(p)
     p.add_argument(
         "--no-save", action="store_true", help="do not save the pair (nothing is written)"
+    )
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="after a DIVERGED verdict, run `tuimon explain` on the pair (names the op)",
     )
     _add_store(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND TEMPLATE ...")
@@ -257,6 +276,8 @@ def _check_pair_args(
     threads = _threads(args.threads, devices)
     if args.json and not args.headless:
         raise UsageError("--json needs --headless")
+    if getattr(args, "explain", False) and getattr(args, "no_save", False):
+        raise UsageError("--explain re-runs a saved pair: drop --no-save")
     if template and any(v is not None for v in _workload(args).values()):
         raise UsageError(
             "--p/--task/--frac-train/--eval-every are for the reference workload; "
@@ -341,7 +362,7 @@ def _run_pair(args: argparse.Namespace) -> int:
     if args.headless or not _terminal("pair"):
         from tuimon.headless import run_headless
 
-        return run_headless(factories, as_json=args.json)
+        return run_headless(factories, as_json=args.json, explain=args.explain)
     from tuimon.store import resolve_store
     from tuimon.ui.app import run_app
 
@@ -351,6 +372,7 @@ def _run_pair(args: argparse.Namespace) -> int:
             store=store or resolve_store(None),
             make_session=make,
             title=f"tuimon pair · seed {args.seed} · {plan.devices[0]},{plan.devices[1]}",
+            explain=args.explain,
         )
         if code:
             break
@@ -536,6 +558,31 @@ def _run_browse(args: argparse.Namespace) -> int:
     return run_app(store=resolve_store(getattr(args, "store", None)))
 
 
+def _add_explain(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "explain",
+        help="name the op where a diverged pair's runs part",
+        description="Re-run both sides of a saved pair with its recorded settings, trace every "
+        "op of the steps where they part, and name the first op whose outputs differ (op, "
+        "parameter, forward/backward, dtypes, size of the difference, line of code).",
+        epilog="exit codes: 0 an op named (or the reruns did not diverge), 3 it could not "
+        "trace, 2 bad usage. Your own script needs tuimon.tracing.trace_step (README).",
+    )
+    p.add_argument("pair", metavar="PAIR", help="a saved pair directory")
+    p.add_argument("--repeats", type=int, default=3, help="traced reruns (default 3)")
+    p.add_argument(
+        "--timeout", type=_positive_float, default=900.0, metavar="S", help="per rerun (900)"
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(handler=_run_explain)
+
+
+def _run_explain(args: argparse.Namespace) -> int:
+    from tuimon.explain import run_explain
+
+    return run_explain(args.pair, repeats=args.repeats, timeout=args.timeout, as_json=args.json)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line."""
     parser = argparse.ArgumentParser(
@@ -551,6 +598,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_replay(sub)
     _add_browse(sub)
     _add_train(sub)
+    _add_explain(sub)
     return parser
 
 

@@ -85,6 +85,7 @@ def run_headless(
     *,
     as_json: bool,
     out: Any = None,
+    explain: bool = False,
 ) -> int:
     """Run pairs one after another (`--repeat`), report each, return the worst exit code."""
     out = out or sys.stdout
@@ -98,6 +99,11 @@ def run_headless(
             summary = asyncio.run(_run_with_signals(session))
         codes.append(exit_code(summary))
         hints = likely_causes(session.pair_doc().to_json())
+        explained = None
+        if explain and not session.interrupted:
+            from tuimon.explain import explain_after
+
+            explained = explain_after(session, lambda text: console.print(Text(text)))
         if as_json:
             record = {
                 "pair": str(session.pair_path) if session.pair_path else None,
@@ -105,11 +111,17 @@ def run_headless(
                 **summary.to_dict(),
                 "hints": [h.to_dict() for h in hints],
             }
+            if explained is not None:
+                record["explain"] = explained
             out.write(orjson.dumps(record).decode() + "\n")
         else:
             out.write(headline(summary) + "\n")
             for hint in hints:
                 out.write(hint.text() + "\n")
+            if explained is not None:
+                from tuimon.explain import describe
+
+                out.write(describe(explained) + "\n")
             if session.pair_path and session.writer is not None:
                 out.write(f"pair saved in {session.pair_path}\n")
         out.flush()

@@ -78,13 +78,24 @@ def run_app(
     title: str = "tuimon",
     replay: bool = False,
     sweep: Sweep | None = None,
+    explain: bool = False,
 ) -> int:
-    """Run the app until the user quits; the exit code (130 after stopping a live pair)."""
+    """Run the app until the user quits; the exit code (130 after stopping a live pair).
+
+    With `explain`, a pair that ended DIVERGED is explained after the app closes (`pair
+    --explain`): progress and the one-line answer go to the terminal, the result to pair.json.
+    """
     app = TuimonApp(store=store, make_session=make_session, title=title, replay=replay, sweep=sweep)
     try:
         result = app.run()
     finally:
         terminate_leftovers(app.sessions + (list(sweep.sessions.values()) if sweep else []))
+    if explain:
+        from tuimon.explain import describe, explain_after
+
+        for session in app.sessions:
+            if (done := explain_after(session, print)) is not None:
+                print(describe(done))
     if isinstance(result, int):
         return result
     return app.return_code or 0

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tuimon.align import compare_steps
+from tuimon.explain import saved_line
 from tuimon.replay import SavedLogs, read_lines, resolve_logs
 from tuimon.session import SideState
 from tuimon.steplog import End, Header, Record, Step, parse_line
@@ -85,6 +86,8 @@ def load_saved(path: Path, max_lines: int = 2000) -> SavedPair:
     model.sides = {side: side_state(side, doc, recs) for side, recs in records.items()}
     model.done = True
     model.message = f"saved pair {logs.pair_dir}" if logs.pair_dir else None
+    if model.message and (explained := saved_line(logs.doc.more)):
+        model.message += f" · {explained}"
     tails = {side: recs[-max_lines:] for side, recs in records.items()}
     stderr = {side: _stderr_tail(logs, side, max_lines // 4) for side in records}
     return SavedPair(logs=logs, model=model, tails=tails, stderr=stderr)

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from tuimon.steplog import StepLogger
+from tuimon.tracing import trace_step
 from tuimon.workload.data import Split, make_split
 from tuimon.workload.model import Transformer
 from tuimon.workload.options import BETAS, Settings, emb_path, lr_at
@@ -68,18 +69,19 @@ def train(
     for k in range(s.steps):
         lr = lr_at(k, s.lr, s.warmup)
         digest, digests = param_digests(model)
-        loss, train_acc = _loss_acc(model(data.train_x), data.train_y, loss_dtype)
-        record: dict[str, Any] = {"lr": lr, "train_loss": loss.item(), "train_acc": train_acc}
-        if k % s.eval_every == 0 or k == s.steps - 1:
-            record["test_loss"], record["test_acc"] = evaluate(
-                model, data.test_x, data.test_y, loss_dtype
-            )
-        logger.step(k, t=logger.elapsed(), **record, param_digest=digest, param_digests=digests)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        optimizer.step()
+        with trace_step(k, model, optimizer):  # a no-op unless `tuimon explain` asks for step k
+            loss, train_acc = _loss_acc(model(data.train_x), data.train_y, loss_dtype)
+            record: dict[str, Any] = {"lr": lr, "train_loss": loss.item(), "train_acc": train_acc}
+            if k % s.eval_every == 0 or k == s.steps - 1:
+                record["test_loss"], record["test_acc"] = evaluate(
+                    model, data.test_x, data.test_y, loss_dtype
+                )
+            logger.step(k, t=logger.elapsed(), **record, param_digest=digest, param_digests=digests)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            optimizer.step()
 
 
 def save_embedding(model: Transformer, path: Path) -> None:

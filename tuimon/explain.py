@@ -1,0 +1,653 @@
+"""`tuimon explain PAIR`: re-run both sides of a diverged pair, trace every op of the step where
+they part, and name the first op whose outputs differ.
+
+The step log says *when* two runs part (step k's record differs); the trace says *where*. Step
+k's record holds the parameters after k updates and the losses computed from them, so the
+divergence was made either in step k-1 (its backward or optimiser step changed the parameters
+differently) or in step k's forward (same parameters, different loss). Both steps are traced;
+the first op that differs, in order, is the answer.
+
+The children run the recorded commands with the recorded settings (devices, threads, seed,
+deterministic flag, loss dtype) plus TUIMON_TRACE_STEP / TUIMON_TRACE_FILE, which
+`tuimon.tracing.trace_step` (and the reference workload) honour. Traces are kept in
+``PAIR/explain/``; the op outputs saved beside them are only read to measure the first
+differing ops, then removed. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from tuimon.errors import StoreError, UsageError
+from tuimon.plan import PairPlan
+from tuimon.steplog import Step, parse_line
+from tuimon.store import SIDES, PairDoc
+from tuimon.tracing import TRACE_FILE_ENV, TRACE_STEP_ENV
+
+DEFAULT_REPEATS = 3
+WIDEN_UP_TO = 20
+"""When the runs differ already where the traced window starts, trace from step 0 if the
+divergent step is at most this (tracing costs about a few steps' time each)."""
+DEFAULT_TIMEOUT = 900.0
+"""Seconds one traced rerun (both sides) may take."""
+NO_HELPER = (
+    "the training script does not honour trace requests: wrap each step in "
+    "`with tuimon.tracing.trace_step(step, model):` (README, 'Explaining a divergence')"
+)
+
+DOCS = "torch.use_deterministic_algorithms docs (PyTorch 2.x)"
+NONDETERMINISTIC: tuple[tuple[frozenset[str], frozenset[str], bool | None, str], ...] = (
+    # (aten ops, device types, accumulate flag it needs or None, what the docs say)
+    (
+        frozenset({"index_put", "index_put_", "_index_put_impl_"}),
+        frozenset({"cpu"}),
+        True,
+        "index_put with accumulate=True on a CPU tensor (the backward of indexing, "
+        "e.g. W_E[:, x]) is non-deterministic",
+    ),
+    (
+        frozenset({"index_put", "index_put_", "_index_put_impl_"}),
+        frozenset({"cuda"}),
+        False,
+        "index_put with accumulate=False is non-deterministic",
+    ),
+    (
+        frozenset({"put_", "put"}),
+        frozenset({"cpu", "cuda"}),
+        None,
+        "put_ is non-deterministic (accumulate=True on CPU; any put_ on CUDA)",
+    ),
+    (
+        frozenset({"scatter_add", "scatter_add_", "scatter", "scatter_", "scatter_reduce"}),
+        frozenset({"cuda"}),
+        None,
+        "scatter / scatter_add_ / scatter_reduce on a CUDA tensor are non-deterministic",
+    ),
+    (
+        frozenset({"index_add", "index_add_", "index_copy", "index_copy_"}),
+        frozenset({"cpu", "cuda"}),
+        None,
+        "index_add (CUDA) and index_copy (CPU, CUDA) are non-deterministic",
+    ),
+    (
+        frozenset({"gather_backward", "index_select_backward", "repeat_interleave"}),
+        frozenset({"cuda"}),
+        None,
+        "the backward of gather / index_select / repeat_interleave on CUDA is non-deterministic",
+    ),
+    (
+        frozenset({"convolution", "convolution_backward", "cudnn_convolution"}),
+        frozenset({"cuda"}),
+        None,
+        "convolutions on CUDA are non-deterministic (cuDNN picks algorithms)",
+    ),
+    (
+        frozenset({"nll_loss_forward", "nll_loss2d_forward", "histc", "bincount", "cumsum"}),
+        frozenset({"cuda"}),
+        None,
+        "NLLLoss, histc, bincount (weights), cumsum (float) on CUDA are non-deterministic",
+    ),
+    (
+        frozenset({"embedding_dense_backward", "_embedding_bag_backward"}),
+        frozenset({"cuda"}),
+        None,
+        "the backward of embedding lookups on CUDA accumulates with atomics",
+    ),
+)
+"""A small excerpt of PyTorch's list of non-deterministic operations, from the documentation of
+torch.use_deterministic_algorithms (the ops it makes deterministic or refuses). Keyed by aten
+op name; matched on the device the op ran on."""
+
+
+def short_op(name: str) -> str:
+    """aten.index_put.default -> index_put."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "aten" else name
+
+
+def nondeterministic(op: dict[str, Any]) -> str | None:
+    """What the docs say about this op on its device, or None when it is not on the list."""
+    short = short_op(str(op.get("op", "")))
+    kinds = {str(d).split(":")[0] for d in op.get("devices") or []}
+    for ops, devices, accumulate, text in NONDETERMINISTIC:
+        if short not in ops or not kinds & devices:
+            continue
+        flag = op.get("accumulate")
+        if accumulate is not None and flag is not None and bool(flag) != accumulate:
+            continue
+        return f"{text} ({DOCS})"
+    return None
+
+
+class ExplainError(Exception):
+    """The pair cannot be explained (one line for the user)."""
+
+
+# -- re-running the two sides -----------------------------------------------------------------
+
+
+def traced_steps(summary: dict[str, Any]) -> tuple[int, list[int]]:
+    """(first divergent step k, the steps to trace: k-1 and k, or 0 alone)."""
+    k = summary.get("first_divergent_step")
+    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+        raise ExplainError("the pair has no divergent step: nothing to explain")
+    return k, sorted({max(0, k - 1), k})
+
+
+def _is_reference(argv: Sequence[str]) -> bool:
+    return "tuimon" in argv and "train" in argv
+
+
+def rerun_argv(argv: Sequence[str], last_step: int) -> list[str]:
+    """The recorded command; for the reference workload, stopped after `last_step` and told
+    to save nothing (the pair's saved W_E stays as it is)."""
+    argv = list(argv)
+    if not _is_reference(argv):
+        return argv
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg in ("--save-emb", "--steps", "--log", "--trace-step", "--trace-file"):
+            skip = True
+            continue
+        if arg == "--time-only" or arg.startswith(("--save-emb=", "--steps=", "--log=")):
+            continue
+        out.append(arg)
+    return [*out, "--steps", str(last_step + 1), "--time-only"]
+
+
+def side_env(doc: dict[str, Any], side: str) -> dict[str, str]:
+    """The environment the pair gave this side (threads, seed, device, flags)."""
+    devices = doc.get("devices") or ["cpu", "cpu"]
+    threads = doc.get("threads")
+    if isinstance(threads, list) and len(threads) == 2:
+        pair_threads = (int(threads[0]), int(threads[1]))
+    elif isinstance(threads, int):
+        pair_threads = (threads, threads)
+    else:
+        pair_threads = (os.cpu_count() or 1,) * 2
+    plan = PairPlan(
+        seed=doc.get("seed") if isinstance(doc.get("seed"), int) else None,
+        devices=(str(devices[0]), str(devices[1])),
+        threads=pair_threads,
+        deterministic=bool(doc.get("deterministic")),
+        loss_dtype=doc.get("loss_dtype") if isinstance(doc.get("loss_dtype"), str) else None,
+    )
+    return plan.env(side, str(devices[SIDES.index(side)]))
+
+
+@dataclass
+class SideRun:
+    """One side of one traced rerun: its trace, or why there is none."""
+
+    side: str
+    trace: Path
+    problem: str | None = None
+
+
+def _trace_ended(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 256))
+            return b'"trace_end"' in fh.read()
+    except OSError:
+        return False
+
+
+def _last_step(path: Path) -> int | None:
+    """The last step record in a child's captured stdout (tail only)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 65536))
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        record = parse_line(line)
+        if isinstance(record, Step):
+            return record.step
+    return None
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def run_traced(
+    doc: dict[str, Any], out_dir: Path, steps: list[int], tag: str, timeout: float
+) -> dict[str, SideRun]:
+    """Run both sides at once (as the pair did), each tracing `steps`; stop each when its trace
+    is complete, when it runs past the steps without tracing, or at the timeout."""
+    commands = doc.get("commands")
+    if not isinstance(commands, dict) or not all(
+        isinstance(commands.get(s), list) and commands.get(s) for s in SIDES
+    ):
+        raise ExplainError(
+            "pair.json has no commands to re-run (a compared pair, not a launched one)"
+        )
+    shell = bool(doc.get("shell"))
+    runs: dict[str, SideRun] = {}
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    outs: dict[str, Path] = {}
+    try:
+        for side in SIDES:
+            trace = out_dir / f"{side}-{tag}.trace.jsonl"
+            for old in (trace, trace.with_name(trace.name + ".tensors")):
+                if old.is_dir():
+                    shutil.rmtree(old)
+                elif old.exists():
+                    old.unlink()
+            runs[side] = SideRun(side, trace)
+            argv = [str(a) for a in commands[side]]
+            env = {
+                **os.environ,
+                **side_env(doc, side),
+                TRACE_STEP_ENV: ",".join(map(str, steps)),
+                TRACE_FILE_ENV: str(trace),
+            }
+            outs[side] = out_dir / f"{side}-{tag}.stdout"
+            with (
+                open(outs[side], "wb") as stdout,
+                open(out_dir / f"{side}-{tag}.stderr", "wb") as err,
+            ):
+                procs[side] = subprocess.Popen(
+                    argv[0] if shell else rerun_argv(argv, max(steps)),
+                    shell=shell,
+                    stdin=subprocess.DEVNULL,
+                    stdout=stdout,
+                    stderr=err,
+                    env=env,
+                    start_new_session=True,
+                )
+        deadline = time.monotonic() + timeout
+        pending = set(SIDES)
+        while pending:
+            for side in sorted(pending):
+                proc, run = procs[side], runs[side]
+                if _trace_ended(run.trace):
+                    _kill(proc)
+                    pending.discard(side)
+                elif proc.poll() is not None:
+                    run.problem = _why_no_trace(run.trace, proc.returncode, out_dir, side, tag)
+                    pending.discard(side)
+                elif not run.trace.exists() and (_last_step(outs[side]) or -1) > max(steps) + 1:
+                    _kill(proc)
+                    run.problem = NO_HELPER
+                    pending.discard(side)
+                elif time.monotonic() > deadline:
+                    _kill(proc)
+                    run.problem = f"no complete trace after {timeout:.0f} s (stopped)"
+                    pending.discard(side)
+            if pending:
+                time.sleep(0.1)
+    finally:
+        for proc in procs.values():
+            _kill(proc)
+    return runs
+
+
+def _why_no_trace(trace: Path, code: int | None, out_dir: Path, side: str, tag: str) -> str:
+    if not trace.exists():
+        if code == 0:
+            return NO_HELPER
+        err = out_dir / f"{side}-{tag}.stderr"
+        tail = err.read_text(errors="replace").strip().splitlines()[-1:] if err.exists() else []
+        return f"exited with code {code} before tracing" + (f": {tail[0][:200]}" if tail else "")
+    return f"exited with code {code} before its trace was complete"
+
+
+# -- comparing two traces ---------------------------------------------------------------------
+
+
+def read_trace(path: Path) -> list[dict[str, Any]]:
+    """The op records of a trace file."""
+    ops = []
+    with open(path, "rb") as fh:
+        for line in fh:
+            with contextlib.suppress(orjson.JSONDecodeError):
+                obj = orjson.loads(line)
+                if isinstance(obj, dict) and obj.get("type") == "op":
+                    ops.append(obj)
+    return ops
+
+
+def _key(op: dict[str, Any]) -> tuple[Any, ...]:
+    return (op.get("step"), op.get("phase"), op.get("op"))
+
+
+def _measure(
+    a: dict[str, Any], b: dict[str, Any], dir_a: Path, dir_b: Path
+) -> dict[str, Any] | None:
+    """Largest absolute and relative difference over the outputs that differ (saved ones)."""
+    files_a, files_b = a.get("files") or [], b.get("files") or []
+    worst: dict[str, Any] | None = None
+    for j, (ha, hb) in enumerate(zip(a.get("hashes") or [], b.get("hashes") or [], strict=False)):
+        if ha == hb or j >= len(files_a) or j >= len(files_b) or not files_a[j] or not files_b[j]:
+            continue
+        try:
+            xa = np.load(dir_a / files_a[j]).astype(np.float64)
+            xb = np.load(dir_b / files_b[j]).astype(np.float64)
+        except (OSError, ValueError):
+            continue
+        if xa.shape != xb.shape:
+            continue
+        diff = np.abs(xa - xb)
+        scale = np.maximum(np.abs(xa), np.abs(xb))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rel = np.where(scale > 0, diff / np.where(scale > 0, scale, 1), 0.0)
+        item = {
+            "output": j,
+            "max_abs": float(np.nanmax(diff)) if diff.size else 0.0,
+            "max_rel": float(np.nanmax(rel)) if rel.size else 0.0,
+            "elements_differ": int(np.count_nonzero(xa != xb)),
+            "elements": int(xa.size),
+        }
+        if worst is None or item["max_abs"] > worst["max_abs"]:
+            worst = item
+    return worst
+
+
+def _describe_op(a: dict[str, Any], b: dict[str, Any] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "index": a.get("i"),
+        "op": a.get("op"),
+        "step": a.get("step"),
+        "phase": a.get("phase"),
+        "module": a.get("module"),
+        "params": a.get("params") or [],
+        "node": a.get("node"),
+        "line": a.get("line"),
+        "accumulate": a.get("accumulate"),
+        "shapes": {"a": a.get("shapes")},
+        "dtypes": {"a": a.get("dtypes")},
+        "devices": {"a": a.get("devices")},
+    }
+    if b is not None:
+        out["shapes"]["b"] = b.get("shapes")
+        out["dtypes"]["b"] = b.get("dtypes")
+        out["devices"]["b"] = b.get("devices")
+        if not out["params"]:
+            out["params"] = b.get("params") or []
+    out["nondeterministic"] = nondeterministic(a) or (nondeterministic(b) if b else None)
+    if a.get("state"):
+        out["state"] = True
+    return out
+
+
+def first_difference(
+    ops_a: list[dict[str, Any]], ops_b: list[dict[str, Any]], dir_a: Path, dir_b: Path
+) -> dict[str, Any] | None:
+    """The first op, in order, whose outputs differ (or where the op sequences part)."""
+    matcher = difflib.SequenceMatcher(None, [_key(o) for o in ops_a], [_key(o) for o in ops_b],
+                                      autojunk=False)  # fmt: skip
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            a = ops_a[i1] if i1 < i2 else None
+            b = ops_b[j1] if j1 < j2 else None
+            found = _describe_op(a or b or {}, b if a else None)
+            found["kind"] = "sequence"
+            found["a_op"] = a.get("op") if a else None
+            found["b_op"] = b.get("op") if b else None
+            return found
+        for a, b in zip(ops_a[i1:i2], ops_b[j1:j2], strict=True):
+            if (a.get("hashes") or []) != (b.get("hashes") or []):
+                found = _describe_op(a, b)
+                found["kind"] = "values"
+                found["difference"] = _measure(a, b, dir_a, dir_b)
+                return found
+    return None
+
+
+# -- the whole explanation --------------------------------------------------------------------
+
+
+def _label(op: dict[str, Any]) -> str:
+    params = ",".join(op.get("params") or []) or "-"
+    return f"{op.get('op')} · {op.get('phase')} · step {op.get('step')} · {params}"
+
+
+def explain_pair(
+    path: Path,
+    *,
+    repeats: int = DEFAULT_REPEATS,
+    timeout: float = DEFAULT_TIMEOUT,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Rerun and trace the pair `repeats` times; the result that goes into pair.json."""
+    say = progress or (lambda text: None)
+    doc = PairDoc.read(path).to_json()
+    k, steps = traced_steps(doc["summary"])
+    out_dir = Path(path) / "explain"
+    out_dir.mkdir(exist_ok=True)
+    devices = [str(d) for d in doc.get("devices") or []]
+    result: dict[str, Any] = {
+        "divergent_step": k,
+        "traced_steps": steps,
+        "repeats": repeats,
+        "reproduced": 0,
+        "runs": [],
+        "cross_device": len(set(devices)) > 1,
+        "devices": devices,
+    }
+    firsts: list[dict[str, Any]] = []
+    r = 0
+    while r < repeats:
+        say(f"rerun {r + 1} of {repeats}: tracing step{'s' if len(steps) > 1 else ''} "
+            f"{', '.join(map(str, steps))} on both sides")  # fmt: skip
+        runs = run_traced(doc, out_dir, steps, f"r{r}", timeout)
+        problems = {s: run.problem for s, run in runs.items() if run.problem}
+        if problems:
+            _cleanup(runs)
+            if any(p == NO_HELPER for p in problems.values()):
+                result.update(status="no_helper", message=NO_HELPER)
+            else:
+                text = "; ".join(f"run {s}: {p}" for s, p in problems.items())
+                result.update(status="failed", message=f"traced rerun failed: {text}")
+            return result
+        ops = {s: read_trace(run.trace) for s, run in runs.items()}
+        found = first_difference(
+            ops["a"],
+            ops["b"],
+            *(run.trace.with_name(run.trace.name + ".tensors") for run in runs.values()),
+        )
+        _cleanup(runs)
+        if found is not None and found.get("state") and steps[0] > 0 and k <= WIDEN_UP_TO:
+            # The runs differ already where the window starts (e.g. in AdamW's state after a
+            # step whose learning rate was 0, which left the parameters equal): trace from 0.
+            say(f"the runs differ before step {steps[0]} ({found['op']} of "
+                f"{', '.join(found.get('params') or ['?'])}): tracing from step 0")  # fmt: skip
+            result["widened_from"] = steps
+            steps = list(range(k + 1))
+            result["traced_steps"] = steps
+            result["runs"], result["reproduced"], firsts, r = [], 0, [], 0
+            continue
+        entry: dict[str, Any] = {
+            "repeat": r,
+            "ops": {s: len(v) for s, v in ops.items()},
+            "traces": {s: str(run.trace.relative_to(path)) for s, run in runs.items()},
+            "first": found,
+        }
+        result["runs"].append(entry)
+        if found is not None:
+            result["reproduced"] += 1
+            firsts.append(found)
+        r += 1
+    counts = Counter(_label(f) for f in firsts)
+    result["first_counts"] = dict(counts.most_common())
+    if not firsts:
+        result.update(
+            status="not_reproduced",
+            first=None,
+            message=f"the reruns did not diverge: all {repeats} traced reruns were bitwise equal "
+            f"in steps {', '.join(map(str, steps))} (a rare race, or a cause outside these steps)",
+        )
+        return result
+    label, _ = counts.most_common(1)[0]
+    first = next(f for f in firsts if _label(f) == label)
+    result.update(status="explained", first=first)
+    result["hint"] = hint(first, result)
+    result["message"] = describe(result)
+    return result
+
+
+def _cleanup(runs: dict[str, SideRun]) -> None:
+    for run in runs.values():
+        shutil.rmtree(run.trace.with_name(run.trace.name + ".tensors"), ignore_errors=True)
+
+
+def hint(first: dict[str, Any], result: dict[str, Any]) -> str | None:
+    """The likely cause in a few words, where one applies."""
+    if first.get("nondeterministic"):
+        return (
+            "a non-deterministic op: torch.use_deterministic_algorithms(True) "
+            "(tuimon pair --deterministic) should make the runs equal"
+        )
+    if result.get("cross_device"):
+        dtypes = first.get("dtypes") or {}
+        return (
+            f"the devices differ ({' vs '.join(result.get('devices') or [])}): their kernels "
+            "sum in different orders, so cross-device pairs usually part in the first matmul of "
+            f"step 0 (dtype a: {_first(dtypes.get('a'))}, b: {_first(dtypes.get('b'))})"
+        )
+    return None
+
+
+def _first(values: Any) -> str:
+    return str(values[0]) if isinstance(values, list) and values else "?"
+
+
+def _where(first: dict[str, Any]) -> str:
+    where = f"the {first.get('phase')} of step {first.get('step')}"
+    params = ", ".join(first.get("params") or [])
+    what = str(first.get("op"))
+    if first.get("accumulate") is not None:
+        what += f" (accumulate={first['accumulate']})"
+    bits = [f"at {what}"]
+    if params:
+        bits.append(f"for {params}")
+    if first.get("node"):
+        bits.append(f"[{first['node']}]")
+    if first.get("module"):
+        bits.append(f"in module {first['module']}")
+    return f"in {where} " + " ".join(bits)
+
+
+def describe(result: dict[str, Any]) -> str:
+    """One line for the headless summary and the pair view."""
+    status = result.get("status")
+    if status != "explained":
+        return f"explain: {result.get('message')}"
+    first = result["first"]
+    if first.get("state"):
+        text = (
+            f"explain: the runs differ already when step {first.get('step')} begins, in "
+            f"{first.get('op')} of {', '.join(first.get('params') or ['?'])} (they parted in "
+            "an earlier step that the step log did not show)"
+        )
+    elif first.get("kind") == "sequence":
+        text = (
+            f"explain: the op sequences part {_where(first)}: a runs {first.get('a_op')}, "
+            f"b runs {first.get('b_op')}"
+        )
+    else:
+        text = f"explain: they part {_where(first)}"
+        shapes, dtypes = first.get("shapes") or {}, first.get("dtypes") or {}
+        shape = "x".join(map(str, (shapes.get("a") or [[]])[0]))
+        dt_a, dt_b = _first(dtypes.get("a")), _first(dtypes.get("b"))
+        text += f", {dt_a if dt_a == dt_b else f'{dt_a} vs {dt_b}'} ({shape})"
+        diff = first.get("difference")
+        if diff:
+            text += (
+                f", max |a-b| {diff['max_abs']:.3g} (rel {diff['max_rel']:.3g}, "
+                f"{diff['elements_differ']} of {diff['elements']} elements)"
+            )
+    if first.get("line"):
+        text += f", called at {first['line']}"
+    count = result.get("first_counts", {}).get(_label(first), 0)
+    text += f"; first to differ in {count} of {result.get('repeats')} reruns"
+    if result.get("reproduced") != result.get("repeats"):
+        text += f" ({result['repeats'] - result['reproduced']} reruns did not diverge)"
+    if result.get("hint"):
+        text += f"; likely cause: {result['hint']}"
+    elif first.get("nondeterministic"):
+        text += f"; {first['nondeterministic']}"
+    return text
+
+
+def save_result(path: Path, result: dict[str, Any]) -> None:
+    """Add the result to pair.json under "explain"."""
+    doc = PairDoc.read(path)
+    doc.more["explain"] = result
+    doc.write(Path(path))
+
+
+def run_explain(pair: str, *, repeats: int, timeout: float, as_json: bool, out: Any = None) -> int:
+    """The `explain` command: 0 when an op was named or the reruns agreed, 3 when it could not."""
+    out = out or sys.stdout
+    if repeats < 1:
+        raise UsageError("--repeats must be at least 1")
+    try:
+        result = explain_pair(
+            Path(pair), repeats=repeats, timeout=timeout,
+            progress=lambda text: print(f"tuimon: {text}", file=sys.stderr, flush=True),
+        )  # fmt: skip
+        save_result(Path(pair), result)
+    except (StoreError, ExplainError) as exc:
+        raise UsageError(str(exc)) from None
+    if as_json:
+        out.write(orjson.dumps({"pair": str(pair), **result}).decode() + "\n")
+    else:
+        out.write(describe(result) + "\n")
+    out.flush()
+    return 0 if result["status"] in ("explained", "not_reproduced") else 3
+
+
+def explain_after(session: Any, say: Callable[[str], None]) -> dict[str, Any] | None:
+    """`pair --explain`: explain a finished live pair when it DIVERGED and was saved."""
+    from tuimon.align import DIVERGED
+    from tuimon.store import StoreError
+
+    summary = getattr(session, "summary", None)
+    path = getattr(session, "pair_path", None)
+    if summary is None or path is None or summary.verdict != DIVERGED:
+        return None
+    try:
+        result = explain_pair(Path(path), progress=lambda text: say(f"explain: {text}"))
+        save_result(Path(path), result)
+    except (StoreError, ExplainError) as exc:
+        return {"status": "failed", "message": str(exc)}
+    return result
+
+
+def saved_line(meta: dict[str, Any]) -> str | None:
+    """The explain line of a saved pair's pair.json, when it has been explained."""
+    result = meta.get("explain")
+    if not isinstance(result, dict) or not isinstance(result.get("status"), str):
+        return None
+    try:
+        return describe(result)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return "explain: (result in pair.json is damaged)"
