@@ -195,3 +195,21 @@ def test_folder_seed_errors_do_not_stop_the_others(
 )  # fmt: skip
 def test_seed_of_file_names(name: str, seed: str | None) -> None:
     assert seed_of(name) == seed
+
+
+def test_emb_check_imports_neither_textual_nor_torch(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    a = save(tmp_path / "a.npy", emb())
+    code = (
+        "import sys\n"
+        "from tuimon.cli import main\n"
+        f"code = main(['emb-check', {str(a)!r}, {str(a)!r}])\n"
+        "import tuimon.freqs, tuimon.artifacts\n"
+        "bad = [m for m in ('textual', 'torch') if m in sys.modules]\n"
+        "sys.exit(f'loaded: {bad}' if bad else code)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "IDENTICAL" in proc.stdout
