@@ -248,6 +248,8 @@ def test_unavailable_device_fails_fast_in_one_line(tmp_path: Path) -> None:
         (["--device", "cuda:x"], "not a device name"),
         (["--time-only", "--save-emb", "x.npy"], "--time-only"),
         (["--log", "no/such/folder/log.jsonl"], "does not exist"),
+        (["--freq-every", "-1"], "--freq-every"),
+        (["--freq-every", "5", "--p", "2"], "--freq-every needs --p"),
     ],
 )
 def test_bad_values_exit_2_with_one_line(

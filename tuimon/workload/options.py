@@ -83,6 +83,7 @@ def check(s: Settings) -> None:
     _fail_unless(s.warmup >= 0, f"--warmup must not be negative, got {s.warmup}")
     _fail_unless(s.gather in GATHERS, f"--gather must be one of {', '.join(GATHERS)}")
     _fail_unless(s.freq_every >= 0, f"--freq-every must not be negative, got {s.freq_every}")
+    _fail_unless(not s.freq_every or s.p >= 3, "--freq-every needs --p of at least 3")
     _fail_unless(s.eval_every >= 1, f"--eval-every must be at least 1, got {s.eval_every}")
     _fail_unless(s.threads is None or s.threads >= 1, f"--threads must be >= 1, got {s.threads}")
     _fail_unless(
