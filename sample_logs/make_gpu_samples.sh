@@ -22,8 +22,11 @@
 # key-frequency sets), short.tar.xz (the three 300-step pairs, whole), and one kf-*.tar.xz per
 # 25,000-step pair (pair.json, a.jsonl, b.jsonl, emb-a.npy, emb-b.npy; aligned.jsonl is left out
 # for size: `tuimon compare a.jsonl b.jsonl --save` rebuilds it, or replay the folder as it is).
-# If the GPU turns out slower than about 15 ms a step with 7 runs sharing it, the pairs end
-# INCOMPLETE at the deadline: rerun with SEEDS=0 (3 GPU runs instead of 7) or fewer STEPS.
+# Timing is a guess (no GPU was lent to the session that wrote this): 25,000 steps in about
+# 400 s needs about 16 ms a step. The cuda,cpu pair's CPU side (8 threads, p = 113) is probably
+# slower and may end INCOMPLETE; its key_freqs every 250 steps still show whether the sets part
+# while it ran. If the cuda,cuda pairs also end INCOMPLETE, rerun with SEEDS=0 (3 GPU runs
+# instead of 7) or fewer STEPS, and say so.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$(mktemp -d)}
