@@ -229,7 +229,7 @@ def _num(x: float) -> str:
 
 def describe(r: SeedResult) -> list[str]:
     """Lines for one seed."""
-    head = f"seed {r.seed}: {r.verdict}"
+    head = f"{'W_E' if r.seed == '-' else f'seed {r.seed}'}: {r.verdict}"
     if r.error:
         return [f"{head}: {clean(r.error)}"]
     d = r.data
