@@ -33,7 +33,7 @@ def test_help_and_version_need_neither_torch_nor_textual(flag):
 
 
 def test_every_subcommand_has_help(capsys):
-    for command in ("pair", "compare", "replay", "browse", "train"):
+    for command in ("pair", "compare", "emb-check", "replay", "browse", "train"):
         with pytest.raises(SystemExit) as exc:
             main([command, "--help"])
         assert exc.value.code == 0
@@ -137,3 +137,10 @@ def test_reference_pair_compares_the_saved_embeddings(tmp_path: Path, capsys):
     assert meta["artifacts"]["emb"]["equal"] is True
     assert meta["artifacts"]["emb"]["shape"] == [128, 12]  # W_E: d_model x (p + 1)
     assert (pair_dir / "emb-a.npy").is_file() and (pair_dir / "emb-b.npy").is_file()
+    # both runs' key frequencies, side by side, in pair.json and in the headless output
+    freqs = meta["artifacts"]["emb"]["key_freqs"]
+    assert freqs["a"]["p"] == 11 and len(freqs["a"]["freqs"]) == 5
+    assert freqs["a"]["freqs"] == freqs["b"]["freqs"] and freqs["agree"] is True
+    a = " ".join(map(str, freqs["a"]["freqs"]))
+    err = " ".join(capsys.readouterr().err.split())  # on stderr, wrapped to the console's width
+    assert f"key frequencies a {a} | b {a}: sets agree" in err

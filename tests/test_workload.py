@@ -91,8 +91,18 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "seed1": [*TINY, "--threads", "1", "--seed", "1", "--time-only"],
         "det1": [*TINY, "--threads", "2", "--deterministic", "--time-only"],
         "det2": [*TINY, "--threads", "2", "--deterministic", "--time-only"],
-        "race1": [*TINY, "--threads", "2", "--time-only"],
-        "race2": [*TINY, "--threads", "2", "--time-only"],
+        "race1": [*TINY, "--threads", "2", "--gather", "contiguous", "--time-only"],
+        "race2": [*TINY, "--threads", "2", "--gather", "contiguous", "--time-only"],
+        "freq": [
+            *TINY,
+            "--threads",
+            "1",
+            "--gather",
+            "contiguous",
+            "--freq-every",
+            "2",
+            "--time-only",
+        ],
         "sub": ["--p", "7", "--steps", "3", "--task", "sub", "--time-only"],
         "mul": ["--p", "7", "--steps", "3", "--task", "mul"],
     }
@@ -100,7 +110,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for name in [*own_folder, "a", "b"]:
         (base / name).mkdir()
     # Deterministic runs share the 2 cores; each race run gets them alone, so its threads overlap.
-    batches = [["a", "b", "seed1", "sub"], ["mul", "det1", "det2"], ["race1"], ["race2"]]
+    batches = [["a", "b", "seed1", "sub"], ["mul", "det1", "det2", "freq"], ["race1"], ["race2"]]
     out: dict[str, Any] = {}
     for batch in batches:
         procs = {n: launch(*spec[n], cwd=base / n if n in own_folder else base) for n in batch}
@@ -186,6 +196,30 @@ def test_two_threads_part_in_w_e_alone(runs: dict[str, Any]) -> None:
     assert first >= 2 and parted == ["W_E"]
 
 
+def test_gather_layouts_start_from_the_same_weights(runs: dict[str, Any]) -> None:
+    """--gather changes only the layout of the residual stream: the same initial weights
+    (bitwise) and the same step-0 loss; "view", the published layout, is the default."""
+    view, contiguous = steps_of(runs["a"]), steps_of(runs["freq"])
+    assert runs["a"][0]["hyper"]["gather"] == "view"
+    assert runs["freq"][0]["hyper"]["gather"] == "contiguous"
+    assert view[0]["param_digests"] == contiguous[0]["param_digests"]
+    assert view[0]["train_loss"] == contiguous[0]["train_loss"]
+
+
+def test_freq_every_logs_the_key_frequency_set(runs: dict[str, Any]) -> None:
+    steps = steps_of(runs["freq"])
+    logged = [s["step"] for s in steps if "key_freqs" in s]
+    assert logged == [0, 2, 4, 5]  # every 2 steps and the last
+    for s in steps:
+        if "key_freqs" in s:
+            ks = list(s["key_freqs"].values())
+            assert list(s["key_freqs"]) == ["1", "2", "3", "4", "5"]
+            assert ks == sorted(set(ks)) and all(1 <= k <= 11 for k in ks)
+            metrics = parse_line(orjson.dumps(s)).metrics  # type: ignore[union-attr]
+            assert [metrics[f"key_freqs.{i}"] for i in range(1, 6)] == ks
+    assert "key_freqs" not in steps_of(runs["a"])[0]
+
+
 def test_different_seeds_differ(runs: dict[str, Any]) -> None:
     a, b = steps_of(runs["a"]), steps_of(runs["seed1"])
     assert a[0]["param_digest"] != b[0]["param_digest"]
@@ -212,6 +246,8 @@ def test_unavailable_device_fails_fast_in_one_line(tmp_path: Path) -> None:
         (["--device", "cuda:x"], "not a device name"),
         (["--time-only", "--save-emb", "x.npy"], "--time-only"),
         (["--log", "no/such/folder/log.jsonl"], "does not exist"),
+        (["--freq-every", "-1"], "--freq-every"),
+        (["--freq-every", "5", "--p", "2"], "--freq-every needs --p"),
     ],
 )
 def test_bad_values_exit_2_with_one_line(

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from tuimon.align import diff_arrays
+from tuimon.freqs import FreqError, agreement, key_frequencies
 
 
 def compare_npy(a: Path, b: Path) -> dict[str, Any]:
@@ -29,7 +30,17 @@ def compare_npy(a: Path, b: Path) -> dict[str, Any]:
         "max_abs": float(np.nanmax(diff)) if diff.size else 0.0,
         "max_rel": float(np.nanmax(rel)) if rel.size else 0.0,
         "elements_differ": int(np.count_nonzero(xa != xb)),
+        **_key_freqs(xa, xb),
     }
+
+
+def _key_freqs(xa: np.ndarray, xb: np.ndarray) -> dict[str, Any]:
+    """Both arrays' key frequencies and whether the sets agree, when they read as a W_E."""
+    try:
+        fa, fb = key_frequencies(xa), key_frequencies(xb)
+    except FreqError:
+        return {}
+    return {"key_freqs": {"a": fa.to_dict(), "b": fb.to_dict(), **agreement(fa, fb)}}
 
 
 def compare_artifacts(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -43,14 +54,28 @@ def compare_artifacts(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, d
 
 
 def describe(name: str, result: Mapping[str, Any]) -> str:
-    """One line: `emb at the end: bitwise equal` or how far apart."""
+    """One line: `emb at the end: bitwise equal` or how far apart (then the key frequencies)."""
     if "error" in result:
         return f"{name} at the end: {result['error']}"
     if result.get("equal"):
-        return f"{name} at the end: bitwise equal"
-    if "max_abs" not in result:
+        line = f"{name} at the end: bitwise equal"
+    elif "max_abs" not in result:
         return f"{name} at the end: differ in shape or dtype"
-    return (
-        f"{name} at the end: {result['elements_differ']} elements differ, "
-        f"max abs {result['max_abs']:.3g}, max rel {result['max_rel']:.3g}"
-    )
+    else:
+        line = (
+            f"{name} at the end: {result['elements_differ']} elements differ, "
+            f"max abs {result['max_abs']:.3g}, max rel {result['max_rel']:.3g}"
+        )
+    return line + describe_freqs(result.get("key_freqs"))
+
+
+def describe_freqs(kf: Mapping[str, Any] | None) -> str:
+    """`; key frequencies a 14 35 41 42 52 | b 14 35 41 42 52: sets agree`, or nothing."""
+    if not kf:
+        return ""
+    a, b = (" ".join(map(str, kf[side]["freqs"])) for side in ("a", "b"))
+    if kf["agree"]:
+        how = "sets agree" if kf["same_order"] else "sets agree, rank order differs"
+    else:
+        how = f"sets differ (only a {kf['only_a']}, only b {kf['only_b']})"
+    return f"; key frequencies a {a} | b {b}: {how}"

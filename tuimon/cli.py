@@ -48,6 +48,20 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
         help="dtype of the cross-entropy (default float64, float32 on MPS)",
     )
     p.add_argument("--eval-every", type=int, default=1, help="test evaluation every N steps")
+    p.add_argument(
+        "--gather",
+        choices=("view", "contiguous"),
+        default="view",
+        help="layout of the embedding gather: view (d_model outermost, as the published code; "
+        "default) or contiguous (batch, pos, d_model), which races with 2+ CPU threads",
+    )
+    p.add_argument(
+        "--freq-every",
+        type=int,
+        default=0,
+        metavar="N",
+        help="log W_E's top-5 key frequencies (key_freqs.1..5, as a sorted set) every N steps",
+    )
     p.add_argument("--time-only", action="store_true", help="save nothing but the log")
     p.add_argument("--save-emb", default=None, metavar="PATH", help="save W_E as .npy at the end")
     p.add_argument("--log", default=None, metavar="FILE", help="write the step log here (stdout)")
@@ -176,6 +190,15 @@ def _add_pair_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--frac-train", type=float, default=None, help="reference: train fraction")
     p.add_argument("--eval-every", type=int, default=None, help="reference: test eval interval")
     p.add_argument(
+        "--gather",
+        choices=("view", "contiguous"),
+        default=None,
+        help="reference: embedding gather layout (view, the published one; contiguous races)",
+    )
+    p.add_argument(
+        "--freq-every", type=int, default=None, metavar="N", help="reference: key_freqs every N"
+    )
+    p.add_argument(
         "--threads",
         default=None,
         metavar="N[,M]",
@@ -280,7 +303,8 @@ def _check_pair_args(
         raise UsageError("--explain re-runs a saved pair: drop --no-save")
     if template and any(v is not None for v in _workload(args).values()):
         raise UsageError(
-            "--p/--task/--frac-train/--eval-every are for the reference workload; "
+            "--p/--task/--frac-train/--eval-every/--gather/--freq-every are for the reference "
+            "workload; "
             "pass your script's own flags in its command"
         )
     if args.shell and not template:
@@ -294,6 +318,8 @@ def _workload(args: argparse.Namespace) -> dict[str, object]:
         "task": args.task,
         "frac_train": args.frac_train,
         "eval_every": args.eval_every,
+        "gather": args.gather,
+        "freq_every": args.freq_every,
     }
 
 
@@ -485,6 +511,46 @@ def _run_compare(args: argparse.Namespace) -> int:
     )
 
 
+def _add_emb_check(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "emb-check",
+        help="does a retrain reproduce a saved W_E? (two .npy files or two folders)",
+        description="Compare a saved W_E with a retrain's: two .npy files, or two folders whose "
+        ".npy files are matched by the seed in their names (s0, seed0, seed_0). Per seed: "
+        "shapes, bitwise equal or not, max abs / max relative difference, and the key "
+        "frequencies of both. W_E may be (d_model, p+1), (d_model, p) or transposed.",
+        epilog="exit codes: 0 IDENTICAL or CLOSE, 1 DIVERGED, 3 INCOMPLETE (a seed missing or "
+        "unreadable), 2 bad usage",
+    )
+    p.add_argument("saved", metavar="SAVED", help="the saved W_E (.npy) or a folder of them")
+    p.add_argument("retrain", metavar="RETRAIN", help="the retrain's W_E (.npy) or a folder")
+    p.add_argument("--tolerance", type=_positive_float, default=0.0, help="relative; default 0")
+    p.add_argument("--top", type=int, default=5, metavar="K", help="key frequencies (default 5)")
+    p.add_argument("--p", type=int, default=None, help="the modulus, when the shape is ambiguous")
+    p.add_argument(
+        "--layout",
+        choices=("auto", "d_model-first", "residues-first"),
+        default="auto",
+        help="which axis holds d_model (default auto: see README)",
+    )
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(handler=_run_emb_check)
+
+
+def _run_emb_check(args: argparse.Namespace) -> int:
+    from tuimon.emb_check import EmbCheckError, Options, main_check
+
+    if args.top < 1:
+        raise UsageError("--top must be at least 1")
+    if args.p is not None and args.p < 3:
+        raise UsageError("--p must be at least 3")
+    options = Options(tolerance=args.tolerance, top=args.top, p=args.p, layout=args.layout)
+    try:
+        return main_check(args.saved, args.retrain, options, as_json=args.json)
+    except EmbCheckError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _add_replay(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "replay",
@@ -595,6 +661,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_pair(sub)
     _add_sweep(sub)
     _add_compare(sub)
+    _add_emb_check(sub)
     _add_replay(sub)
     _add_browse(sub)
     _add_train(sub)

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from tuimon.freqs import key_frequencies
 from tuimon.steplog import StepLogger
 from tuimon.tracing import trace_step
 from tuimon.workload.data import Split, make_split
@@ -20,7 +21,7 @@ from tuimon.workload.options import BETAS, Settings, emb_path, lr_at
 
 def build(s: Settings, device: torch.device) -> tuple[Transformer, Split]:
     """The model (drawn on the CPU from --seed, then moved) and the data, both on `device`."""
-    model = Transformer(s.p, torch.Generator().manual_seed(s.seed)).to(device)
+    model = Transformer(s.p, torch.Generator().manual_seed(s.seed), gather=s.gather).to(device)
     split = Split(*(t.to(device) for t in make_split(s.p, s.task, s.frac_train, s.seed)))
     return model, split
 
@@ -36,6 +37,14 @@ def param_digests(model: torch.nn.Module) -> tuple[str, dict[str, str]]:
         per[name] = hashlib.blake2b(chunk, digest_size=8).hexdigest()  # type: ignore[arg-type]  # as above
         start += p.numel()
     return whole, per
+
+
+def key_freq_set(model: Transformer) -> dict[str, int]:
+    """W_E's top-5 key frequencies as a set, in increasing order: {"1": k1, ..., "5": k5}.
+
+    Numbers, so a pair compares them step by step and names the first step where they part."""
+    found = key_frequencies(model.W_E.detach().cpu().numpy(), p=model.W_U.shape[1])
+    return {str(i): k for i, k in enumerate(sorted(found.freqs), start=1)}
 
 
 def _loss_acc(
@@ -76,6 +85,8 @@ def train(
                 record["test_loss"], record["test_acc"] = evaluate(
                     model, data.test_x, data.test_y, loss_dtype
                 )
+            if s.freq_every and (k % s.freq_every == 0 or k == s.steps - 1):
+                record["key_freqs"] = key_freq_set(model)
             logger.step(k, t=logger.elapsed(), **record, param_digest=digest, param_digests=digests)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()

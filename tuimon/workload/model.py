@@ -12,7 +12,7 @@ import math
 import torch
 from torch import nn
 
-from tuimon.workload.options import D_HEAD, D_MLP, D_MODEL, N_CTX, N_HEADS
+from tuimon.workload.options import D_HEAD, D_MLP, D_MODEL, GATHERS, N_CTX, N_HEADS
 
 
 def _randn(generator: torch.Generator, *shape: int, scale: float) -> nn.Parameter:
@@ -35,8 +35,12 @@ class Transformer(nn.Module):
         n_heads: int = N_HEADS,
         d_head: int = D_HEAD,
         d_mlp: int = D_MLP,
+        gather: str = "view",
     ) -> None:
         super().__init__()
+        if gather not in GATHERS:
+            raise ValueError(f"gather must be one of {', '.join(GATHERS)}, got {gather!r}")
+        self.gather = gather
         d_vocab = p + 1  # the tokens 0..p-1 and "=" (token p)
         g = generator
         self.n_heads, self.d_head = n_heads, d_head
@@ -59,10 +63,15 @@ class Transformer(nn.Module):
         query, MLP and unembedding at the last one (which, under the causal mask, attends to
         all three positions, so no mask is needed).
         """
-        # The residual stream, (batch, pos, d_model) contiguous. The layout matters beyond
-        # speed: the backward of the gather then adds rows of samples into W_E's columns, which
-        # is not deterministic on CPU with more than one thread.
-        resid = self.W_E[:, x].permute(1, 2, 0).contiguous() + self.W_pos
+        # The residual stream (batch, pos, d_model). Its memory layout matters beyond speed:
+        # "view" keeps d_model outermost as the published code does (W_E[:, x] permuted as a
+        # view); "contiguous" copies it to (batch, pos, d_model), and then the backward of the
+        # gather adds rows of samples into W_E's columns, which is not deterministic on CPU
+        # with more than one thread (see DESIGN.md and README "gather layout").
+        embedded = self.W_E[:, x].permute(1, 2, 0)
+        if self.gather == "contiguous":
+            embedded = embedded.contiguous()
+        resid = embedded + self.W_pos
         last = resid[:, -1]
         q = last @ self.W_Q.flatten(0, 1).T
         k = resid @ self.W_K.flatten(0, 1).T

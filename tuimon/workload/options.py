@@ -13,6 +13,7 @@ from tuimon.errors import UsageError
 TASKS = ("add", "sub", "mul")
 D_MODEL, N_HEADS, D_HEAD, D_MLP, N_CTX = 128, 4, 32, 512, 3  # Nanda et al. (2023)
 BETAS = (0.9, 0.98)
+GATHERS = ("view", "contiguous")  # the embedding gather's layout: published, racing
 
 
 def n_train_for(p: int, frac_train: float) -> int:
@@ -40,6 +41,8 @@ class Settings:
     time_only: bool = False
     save_emb: str | None = None
     log: str | None = None
+    gather: str = "view"
+    freq_every: int = 0
 
     @property
     def n_train(self) -> int:
@@ -78,6 +81,9 @@ def check(s: Settings) -> None:
     _fail_unless(s.lr >= 0, f"--lr must not be negative, got {s.lr}")
     _fail_unless(s.weight_decay >= 0, f"--weight-decay must not be negative, got {s.weight_decay}")
     _fail_unless(s.warmup >= 0, f"--warmup must not be negative, got {s.warmup}")
+    _fail_unless(s.gather in GATHERS, f"--gather must be one of {', '.join(GATHERS)}")
+    _fail_unless(s.freq_every >= 0, f"--freq-every must not be negative, got {s.freq_every}")
+    _fail_unless(not s.freq_every or s.p >= 3, "--freq-every needs --p of at least 3")
     _fail_unless(s.eval_every >= 1, f"--eval-every must be at least 1, got {s.eval_every}")
     _fail_unless(s.threads is None or s.threads >= 1, f"--threads must be >= 1, got {s.threads}")
     _fail_unless(
@@ -136,4 +142,5 @@ def hyper_block(s: Settings) -> dict[str, Any]:
         "warmup": s.warmup,
         "batch": "full",
         "eval_every": s.eval_every,
+        "gather": s.gather,
     }
