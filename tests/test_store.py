@@ -436,7 +436,10 @@ def test_finish_failure_raises_one_line_and_keeps_raw_logs(
         with pytest.raises(StoreError) as exc:
             w.finish(meta(), [{"step": 0}])
     assert "No space left on device" in one_line(exc)
-    assert sorted(p.name for p in w.path.iterdir()) == ["a.jsonl", "b.jsonl"]  # no temp files
+    # no temp files; the pair still reads as running (its writer is open, its lock held)
+    assert sorted(p.name for p in w.path.iterdir()) == [LOCK_FILE, "a.jsonl", "b.jsonl"]
+    assert w.save_error is not None and "No space left on device" in w.save_error
+    assert is_running(w.path)
     assert (w.path / "a.jsonl").read_bytes() == b"a0\na1\n"
     assert not w.finished
     w.raw("a", [b"a2"])  # the writer still works, and finish can be tried again
