@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from tuimon import store
 from tuimon.store import (
     DEFAULT_STORE,
+    LOCK_FILE,
     PAIR_FORMAT,
     PairDoc,
     PairInfo,
@@ -28,6 +29,7 @@ from tuimon.store import (
     check_writable,
     delete_pair,
     is_pair_dir,
+    is_running,
     list_pairs,
     read_pair,
     resolve_store,
@@ -454,7 +456,7 @@ def test_finish_with_unserialisable_record(tmp_path: Path) -> None:
     with pytest.raises(StoreError) as exc:
         w.finish(meta(), [{"step": 0}, {"step": 1, "bad": object()}])
     assert one_line(exc).startswith("cannot write ")
-    assert sorted(p.name for p in w.path.iterdir()) == ["a.jsonl", "b.jsonl"]
+    assert sorted(p.name for p in w.path.iterdir()) == [LOCK_FILE, "a.jsonl", "b.jsonl"]
     w.close()
     w.close()  # idempotent
     assert open_fds_under(w.path) == []
@@ -569,7 +571,7 @@ def test_list_pairs_damaged_are_listed_not_raised(tmp_path: Path) -> None:
     assert infos["future"].seed == 5
     assert infos["interrupted"].damaged == "no pair.json (interrupted, or still running)"
     assert infos["only_a"].damaged == "no pair.json (interrupted, or still running)"
-    assert infos["pair_json_is_dir"].damaged.startswith("cannot read pair.json: ")
+    assert infos["pair_json_is_dir"].damaged == "pair.json is a directory, not a regular file"
     for info in infos.values():
         assert info.created is not None
         assert info.verdict is None or info.name == "future"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -12,6 +13,15 @@ from tuimon.readers import Reading
 from tuimon.runner import RunSpec, expand_template
 from tuimon.session import Batch, LiveSource, PairOptions, PairSession, SideState
 from tuimon.store import SIDES, PairWriter
+
+
+def python_module(module: str) -> list[str]:
+    """`python -m module` that never imports from the current directory (a folder named
+    `tuimon/` there must not shadow the package): `-P` on 3.11+, the same by hand on 3.10."""
+    if sys.version_info >= (3, 11):
+        return [sys.executable, "-P", "-m", module]
+    code = f"import sys, runpy; del sys.path[0]; runpy.run_module({module!r}, run_name='__main__')"
+    return [sys.executable, "-c", code]
 
 
 def default_threads(devices: Sequence[str]) -> int:
@@ -85,15 +95,14 @@ class PairPlan:
         if self.log_file:
             log_file = Path(expand_template([self.log_file], **values)[0])
         if self.template:
-            argv = expand_template(self.template, **values)
-            if self.shell:
-                argv = (" ".join(argv),)
+            if self.shell:  # substituted values are shell-quoted: a value is never shell code
+                argv = (" ".join(expand_template(self.template, quote=shlex.quote, **values)),)
+            else:
+                argv = expand_template(self.template, **values)
             env = self.env(side, device)
             return RunSpec(side, device, argv, env, self.shell, log_file, self.reading)
         cmd = [
-            sys.executable,
-            "-m",
-            "tuimon",
+            *python_module("tuimon"),
             "train",
             "--device",
             device,

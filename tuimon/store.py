@@ -209,8 +209,20 @@ def pair_file(pair_dir: Path, name: str) -> Path:
         raise StoreError(f"{pair_dir}: {name!r} is not a file name inside the pair directory")
     _, info = _inside(pair_dir / name, pair_dir)
     if not stat.S_ISREG(info.st_mode):
-        raise StoreError(f"{pair_dir}: {name} is not a regular file (a FIFO, a device ...)")
+        raise StoreError(f"{pair_dir}: {name} is {_kind(info.st_mode)}, not a regular file")
     return pair_dir / name
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not a regular file is, in words."""
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((word for test, word in kinds if test(mode)), "a special file")
 
 
 def _read_regular(path: Path, limit: int = MAX_PAIR_JSON) -> bytes:
@@ -224,7 +236,7 @@ def _read_regular(path: Path, limit: int = MAX_PAIR_JSON) -> bytes:
     try:
         info = os.fstat(fd)  # it may have been swapped since the check
         if not stat.S_ISREG(info.st_mode):
-            raise StoreError(f"{path.name} is not a regular file")
+            raise StoreError(f"{path.name} is {_kind(info.st_mode)}, not a regular file")
         if info.st_size > limit:
             raise StoreError(f"{path.name} is too large ({info.st_size} bytes)")
         with os.fdopen(fd, "rb", closefd=False) as fh:
