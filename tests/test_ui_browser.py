@@ -48,11 +48,12 @@ async def test_lists_pairs_newest_first_with_damaged_ones(store: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = await loaded(pilot, app)
         table = rows(screen)
-        assert [r[-1] for r in table[:3]] == [f"{NAMES[0]} (failed)", *NAMES[1:]]
+        assert [r[-1] for r in table[:3]] == list(NAMES[:3])
         assert [r[4] for r in table] == ["DIVERGED", "IDENTICAL", "DIVERGED", "DAMAGED"]
+        assert [r[5] for r in table] == ["failed", "finished", "finished", "damaged"]
         assert table[0][1:4] == ["2", "cuda vs cpu", "40"]
-        assert table[0][5] == "10" and table[2][5] == "2" and table[1][5] == "–"
-        assert table[1][6] == "0"
+        assert table[0][6] == "10" and table[2][6] == "2" and table[1][6] == "–"
+        assert table[1][7] == "0"
         assert "pair.json is not valid JSON" in table[3][-1]
         assert "4 of 4 pairs" in str(screen.query_one("#browser-status").render())
 
