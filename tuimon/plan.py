@@ -15,6 +15,10 @@ from tuimon.session import Batch, LiveSource, PairOptions, PairSession, SideStat
 from tuimon.store import SIDES, PairWriter
 
 
+SUBSTITUTED = ("seed", "device", "side", "threads", "pair_dir")
+"""The `{name}`s substituted in a command template and in --log-file (`pair --help` says so)."""
+
+
 def python_module(module: str) -> list[str]:
     """`python -m module` that never imports from the current directory (a folder named
     `tuimon/` there must not shadow the package): `-P` on 3.11+, the same by hand on 3.10."""
@@ -84,13 +88,7 @@ class PairPlan:
         """The command of one side."""
         device = self.devices[SIDES.index(side)]
         threads = self.threads[SIDES.index(side)]
-        values = {
-            "seed": self.seed,
-            "device": device,
-            "side": side,
-            "threads": threads,
-            "pair_dir": pair_dir or ".",
-        }
+        values = dict(zip(SUBSTITUTED, (self.seed, device, side, threads, pair_dir or ".")))
         log_file = None
         if self.log_file:
             log_file = Path(expand_template([self.log_file], **values)[0])

@@ -934,7 +934,8 @@ def is_pair_dir(path: Path) -> bool:
             return False
         if (path / PAIR_JSON).is_file():
             return True
-        return all((path / f"{side}.jsonl").is_file() for side in SIDES)
+        # lexists: a FIFO or a dangling link still makes a pair, refused later with its reason
+        return all(os.path.lexists(path / f"{side}.jsonl") for side in SIDES)
     except OSError:
         return False
 
