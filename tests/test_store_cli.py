@@ -138,7 +138,9 @@ def plan(**kw) -> PairPlan:
 
 def test_a_substituted_value_is_never_expanded_again():
     assert expand_template(["{seed}-{side}"], seed="{side}", side="a") == ("{side}-a",)
-    spec = plan(devices=("{side}", "x{seed}"), template=("run", "{device}", "{side}")).spec("a", None)
+    spec = plan(devices=("{side}", "x{seed}"), template=("run", "{device}", "{side}")).spec(
+        "a", None
+    )
     assert spec.argv == ("run", "{side}", "a")
     assert plan(devices=("cpu", "x{seed}"), template=("{device}",)).spec("b", None).argv == (
         "x{seed}",
@@ -200,7 +202,7 @@ def in_thread(fn, timeout: float = 30.0):
     def run() -> None:
         try:
             out["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
+        except BaseException as exc:  # handed to the test
             out["error"] = exc
 
     thread = threading.Thread(target=run, daemon=True)

@@ -172,3 +172,31 @@ async def test_saved_pair_jump_reads_the_lines_around_the_first_divergence(tmp_p
             index = pane.buffer.index_of(10)
             assert pane.scroll_y <= index < pane.scroll_y + pane.size.height - 1
             assert len(pane.buffer) <= 100
+
+
+async def test_a_running_pair_is_running_and_kept(store: Path, tmp_path: Path) -> None:
+    """A pair whose monitor is alive: RUNNING (not DAMAGED), its state in full, no delete;
+    a FIFO in another pair neither hangs the browser nor hides the good pairs."""
+    import os
+
+    from tuimon.store import PairWriter
+
+    writer = PairWriter.create(store, seed=9, devices=("cpu", "cpu"), label="live")
+    hostile = store / "20260101-000001_s0_cpu-cpu_fifo"
+    hostile.mkdir()
+    os.mkfifo(hostile / "pair.json")
+    app = TuimonApp(store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await loaded(pilot, app)
+        table = rows(screen)
+        assert table[0][4:6] == ["RUNNING", "running"] and table[0][-1] == writer.name
+        assert len(table) == len(NAMES) + 3  # the demo store holds a damaged pair too
+        status = str(screen.query_one("#browser-status").render())
+        assert f"{writer.name}: still running (it cannot be deleted)" in status
+        await pilot.press("d")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmScreen) and writer.path.is_dir()
+        fifo_row = next(r for r in table if r[-1].startswith(hostile.name))
+        assert fifo_row[4:6] == ["DAMAGED", "damaged"]
+        assert "pair.json is a FIFO" in fifo_row[-1]
+    writer.close()

@@ -69,7 +69,9 @@ def _check_storable(args: argparse.Namespace) -> None:
                 except UnicodeEncodeError:
                     raw = text.encode("utf-8", "backslashreplace")
                 shown = raw.decode("utf-8", "backslashreplace")
-                raise UsageError(f"{name} {shown} is not valid UTF-8, so it cannot be stored") from None
+                raise UsageError(
+                    f"{name} {shown} is not valid UTF-8, so it cannot be stored"
+                ) from None
             if "\0" in text:
                 raise UsageError(f"{name} contains a NUL character")
 

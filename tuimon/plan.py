@@ -10,10 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tuimon.readers import Reading
-from tuimon.runner import RunSpec, expand_template
+from tuimon.runner import RunSpec, substitute
 from tuimon.session import Batch, LiveSource, PairOptions, PairSession, SideState
 from tuimon.store import SIDES, PairWriter
-
 
 SUBSTITUTED = ("seed", "device", "side", "threads", "pair_dir")
 """The `{name}`s substituted in a command template and in --log-file (`pair --help` says so)."""
@@ -88,15 +87,18 @@ class PairPlan:
         """The command of one side."""
         device = self.devices[SIDES.index(side)]
         threads = self.threads[SIDES.index(side)]
-        values = dict(zip(SUBSTITUTED, (self.seed, device, side, threads, pair_dir or ".")))
+        values = dict(
+            zip(SUBSTITUTED, (self.seed, device, side, threads, pair_dir or "."), strict=True)
+        )
         log_file = None
         if self.log_file:
-            log_file = Path(expand_template([self.log_file], **values)[0])
+            log_file = Path(substitute([self.log_file], values)[0])
         if self.template:
+            argv: tuple[str, ...]
             if self.shell:  # substituted values are shell-quoted: a value is never shell code
-                argv = (" ".join(expand_template(self.template, quote=shlex.quote, **values)),)
+                argv = (" ".join(substitute(self.template, values, shlex.quote)),)
             else:
-                argv = expand_template(self.template, **values)
+                argv = substitute(self.template, values)
             env = self.env(side, device)
             return RunSpec(side, device, argv, env, self.shell, log_file, self.reading)
         cmd = [

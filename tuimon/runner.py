@@ -77,12 +77,19 @@ class RunSpec:
         return self.argv[0] if self.shell else shlex.join(self.argv)
 
 
-def expand_template(
-    template: Sequence[str], *, quote: Callable[[str], str] | None = None, **values: object
+def expand_template(template: Sequence[str], **values: object) -> tuple[str, ...]:
+    """Substitute `{seed}`, `{device}`, `{side}` ... in each argument (see `substitute`)."""
+    return substitute(template, values)
+
+
+def substitute(
+    template: Sequence[str],
+    values: Mapping[str, object],
+    quote: Callable[[str], str] | None = None,
 ) -> tuple[str, ...]:
-    """Substitute `{seed}`, `{device}`, `{side}` ... in each argument, in one pass: a value is
-    never expanded again (a device named `{side}` stays literal). `quote` (e.g. `shlex.quote`
-    for `--shell`) is applied to each substituted value."""
+    """Substitute `{name}` for each of `values` in each argument, in one pass: a value is never
+    expanded again (a device named `{side}` stays literal). `quote` (e.g. `shlex.quote` for
+    `--shell`) is applied to each substituted value."""
     if not values:
         return tuple(template)
     pattern = re.compile("|".join(re.escape("{" + key + "}") for key in values))

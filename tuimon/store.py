@@ -54,8 +54,8 @@ __all__ = [
     "delete_pair",
     "is_pair_dir",
     "is_running",
-    "pair_file",
     "list_pairs",
+    "pair_file",
     "read_pair",
     "resolve_store",
     "write_json_atomic",
@@ -514,7 +514,9 @@ class SavedLogs:
         if self.pair_dir is None:
             return None
         try:
-            return pair_file(self.pair_dir, self.doc.files.get(f"{side}_stderr") or f"{side}.stderr")
+            return pair_file(
+                self.pair_dir, self.doc.files.get(f"{side}_stderr") or f"{side}.stderr"
+            )
         except StoreError:
             return None
 
