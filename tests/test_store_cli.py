@@ -377,3 +377,25 @@ def test_help_describes_each_subcommand_and_every_substitution():
     template = tuple("{" + key + "}" for key in SUBSTITUTED)
     argv = plan(template=template).spec("a", Path("p")).argv
     assert argv == ("3", "cpu", "a", "1", "p")  # each is substituted
+
+
+def test_the_tui_says_a_failed_save_after_the_screen_and_exits_3(tmp_path, capsys, monkeypatch):
+    from tuimon.ui import app as app_module
+
+    writer = PairWriter.create(tmp_path, seed=0, devices=("cpu", "cpu"))
+    writer.save_error = "cannot write pair.json: No space left on device"
+
+    class Session:  # what run_app looks at once the app has ended
+        def __init__(self) -> None:
+            self.writer = writer
+
+        def terminate(self) -> None:
+            pass
+
+    def run(self):  # the user watched the pair and quit; its save had failed
+        self.sessions.append(Session())
+
+    monkeypatch.setattr(app_module.TuimonApp, "run", run)
+    assert app_module.run_app(store=tmp_path) == 3
+    assert "pair NOT saved: cannot write pair.json: No space left" in capsys.readouterr().err
+    writer.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -74,6 +75,11 @@ def run_app(
         result = app.run()
     finally:
         terminate_leftovers(app.sessions)
+    for session in app.sessions:  # a pair that could not be saved is said after the screen
+        writer = session.writer
+        if writer is not None and writer.save_error and not writer.finished:
+            print(f"tuimon: pair NOT saved: {writer.save_error}", file=sys.stderr)
+            return 3
     if isinstance(result, int):
         return result
     return app.return_code or 0
