@@ -399,3 +399,16 @@ def test_the_tui_says_a_failed_save_after_the_screen_and_exits_3(tmp_path, capsy
     assert app_module.run_app(store=tmp_path) == 3
     assert "pair NOT saved: cannot write pair.json: No space left" in capsys.readouterr().err
     writer.close()
+
+
+def test_a_filesystem_without_flock_still_saves_pairs(tmp_path, monkeypatch):
+    from tuimon import store
+
+    def no_locks(fd: int, op: int) -> None:
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(store.fcntl, "flock", no_locks)
+    w = PairWriter.create(tmp_path, seed=0, devices=("cpu", "cpu"))
+    assert not (w.path / LOCK_FILE).exists() and not is_running(w.path)
+    w.finish(PairDoc(status="finished"), [])
+    assert (w.path / "pair.json").is_file()

@@ -256,9 +256,11 @@ def _take_lock(pair_dir: Path) -> int | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         os.write(fd, f"{os.getpid()}\n".encode())
-    except OSError:
+    except OSError:  # a filesystem without flock: the pair is written, it just never reads RUNNING
         os.close(fd)
-        raise
+        with contextlib.suppress(OSError):
+            os.unlink(pair_dir / LOCK_FILE)
+        return None
     return fd
 
 
