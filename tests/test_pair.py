@@ -101,10 +101,15 @@ def test_exit_before_output(tmp_path, capsys):
     assert "no data here" in out.err
 
 
-def test_program_not_found(tmp_path, capsys):
-    args = ["pair", "--headless", "--store", str(tmp_path / "store"), "--", "/no/such/trainer"]
-    assert main(args) == 3
-    assert "cannot start '/no/such/trainer'" in capsys.readouterr().err
+@pytest.mark.parametrize("program", ["/no/such/trainer", "no-such-trainer-on-path"])
+def test_program_not_found(tmp_path, capsys, program):
+    """Exit 2 before anything starts: one line and a hint, and no pair directory."""
+    store = tmp_path / "store"
+    assert main(["pair", "--headless", "--store", str(store), "--", program, "{seed}"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"tuimon: error: program '{program}' is not")
+    assert err[1:] == ["try: tuimon pair --help"]
+    assert not store.exists() or not any(store.iterdir())
 
 
 def test_garbage_binary_and_big_lines_kept_raw(tmp_path, capsys):
@@ -191,13 +196,31 @@ def test_threads_may_differ_on_purpose(tmp_path, capsys):
         (["pair", "--devices", "tpu,cpu"], "not a torch device"),
         (["compare", "/no/such/a", "/no/such/b"], "no such log file"),
         (["replay", "/no/such/pair"], "no such file or directory"),
+        (["pair", "--seed", str(2**63)], "does not fit in 64 bits"),
+        (["pair", "--seed", "-9223372036854775809"], "does not fit in 64 bits"),
+        (["pair", "--steps", "1e3"], "not an integer"),
+        (["pair", "--tolerance", "inf"], "finite"),
+        (["replay", "x", "--speed", "nan"], "finite"),
+        (["train", "--lr", "nan"], "finite"),
+        (["pair", "--bogus"], "unrecognized arguments: --bogus"),
+        (["pair", "--task", "div"], "invalid choice"),
+        (["pair", "--label", "x\udcff"], "--label x\\xff is not valid UTF-8"),
+        (["pair", "--", "python", "t\udcfe.py"], "the command t\\xfe.py is not valid UTF-8"),
     ],
 )
 def test_bad_usage_is_one_line(argv, message, capsys):
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0
-    assert message in err and err.startswith("tuimon: error:")
+    """One line that says what is wrong, then (for a usage error) a hint: never ten lines."""
+    code = None
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own errors exit from parse_args
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) <= 2, err
+    assert message in err[0], err
+    assert err[0].startswith(("tuimon: error:", f"tuimon {argv[0]}: error:"))
+    assert err[1:] in ([], [f"try: tuimon {argv[0]} --help"])
 
 
 def test_unwritable_store_launches_nothing(tmp_path, capsys):

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from tuimon import store
 from tuimon.store import (
     DEFAULT_STORE,
+    LOCK_FILE,
     PAIR_FORMAT,
     PairDoc,
     PairInfo,
@@ -28,6 +29,7 @@ from tuimon.store import (
     check_writable,
     delete_pair,
     is_pair_dir,
+    is_running,
     list_pairs,
     read_pair,
     resolve_store,
@@ -436,7 +438,10 @@ def test_finish_failure_raises_one_line_and_keeps_raw_logs(
         with pytest.raises(StoreError) as exc:
             w.finish(meta(), [{"step": 0}])
     assert "No space left on device" in one_line(exc)
-    assert sorted(p.name for p in w.path.iterdir()) == ["a.jsonl", "b.jsonl"]  # no temp files
+    # no temp files; the pair still reads as running (its writer is open, its lock held)
+    assert sorted(p.name for p in w.path.iterdir()) == [LOCK_FILE, "a.jsonl", "b.jsonl"]
+    assert w.save_error is not None and "No space left on device" in w.save_error
+    assert is_running(w.path)
     assert (w.path / "a.jsonl").read_bytes() == b"a0\na1\n"
     assert not w.finished
     w.raw("a", [b"a2"])  # the writer still works, and finish can be tried again
@@ -451,7 +456,7 @@ def test_finish_with_unserialisable_record(tmp_path: Path) -> None:
     with pytest.raises(StoreError) as exc:
         w.finish(meta(), [{"step": 0}, {"step": 1, "bad": object()}])
     assert one_line(exc).startswith("cannot write ")
-    assert sorted(p.name for p in w.path.iterdir()) == ["a.jsonl", "b.jsonl"]
+    assert sorted(p.name for p in w.path.iterdir()) == [LOCK_FILE, "a.jsonl", "b.jsonl"]
     w.close()
     w.close()  # idempotent
     assert open_fds_under(w.path) == []
@@ -566,7 +571,7 @@ def test_list_pairs_damaged_are_listed_not_raised(tmp_path: Path) -> None:
     assert infos["future"].seed == 5
     assert infos["interrupted"].damaged == "no pair.json (interrupted, or still running)"
     assert infos["only_a"].damaged == "no pair.json (interrupted, or still running)"
-    assert infos["pair_json_is_dir"].damaged.startswith("cannot read pair.json: ")
+    assert infos["pair_json_is_dir"].damaged == "pair.json is a directory, not a regular file"
     for info in infos.values():
         assert info.created is not None
         assert info.verdict is None or info.name == "future"

@@ -51,8 +51,9 @@ def test_bad_seeds_are_refused(text):
 
 def test_bad_seeds_on_the_command_line_are_one_line(tmp_path, capsys):
     assert main(["sweep", "--seeds", "9-1", "--store", str(tmp_path), "--headless"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "counts down" in err
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and "counts down" in lines[0]
+    assert lines[1] == "try: tuimon sweep --help"
 
 
 def test_default_jobs_never_share_a_core(monkeypatch):

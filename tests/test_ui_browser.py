@@ -48,11 +48,12 @@ async def test_lists_pairs_newest_first_with_damaged_ones(store: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = await loaded(pilot, app)
         table = rows(screen)
-        assert [r[-1] for r in table[:3]] == [f"{NAMES[0]} (failed)", *NAMES[1:]]
+        assert [r[-1] for r in table[:3]] == list(NAMES[:3])
         assert [r[4] for r in table] == ["DIVERGED", "IDENTICAL", "DIVERGED", "DAMAGED"]
+        assert [r[5] for r in table] == ["failed", "finished", "finished", "damaged"]
         assert table[0][1:4] == ["2", "cuda vs cpu", "40"]
-        assert table[0][5] == "10" and table[2][5] == "2" and table[1][5] == "–"
-        assert table[1][6] == "0"
+        assert table[0][6] == "10" and table[2][6] == "2" and table[1][6] == "–"
+        assert table[1][7] == "0"
         assert "pair.json is not valid JSON" in table[3][-1]
         assert "4 of 4 pairs" in str(screen.query_one("#browser-status").render())
 
@@ -171,3 +172,31 @@ async def test_saved_pair_jump_reads_the_lines_around_the_first_divergence(tmp_p
             index = pane.buffer.index_of(10)
             assert pane.scroll_y <= index < pane.scroll_y + pane.size.height - 1
             assert len(pane.buffer) <= 100
+
+
+async def test_a_running_pair_is_running_and_kept(store: Path, tmp_path: Path) -> None:
+    """A pair whose monitor is alive: RUNNING (not DAMAGED), its state in full, no delete;
+    a FIFO in another pair neither hangs the browser nor hides the good pairs."""
+    import os
+
+    from tuimon.store import PairWriter
+
+    writer = PairWriter.create(store, seed=9, devices=("cpu", "cpu"), label="live")
+    hostile = store / "20260101-000001_s0_cpu-cpu_fifo"
+    hostile.mkdir()
+    os.mkfifo(hostile / "pair.json")
+    app = TuimonApp(store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await loaded(pilot, app)
+        table = rows(screen)
+        assert table[0][4:6] == ["RUNNING", "running"] and table[0][-1] == writer.name
+        assert len(table) == len(NAMES) + 3  # the demo store holds a damaged pair too
+        status = str(screen.query_one("#browser-status").render())
+        assert f"{writer.name}: still running (it cannot be deleted)" in status
+        await pilot.press("d")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmScreen) and writer.path.is_dir()
+        fifo_row = next(r for r in table if r[-1].startswith(hostile.name))
+        assert fifo_row[4:6] == ["DAMAGED", "damaged"]
+        assert "pair.json is a FIFO" in fifo_row[-1]
+    writer.close()

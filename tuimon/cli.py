@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import shutil
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from tuimon import __version__
 from tuimon.errors import TuimonError, UsageError
@@ -17,6 +19,63 @@ if TYPE_CHECKING:
     from tuimon.plan import PairPlan
 
 
+INT64 = (-(2**63), 2**63 - 1)
+"""The integers pair.json (and a step log) can hold."""
+REPLAY_SPEED = 50.0
+"""Steps per second of a replay someone watches (a TUI, or headless in a terminal)."""
+SUBSTITUTIONS = "{seed}, {device}, {side} (a or b), {threads} and {pair_dir}"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line and a hint (`try: tuimon pair --help`), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print `PROG: error: MESSAGE` and the hint; exit 2."""
+        self.exit(2, f"{self.prog}: error: {message}\ntry: {self.prog} --help\n")
+
+
+def _int64(text: str) -> int:
+    """An integer that pair.json can store (64 bits)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not INT64[0] <= value <= INT64[1]:
+        raise argparse.ArgumentTypeError(f"{text} does not fit in 64 bits, so it cannot be stored")
+    return value
+
+
+def _finite(text: str) -> float:
+    """A finite number (JSON has no inf or NaN)."""
+    value = _number(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number: {text!r}")
+    return value
+
+
+def _check_storable(args: argparse.Namespace) -> None:
+    """Every text of the command line can be stored in pair.json and passed to a process:
+    UTF-8 (no undecodable bytes from the shell) and no NUL; UsageError otherwise."""
+    for key, value in vars(args).items():
+        for text in value if isinstance(value, list) else [value]:
+            if not isinstance(text, str):
+                continue
+            name = "the command" if key == "command" else "--" + key.replace("_", "-")
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                try:  # the bytes the shell passed, as \xNN
+                    raw = text.encode("utf-8", "surrogateescape")
+                except UnicodeEncodeError:
+                    raw = text.encode("utf-8", "backslashreplace")
+                shown = raw.decode("utf-8", "backslashreplace")
+                raise UsageError(
+                    f"{name} {shown} is not valid UTF-8, so it cannot be stored"
+                ) from None
+            if "\0" in text:
+                raise UsageError(f"{name} contains a NUL character")
+
+
 def _add_train(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "train",
@@ -24,17 +83,19 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
         description="Train the one-layer transformer of Nanda et al. (2023) on (a op b) mod p, "
         "writing a tuimon step log (JSON Lines) to --log or stdout.",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed for init and data split (default 0)")
-    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default cpu)")
-    p.add_argument("--steps", type=int, default=300, help="training steps (default 300)")
-    p.add_argument("--p", type=int, default=113, help="the modulus (default 113)")
-    p.add_argument("--task", choices=("add", "sub", "mul"), default="add", help="default add")
-    p.add_argument("--frac-train", type=float, default=0.3, help="train fraction (default 0.3)")
-    p.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate (default 1e-3)")
-    p.add_argument("--weight-decay", type=float, default=1.0, help="AdamW decay (default 1.0)")
-    p.add_argument("--warmup", type=int, default=10, help="linear warm-up steps (default 10)")
     p.add_argument(
-        "--threads", type=int, default=None, help="intra-op threads (default: torch's; recorded)"
+        "--seed", type=_int64, default=0, help="seed for init and data split (default 0)"
+    )
+    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default cpu)")
+    p.add_argument("--steps", type=_int64, default=300, help="training steps (default 300)")
+    p.add_argument("--p", type=_int64, default=113, help="the modulus (default 113)")
+    p.add_argument("--task", choices=("add", "sub", "mul"), default="add", help="default add")
+    p.add_argument("--frac-train", type=_finite, default=0.3, help="train fraction (default 0.3)")
+    p.add_argument("--lr", type=_finite, default=1e-3, help="AdamW learning rate (default 1e-3)")
+    p.add_argument("--weight-decay", type=_finite, default=1.0, help="AdamW decay (default 1.0)")
+    p.add_argument("--warmup", type=_int64, default=10, help="linear warm-up steps (default 10)")
+    p.add_argument(
+        "--threads", type=_int64, default=None, help="intra-op threads (default: torch's; recorded)"
     )
     p.add_argument(
         "--deterministic",
@@ -47,7 +108,7 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="dtype of the cross-entropy (default float64, float32 on MPS)",
     )
-    p.add_argument("--eval-every", type=int, default=1, help="test evaluation every N steps")
+    p.add_argument("--eval-every", type=_int64, default=1, help="test evaluation every N steps")
     p.add_argument(
         "--gather",
         choices=("view", "contiguous"),
@@ -57,7 +118,7 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--freq-every",
-        type=int,
+        type=_int64,
         default=0,
         metavar="N",
         help="log W_E's top-5 key frequencies (key_freqs.1..5, as a sorted set) every N steps",
@@ -73,7 +134,7 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
         "also TUIMON_TRACE_STEP)",
     )
     p.add_argument("--trace-file", default=None, metavar="FILE", help="where --trace-step writes")
-    p.set_defaults(handler=_run_train)
+    p.set_defaults(handler=_run_train, help_prog=p.prog)
 
 
 def _run_train(args: argparse.Namespace) -> int:
@@ -98,16 +159,16 @@ def _number(text: str) -> float:
 def _non_negative_float(text: str) -> float:
     """A tolerance or a timeout: 0 is meaningful (bitwise; off)."""
     value = _number(text)
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0: {text!r}")
+    if not 0 <= value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0: {text!r}")
     return value
 
 
 def _positive_float(text: str) -> float:
     """A pace: 0 makes no sense."""
     value = _number(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0: {text!r}")
     return value
 
 
@@ -158,13 +219,14 @@ def _add_pair(sub: argparse._SubParsersAction) -> None:
         help="launch two runs of the same seed and watch them side by side",
         description="Launch two runs with the same seed and settings, one per device, compare "
         "them step by step and save the pair. Without a command after --, the reference "
-        "grokking workload (tuimon train) runs. In a command, {seed}, {device} and {side} are "
-        "substituted.",
-        epilog="exit codes (--headless): 0 IDENTICAL or CLOSE, 1 DIVERGED, 3 INCOMPLETE or a run "
-        "failed, 2 bad usage. Example: tuimon pair --seed 0 --devices cpu,cpu -- python "
-        "train.py --seed {seed} --device {device}",
+        f"grokking workload (tuimon train) runs. In a command (and --log-file), {SUBSTITUTIONS} "
+        "are substituted, each value once (it is never expanded again; with --shell it is "
+        "shell-quoted). A program that does not exist is refused before anything starts.",
+        epilog="exit codes (--headless): 0 IDENTICAL or CLOSE, 1 DIVERGED, 3 INCOMPLETE, a run "
+        "failed or the pair could not be saved, 2 bad usage. Example: tuimon pair --seed 0 "
+        "--devices cpu,cpu -- python train.py --seed {seed} --device {device}",
     )
-    p.add_argument("--seed", type=int, default=0, help="the seed of both runs (default 0)")
+    p.add_argument("--seed", type=_int64, default=0, help="the seed of both runs (default 0)")
     _add_pair_options(p)
     p.add_argument(
         "--no-save", action="store_true", help="do not save the pair (nothing is written)"
@@ -176,7 +238,7 @@ def _add_pair(sub: argparse._SubParsersAction) -> None:
     )
     _add_store(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND TEMPLATE ...")
-    p.set_defaults(handler=_run_pair)
+    p.set_defaults(handler=_run_pair, help_prog=p.prog)
 
 
 def _add_pair_options(p: argparse.ArgumentParser) -> None:
@@ -184,11 +246,11 @@ def _add_pair_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--devices", default="cpu,cpu", help="two devices, A,B (default cpu,cpu; e.g. mps,mps)"
     )
-    p.add_argument("--steps", type=int, default=None, help="steps (reference workload: 300)")
-    p.add_argument("--p", type=int, default=None, help="reference workload: the modulus")
+    p.add_argument("--steps", type=_int64, default=None, help="steps (reference workload: 300)")
+    p.add_argument("--p", type=_int64, default=None, help="reference workload: the modulus")
     p.add_argument("--task", choices=("add", "sub", "mul"), default=None, help="reference task")
-    p.add_argument("--frac-train", type=float, default=None, help="reference: train fraction")
-    p.add_argument("--eval-every", type=int, default=None, help="reference: test eval interval")
+    p.add_argument("--frac-train", type=_finite, default=None, help="reference: train fraction")
+    p.add_argument("--eval-every", type=_int64, default=None, help="reference: test eval interval")
     p.add_argument(
         "--gather",
         choices=("view", "contiguous"),
@@ -196,7 +258,7 @@ def _add_pair_options(p: argparse.ArgumentParser) -> None:
         help="reference: embedding gather layout (view, the published one; contiguous races)",
     )
     p.add_argument(
-        "--freq-every", type=int, default=None, metavar="N", help="reference: key_freqs every N"
+        "--freq-every", type=_int64, default=None, metavar="N", help="reference: key_freqs every N"
     )
     p.add_argument(
         "--threads",
@@ -229,17 +291,23 @@ def _add_pair_options(p: argparse.ArgumentParser) -> None:
         help="flag a run silent for S seconds as stalled (default 120; 0 off)",
     )
     p.add_argument("--stop-on-fail", action="store_true", help="stop the other run when one fails")
-    p.add_argument("--repeat", type=int, default=1, metavar="K", help="run the pair K times")
-    p.add_argument("--label", default=None, help="a word added to the pair's directory name")
+    p.add_argument("--repeat", type=_int64, default=1, metavar="K", help="run the pair K times")
+    p.add_argument(
+        "--label", default=None, help="a word added to the pair's directory name (and pair.json)"
+    )
     p.add_argument(
         "--log-file",
         default=None,
         metavar="TEMPLATE",
-        help="the run writes its step log to this file instead of stdout ({side}, {seed}, "
-        "{device}, {pair_dir} substituted)",
+        help=f"the run writes its step log to this file instead of stdout ({SUBSTITUTIONS} "
+        "substituted)",
     )
     _add_reading(p)
-    p.add_argument("--shell", action="store_true", help="run the command through the shell (sh -c)")
+    p.add_argument(
+        "--shell",
+        action="store_true",
+        help="run the command through the shell (sh -c); substituted values are shell-quoted",
+    )
     p.add_argument(
         "--launch",
         default=None,
@@ -264,7 +332,7 @@ def _threads(text: str | None, devices: tuple[str, ...]) -> tuple[int, int]:
         values = [int(v) for v in text.split(",")]
     except ValueError:
         raise UsageError(f"--threads takes N or A,B (got {text!r})") from None
-    if len(values) not in (1, 2) or min(values) < 1:
+    if len(values) not in (1, 2) or min(values) < 1 or max(values) > INT64[1]:
         raise UsageError(f"--threads takes N or A,B, each at least 1 (got {text!r})")
     return (values[0], values[-1])
 
@@ -332,17 +400,11 @@ def _pair_plan(
     from tuimon.plan import PairPlan, loss_dtype_for
     from tuimon.store import check_writable, resolve_store
 
+    _check_storable(args)
     devices = _pair_devices(args)
     template = tuple(args.command[1:] if args.command[:1] == ["--"] else args.command)
     threads = _check_pair_args(args, template, devices)
     launch = _launchers(args)
-    local = [d for d, launcher in zip(devices, launch, strict=True) if not launcher]
-    if local:  # a launched side's device is on the other machine: it checks it itself
-        check(local, need_torch=not template)
-    store = None
-    if not getattr(args, "no_save", False):
-        store = resolve_store(args.store)
-        check_writable(store)
     plan = PairPlan(
         seed=seed,
         devices=devices,
@@ -361,7 +423,32 @@ def _pair_plan(
         reading=_reading(args),
         launch=launch,
     )
+    if template and not args.shell:
+        _check_programs(plan)
+    local = [d for d, launcher in zip(devices, launch, strict=True) if not launcher]
+    if local:  # a launched side's device is on the other machine: it checks it itself
+        check(local, need_torch=not template, say=_say)
+    store = None
+    if not getattr(args, "no_save", False):
+        store = resolve_store(args.store)
+        check_writable(store)
     return plan, store
+
+
+def _say(message: str) -> None:
+    print(f"tuimon: {message}", file=sys.stderr, flush=True)
+
+
+def _check_programs(plan: PairPlan) -> None:
+    """The program of each side exists and can be run (UsageError before anything starts)."""
+    from tuimon.store import SIDES
+
+    for side in SIDES:
+        program = plan.spec(side, None).argv[0]
+        if "{pair_dir}" in (plan.template or ("",))[0] or shutil.which(program):
+            continue
+        where = "is not an executable file" if os.sep in program else "is not found on PATH"
+        raise UsageError(f"program {program!r} {where}; nothing was started")
 
 
 def _check_log_file(args: argparse.Namespace, plan: PairPlan, *, many: bool = False) -> None:
@@ -425,7 +512,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--jobs",
-        type=int,
+        type=_int64,
         default=None,
         metavar="N",
         help="pairs at once (default: as many as the cores hold without two CPU runs sharing "
@@ -434,7 +521,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     _add_pair_options(p)
     _add_store(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND TEMPLATE ...")
-    p.set_defaults(handler=_run_sweep)
+    p.set_defaults(handler=_run_sweep, help_prog=p.prog)
 
 
 def _run_sweep(args: argparse.Namespace) -> int:
@@ -495,12 +582,14 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--save", action="store_true", help="save the comparison as a pair")
     _add_reading(p)
     _add_store(p)
-    p.set_defaults(handler=_run_compare)
+    p.set_defaults(handler=_run_compare, help_prog=p.prog)
 
 
 def _run_compare(args: argparse.Namespace) -> int:
     from tuimon.compare import compare_paths
 
+    if args.save:
+        _check_storable(args)
     return compare_paths(
         args.logs,
         tolerance=args.tolerance,
@@ -525,8 +614,10 @@ def _add_emb_check(sub: argparse._SubParsersAction) -> None:
     p.add_argument("saved", metavar="SAVED", help="the saved W_E (.npy) or a folder of them")
     p.add_argument("retrain", metavar="RETRAIN", help="the retrain's W_E (.npy) or a folder")
     p.add_argument("--tolerance", type=_positive_float, default=0.0, help="relative; default 0")
-    p.add_argument("--top", type=int, default=5, metavar="K", help="key frequencies (default 5)")
-    p.add_argument("--p", type=int, default=None, help="the modulus, when the shape is ambiguous")
+    p.add_argument("--top", type=_int64, default=5, metavar="K", help="key frequencies (default 5)")
+    p.add_argument(
+        "--p", type=_int64, default=None, help="the modulus, when the shape is ambiguous"
+    )
     p.add_argument(
         "--layout",
         choices=("auto", "d_model-first", "residues-first"),
@@ -534,42 +625,43 @@ def _add_emb_check(sub: argparse._SubParsersAction) -> None:
         help="which axis holds d_model (default auto: see README)",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.set_defaults(handler=_run_emb_check)
+    p.set_defaults(handler=_run_emb_check, help_prog=p.prog)
 
 
 def _run_emb_check(args: argparse.Namespace) -> int:
-    from tuimon.emb_check import EmbCheckError, Options, main_check
+    from tuimon.emb_check import Options, main_check
 
     if args.top < 1:
         raise UsageError("--top must be at least 1")
     if args.p is not None and args.p < 3:
         raise UsageError("--p must be at least 3")
     options = Options(tolerance=args.tolerance, top=args.top, p=args.p, layout=args.layout)
-    try:
-        return main_check(args.saved, args.retrain, options, as_json=args.json)
-    except EmbCheckError as exc:
-        raise UsageError(str(exc)) from None
+    return main_check(args.saved, args.retrain, options, as_json=args.json)
 
 
 def _add_replay(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "replay",
         help="replay a saved pair (or two logs) through the live view",
-        description="Replay a saved pair directory, a sample_logs entry, or two log files.",
+        description="Replay a saved pair directory, a sample_logs entry, or two log files. "
+        "Headless with stdout not a terminal (a pipe, a file), the replay runs at full speed "
+        "unless --speed or --realtime is given.",
+        epilog="exit codes (headless): 0 IDENTICAL or CLOSE, 1 DIVERGED, 3 INCOMPLETE, 2 bad usage",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a pair directory or two log files")
     p.add_argument(
         "--speed",
         type=_positive_float,
-        default=50.0,
-        help="steps per second (default 50); with --realtime, a time multiplier",
+        default=None,
+        help=f"steps per second (default {REPLAY_SPEED:g}; full speed into a pipe); with "
+        "--realtime, a time multiplier",
     )
     p.add_argument("--realtime", action="store_true", help="pace by the recorded step times")
     p.add_argument("--tolerance", type=_non_negative_float, default=None, help="relative")
     p.add_argument("--headless", action="store_true", help="no TUI: progress, then the verdict")
     p.add_argument("--json", action="store_true", help="(headless) print the summary as JSON")
     _add_reading(p)
-    p.set_defaults(handler=_run_replay)
+    p.set_defaults(handler=_run_replay, help_prog=p.prog)
 
 
 def _run_replay(args: argparse.Namespace) -> int:
@@ -577,17 +669,22 @@ def _run_replay(args: argparse.Namespace) -> int:
     from tuimon.store import resolve_store
 
     logs = resolve_logs(args.paths, _reading(args) if args.pattern or args.map else None)
+    headless = args.headless or not _terminal("replay")
+    speed = args.speed
+    if speed is None:  # nobody watches a pipe: no pacing unless asked for
+        piped = headless and not args.realtime and not sys.stdout.isatty()
+        speed = math.inf if piped else REPLAY_SPEED
 
     def make(on_batch):  # type: ignore[no-untyped-def]
         return replay_session(
             logs,
-            speed=args.speed,
+            speed=speed,
             realtime=args.realtime,
             tolerance=args.tolerance,
             on_batch=on_batch,
         )
 
-    if args.headless or not _terminal("replay"):
+    if headless:
         from tuimon.headless import run_headless
 
         return run_headless([make], as_json=args.json)
@@ -602,9 +699,15 @@ def _run_replay(args: argparse.Namespace) -> int:
 
 
 def _add_browse(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("browse", help="browse past pairs (the default)")
+    p = sub.add_parser(
+        "browse",
+        help="browse past pairs (the default)",
+        description="Browse the pairs of the store, newest first: open one (Enter), replay it "
+        "(r), filter (/), delete (d, asks first; a pair still running cannot be deleted). "
+        "`tuimon` alone does the same.",
+    )
     _add_store(p)
-    p.set_defaults(handler=_run_browse)
+    p.set_defaults(handler=_run_browse, help_prog=p.prog)
 
 
 def _terminal(command: str) -> bool:
@@ -635,12 +738,12 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:
         "trace, 2 bad usage. Your own script needs tuimon.tracing.trace_step (README).",
     )
     p.add_argument("pair", metavar="PAIR", help="a saved pair directory")
-    p.add_argument("--repeats", type=int, default=3, help="traced reruns (default 3)")
+    p.add_argument("--repeats", type=_int64, default=3, help="traced reruns (default 3)")
     p.add_argument(
         "--timeout", type=_positive_float, default=900.0, metavar="S", help="per rerun (900)"
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.set_defaults(handler=_run_explain)
+    p.set_defaults(handler=_run_explain, help_prog=p.prog)
 
 
 def _run_explain(args: argparse.Namespace) -> int:
@@ -651,7 +754,7 @@ def _run_explain(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tuimon",
         description="Does a training run reproduce? Launch two runs, watch them side by side, "
         "and see the first step where they differ.",
@@ -672,12 +775,20 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the subcommand's parser, so the hint names its --help
+        Parser(prog=getattr(args, "help_prog", None) or "tuimon").error(
+            f"unrecognized arguments: {' '.join(extra)}"
+        )
     handler = getattr(args, "handler", None)
     if handler is None:
         handler = _run_browse
     try:
         return int(handler(args))
+    except UsageError as exc:  # a bad command line: the message and where to read more
+        prog = getattr(args, "help_prog", None) or "tuimon"
+        print(f"tuimon: error: {exc}\ntry: {prog} --help", file=sys.stderr)
+        return 2
     except TuimonError as exc:  # every one-line error of tuimon: the message, exit 2
         print(f"tuimon: error: {exc}", file=sys.stderr)
         return 2

@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 
 from tuimon.align import AlignedStep, Summary, compare_steps
-from tuimon.errors import CompareError, ReplayError
+from tuimon.errors import CompareError, ReplayError, StoreError
 from tuimon.headless import exit_code
 from tuimon.readers import Reading, no_steps
 from tuimon.replay import read_lines, resolve_logs
@@ -104,6 +104,7 @@ def compare_paths(
     judged = judge(resolve_logs(paths, reading), tolerance)
     summary, doc = judged.summary, judged.doc
     saved = None
+    save_error: str | None = None
     if save:
         writer = PairWriter.create(
             resolve_store(save_to),
@@ -115,9 +116,18 @@ def compare_paths(
             writer.raw(side, lines)
         for step in judged.aligned:
             writer.aligned(step.to_dict())
-        saved = writer.finish(doc).parent
+        try:
+            saved = writer.finish(doc).parent
+        except StoreError as exc:  # the judgement stands; the save failed: exit 3, say why
+            save_error = str(exc)
+            writer.close()
     if as_json:
-        out = {"pair": str(saved) if saved else None, **summary.to_dict()}
+        out = {
+            "pair": str(saved) if saved else None,
+            **({"saved": saved is not None} if save else {}),
+            **({"save_error": save_error} if save_error else {}),
+            **summary.to_dict(),
+        }
         sys.stdout.write(orjson.dumps(out).decode() + "\n")
     else:
         print(headline(summary))
@@ -128,4 +138,6 @@ def compare_paths(
             print(f"  environment differs in: {keys}")
         if saved:
             print(f"pair saved in {saved}")
-    return exit_code(summary)
+        elif save_error:
+            print(f"pair NOT saved: {save_error}")
+    return 3 if save_error else exit_code(summary)

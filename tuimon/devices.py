@@ -5,12 +5,15 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 
 import orjson
 
 from tuimon.errors import DeviceError
 
 _PROBE = """
+import sys
+del sys.path[0]  # never import a `torch/` folder of the current directory
 import json, torch
 out = ["cpu"]
 if torch.cuda.is_available():
@@ -41,8 +44,23 @@ def probe(python: str = sys.executable, timeout: float = 60.0) -> list[str] | No
     return [str(d) for d in devices] if isinstance(devices, list) else None
 
 
-def check(devices: list[str], *, need_torch: bool) -> None:
-    """Raise DeviceError naming the first unavailable device; cpu needs no probe."""
+def setup_hint(device: str) -> str:
+    """What to do about a device that is not available here."""
+    if device.startswith("mps"):
+        setup = "MPS needs macOS on Apple silicon and a torch built with MPS"
+    elif device.startswith("cuda"):
+        setup = "CUDA needs an NVIDIA GPU, its driver and a torch built with CUDA"
+    else:
+        setup = "check the device's setup"
+    return f"run on the CPU with --devices cpu,cpu, or set the device up ({setup})"
+
+
+def check(
+    devices: list[str], *, need_torch: bool, say: Callable[[str], None] | None = None
+) -> None:
+    """Raise DeviceError naming the first unavailable device; cpu needs no probe.
+
+    `say` hears what is being checked before the probe (importing torch can take seconds)."""
     wanted = [d for d in dict.fromkeys(devices) if is_torch_device(d) and d != "cpu"]
     if need_torch:
         bad = [d for d in devices if not is_torch_device(d)]
@@ -52,6 +70,8 @@ def check(devices: list[str], *, need_torch: bool) -> None:
             )
     if not wanted:
         return
+    if say is not None:
+        say(f"checking that {', '.join(wanted)} is available (importing torch in a child process)…")
     available = probe()
     if available is None:
         if need_torch:
@@ -60,5 +80,6 @@ def check(devices: list[str], *, need_torch: bool) -> None:
     for d in wanted:
         if d not in available:
             raise DeviceError(
-                f"device {d!r} is not available here (available: {', '.join(available)})"
+                f"device {d!r} is not available here (available: {', '.join(available)}); "
+                + setup_hint(d)
             )

@@ -29,3 +29,7 @@ class DeviceError(TuimonError):
 
 class LaunchError(TuimonError):
     """A run could not be started (no such program, not executable ...)."""
+
+
+class EmbCheckError(TuimonError):
+    """Embeddings that cannot be checked at all (no file, not numbers, shapes that differ)."""

@@ -97,7 +97,10 @@ def run_headless(
         with HeadlessReporter(console) as reporter:
             session = make(reporter)
             summary = asyncio.run(_run_with_signals(session))
-        codes.append(exit_code(summary))
+        writer = session.writer
+        saved = writer is not None and writer.finished
+        save_error = writer.save_error if writer is not None and not saved else None
+        codes.append(3 if save_error else exit_code(summary))  # a pair not saved is not done
         hints = likely_causes(session.pair_doc().to_json())
         explained = None
         if explain and not session.interrupted:
@@ -107,6 +110,8 @@ def run_headless(
         if as_json:
             record = {
                 "pair": str(session.pair_path) if session.pair_path else None,
+                "saved": saved,
+                **({"save_error": save_error} if save_error else {}),
                 "status": session.status(),
                 **summary.to_dict(),
                 "hints": [h.to_dict() for h in hints],
@@ -122,8 +127,10 @@ def run_headless(
                 from tuimon.explain import describe
 
                 out.write(describe(explained) + "\n")
-            if session.pair_path and session.writer is not None:
+            if saved:
                 out.write(f"pair saved in {session.pair_path}\n")
+            elif save_error:
+                out.write(f"pair NOT saved: {save_error}\n")
         out.flush()
         if session.interrupted:
             break

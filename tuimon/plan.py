@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tuimon.readers import Reading
-from tuimon.runner import RunSpec, expand_template
+from tuimon.runner import RunSpec, substitute
 from tuimon.session import Batch, LiveSource, PairOptions, PairSession, SideState
 from tuimon.store import SIDES, PairWriter
 
@@ -44,6 +44,19 @@ def parse_launcher(text: str | None) -> tuple[str, ...] | None:
     if text is None or not text.strip():
         return None
     return tuple(shlex.split(text))
+
+
+SUBSTITUTED = ("seed", "device", "side", "threads", "pair_dir")
+"""The `{name}`s substituted in a command template and in --log-file (`pair --help` says so)."""
+
+
+def python_module(module: str) -> list[str]:
+    """`python -m module` that never imports from the current directory (a folder named
+    `tuimon/` there must not shadow the package): `-P` on 3.11+, the same by hand on 3.10."""
+    if sys.version_info >= (3, 11):
+        return [sys.executable, "-P", "-m", module]
+    code = f"import sys, runpy; del sys.path[0]; runpy.run_module({module!r}, run_name='__main__')"
+    return [sys.executable, "-c", code]
 
 
 def default_threads(devices: Sequence[str]) -> int:
@@ -118,26 +131,22 @@ class PairPlan:
         device = self.devices[SIDES.index(side)]
         remote = bool(self.launch[SIDES.index(side)])
         threads = self.threads[SIDES.index(side)]
-        values = {
-            "seed": self.seed,
-            "device": device,
-            "side": side,
-            "threads": threads,
-            "pair_dir": pair_dir or ".",
-        }
+        values = dict(
+            zip(SUBSTITUTED, (self.seed, device, side, threads, pair_dir or "."), strict=True)
+        )
         log_file = None
         if self.log_file:
-            log_file = Path(expand_template([self.log_file], **values)[0])
+            log_file = Path(substitute([self.log_file], values)[0])
         if self.template:
-            argv = expand_template(self.template, **values)
-            if self.shell:
-                argv = (" ".join(argv),)
+            argv: tuple[str, ...]
+            if self.shell:  # substituted values are shell-quoted: a value is never shell code
+                argv = (" ".join(substitute(self.template, values, shlex.quote)),)
+            else:
+                argv = substitute(self.template, values)
             env = self.env(side, device)
             return RunSpec(side, device, argv, env, self.shell, log_file, self.reading)
         cmd = [
-            REMOTE_PYTHON if remote else sys.executable,
-            "-m",
-            "tuimon",
+            *([REMOTE_PYTHON, "-m", "tuimon"] if remote else python_module("tuimon")),
             "train",
             "--device",
             device,

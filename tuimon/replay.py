@@ -13,7 +13,7 @@ from tuimon.readers import ReaderError, Reading, log_lines
 from tuimon.runner import Exited, Lines, SourceEvent, Stderr
 from tuimon.session import Batch, PairOptions, PairSession, SideState
 from tuimon.steplog import End, Header, Record, Step, parse_line
-from tuimon.store import SIDES, PairDoc, SavedLogs, is_pair_dir
+from tuimon.store import SIDES, PairDoc, SavedLogs, is_pair_dir, pair_file
 
 YIELD_EVERY = 64
 """Steps fed between two yields to the event loop when the pace needs no sleep."""
@@ -32,10 +32,10 @@ def resolve_logs(paths: list[str], reading: Reading | None = None) -> SavedLogs:
             doc = PairDoc.read(path)
         except StoreError:
             doc = PairDoc()
-        a, b = (path / doc.file(side) for side in SIDES)
-        for log in (a, b):
-            if not log.is_file():
-                raise ReplayError(f"{path}: missing {log.name}")
+        try:  # a FIFO, a device or a link leading outside the pair is refused, never opened
+            a, b = (pair_file(path, doc.file(side)) for side in SIDES)
+        except StoreError as exc:
+            raise ReplayError(str(exc)) from None
         return SavedLogs(a, b, doc, path, reading or Reading.from_dict(doc.more.get("reading")))
     if len(paths) == 2:
         for p in paths:

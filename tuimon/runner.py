@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shlex
 import signal
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,13 +78,28 @@ class RunSpec:
 
 
 def expand_template(template: Sequence[str], **values: object) -> tuple[str, ...]:
-    """Substitute `{seed}`, `{device}`, `{side}` ... in each argument (plain text replace)."""
-    out = []
-    for arg in template:
-        for key, value in values.items():
-            arg = arg.replace("{" + key + "}", "" if value is None else str(value))
-        out.append(arg)
-    return tuple(out)
+    """Substitute `{seed}`, `{device}`, `{side}` ... in each argument (see `substitute`)."""
+    return substitute(template, values)
+
+
+def substitute(
+    template: Sequence[str],
+    values: Mapping[str, object],
+    quote: Callable[[str], str] | None = None,
+) -> tuple[str, ...]:
+    """Substitute `{name}` for each of `values` in each argument, in one pass: a value is never
+    expanded again (a device named `{side}` stays literal). `quote` (e.g. `shlex.quote` for
+    `--shell`) is applied to each substituted value."""
+    if not values:
+        return tuple(template)
+    pattern = re.compile("|".join(re.escape("{" + key + "}") for key in values))
+
+    def value(match: re.Match[str]) -> str:
+        found = values[match.group(0)[1:-1]]
+        text = "" if found is None else str(found)
+        return quote(text) if quote is not None else text
+
+    return tuple(pattern.sub(value, arg) for arg in template)
 
 
 class LineSplitter:

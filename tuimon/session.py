@@ -449,6 +449,7 @@ class PairSession:
                     message += f" (raw log incomplete: {self.writer.error})"
             except StoreError as exc:
                 message = f"pair not saved: {exc}"
+                self.writer.close()  # the monitor is done with it: no longer RUNNING
         self._flush(done=True, message=message)
         return self.summary
 

@@ -22,6 +22,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -35,6 +36,11 @@ import orjson
 from tuimon.errors import StoreError
 from tuimon.readers import Reading
 
+try:  # POSIX: a running pair holds an flock on its lock file (released when the monitor dies)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no lock, a pair never reads as running
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = [
     "DEFAULT_STORE",
     "PAIR_FORMAT",
@@ -47,7 +53,9 @@ __all__ = [
     "check_writable",
     "delete_pair",
     "is_pair_dir",
+    "is_running",
     "list_pairs",
+    "pair_file",
     "read_pair",
     "resolve_store",
     "write_json_atomic",
@@ -69,6 +77,9 @@ _MAX_DEVICE = 32
 _MAX_LABEL = 64
 _MKDIR_TRIES = 1000
 NO_PAIR_JSON = "no pair.json (interrupted, or still running)"
+LOCK_FILE = ".monitor.lock"
+"""Held (flock) by the monitor writing the pair, from its first moment until pair.json is saved."""
+MAX_PAIR_JSON = 64 << 20
 _NOT_A_PAIR = "pair.json is not a tuimon pair"
 
 
@@ -146,19 +157,145 @@ def _write_atomic(path: Path, chunks: Iterable[bytes]) -> None:
     _fsync_dir(path.parent)
 
 
+def _encode_json(path: Path, obj: dict[str, Any]) -> bytes:
+    """``obj`` as indented JSON; StoreError naming ``path`` when a value cannot be encoded."""
+    try:
+        return orjson.dumps(
+            obj, option=_DUMP_OPTS | orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
+        )
+    except orjson.JSONEncodeError as exc:
+        raise StoreError(f"cannot write {path}: a value cannot be encoded: {_reason(exc)}") from exc
+
+
 def write_json_atomic(path: Path, obj: dict[str, Any]) -> None:
     """Write ``obj`` as indented JSON: temp file in the same dir + fsync + ``os.replace``.
 
     Raises StoreError (one line) when the file cannot be written or ``obj`` is not JSON-able.
     """
     path = Path(path)
+    _write_atomic(path, (_encode_json(path, obj),))
+
+
+def _plain_name(name: object) -> bool:
+    """One path component naming a file of a pair directory (no directory part, no '..')."""
+    return (
+        isinstance(name, str)
+        and name not in ("", ".", "..")
+        and not any(c in name for c in "/\\\0")
+    )
+
+
+def _inside(path: Path, root: Path) -> tuple[Path, os.stat_result]:
+    """The real path of ``path`` and its stat; StoreError unless it lies inside ``root``."""
     try:
-        data = orjson.dumps(
-            obj, option=_DUMP_OPTS | orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
-        )
-    except orjson.JSONEncodeError as exc:
-        raise StoreError(f"cannot write {path}: {_reason(exc)}") from exc
-    _write_atomic(path, (data,))
+        real = path.resolve(strict=True)
+        if not real.is_relative_to(root.resolve(strict=True)):
+            raise StoreError(f"{root}: {path.name} is a link that leads outside the pair directory")
+        return real, real.stat()
+    except FileNotFoundError:
+        raise StoreError(f"{root}: missing {path.name}") from None
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python 3.10-3.12)
+        raise StoreError(f"{root}: cannot read {path.name}: {_reason(exc)}") from None
+
+
+def pair_file(pair_dir: Path, name: str) -> Path:
+    """The regular file ``name`` of ``pair_dir``; StoreError for anything else, never blocking.
+
+    Refused: a name with a directory part, a link that leads outside the pair directory, a FIFO,
+    a device, a socket, a directory. Only ``stat`` is used, so a FIFO is never opened.
+    """
+    pair_dir = Path(pair_dir)
+    if not _plain_name(name):
+        raise StoreError(f"{pair_dir}: {name!r} is not a file name inside the pair directory")
+    _, info = _inside(pair_dir / name, pair_dir)
+    if not stat.S_ISREG(info.st_mode):
+        raise StoreError(f"{pair_dir}: {name} is {_kind(info.st_mode)}, not a regular file")
+    return pair_dir / name
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not a regular file is, in words."""
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((word for test, word in kinds if test(mode)), "a special file")
+
+
+def _read_regular(path: Path, limit: int = MAX_PAIR_JSON) -> bytes:
+    """The bytes of a regular file inside its directory; StoreError otherwise (never blocks)."""
+    pair_file(path.parent, path.name)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise StoreError(f"cannot read {path.name}: {_reason(exc)}") from None
+    try:
+        info = os.fstat(fd)  # it may have been swapped since the check
+        if not stat.S_ISREG(info.st_mode):
+            raise StoreError(f"{path.name} is {_kind(info.st_mode)}, not a regular file")
+        if info.st_size > limit:
+            raise StoreError(f"{path.name} is too large ({info.st_size} bytes)")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(limit + 1)
+    except OSError as exc:
+        raise StoreError(f"cannot read {path.name}: {_reason(exc)}") from None
+    finally:
+        os.close(fd)
+
+
+def _take_lock(pair_dir: Path) -> int | None:
+    """Create and flock the lock file of a pair being written (None where flock is missing)."""
+    if fcntl is None:
+        return None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(pair_dir / LOCK_FILE, flags, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    except OSError:  # a filesystem without flock: the pair is written, it just never reads RUNNING
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(pair_dir / LOCK_FILE)
+        return None
+    return fd
+
+
+def _release_lock(pair_dir: Path, fd: int | None) -> None:
+    """Remove the lock file, then let go of the lock."""
+    if fd is None:
+        return
+    with contextlib.suppress(OSError):
+        os.unlink(pair_dir / LOCK_FILE)
+    with contextlib.suppress(OSError):
+        os.close(fd)
+
+
+def is_running(pair_dir: Path) -> bool:
+    """True while the monitor writing ``pair_dir`` is alive (it holds the pair's lock)."""
+    if fcntl is None:
+        return False
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(Path(pair_dir) / LOCK_FILE, flags)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 def _sanitise_device(device: str) -> str:
@@ -287,7 +424,8 @@ class PairDoc:
     """``Summary.to_dict()`` of the judgement."""
     artifacts: dict[str, Any] | None = None
     files: dict[str, str] = field(default_factory=dict)
-    """What the pair directory holds: a, b, aligned, a_stderr, b_stderr, emb_a, emb_b."""
+    """What the pair directory holds: a, b, aligned, a_stderr, b_stderr, emb_a, emb_b. Read back,
+    only plain names count (a path such as ``../x`` or ``/etc/passwd`` reads as missing)."""
     more: dict[str, Any] = field(default_factory=dict)
     """Further fields (label, commands, threads, compared_from ...), kept as written."""
 
@@ -335,7 +473,7 @@ class PairDoc:
             hyper_diff=_dict(raw.get("hyper_diff")) or {},
             summary=_dict(raw.get("summary")) or {},
             artifacts=_dict(raw.get("artifacts")),
-            files={str(k): v for k, v in files.items() if isinstance(v, str)},
+            files={str(k): v for k, v in files.items() if _plain_name(v)},
             more={k: v for k, v in raw.items() if k not in _DOC_KEYS},
         )
 
@@ -377,8 +515,12 @@ class SavedLogs:
         """The stderr file saved next to a pair's log, if any."""
         if self.pair_dir is None:
             return None
-        path = self.pair_dir / (self.doc.files.get(f"{side}_stderr") or f"{side}.stderr")
-        return path if path.is_file() else None
+        try:
+            return pair_file(
+                self.pair_dir, self.doc.files.get(f"{side}_stderr") or f"{side}.stderr"
+            )
+        except StoreError:
+            return None
 
 
 class _AlignedSpool:
@@ -389,9 +531,17 @@ class _AlignedSpool:
     def __init__(self) -> None:
         self._fh: IO[bytes] | None = None
         self._pending: list[bytes] = []
+        self.error: str | None = None
+        """Why a row could not be kept (the first such reason); the save then fails with it."""
 
     def add(self, row: Mapping[str, Any]) -> None:
-        self._pending.append(orjson.dumps(row, option=_DUMP_OPTS | orjson.OPT_APPEND_NEWLINE))
+        try:
+            line = orjson.dumps(row, option=_DUMP_OPTS | orjson.OPT_APPEND_NEWLINE)
+        except orjson.JSONEncodeError as exc:  # never raise into the run's reading loop
+            step = row.get("step")
+            self.error = self.error or f"step {step}: a value cannot be encoded: {_reason(exc)}"
+            return
+        self._pending.append(line)
         if len(self._pending) >= self.SPILL_AT:
             self._spill()
 
@@ -440,6 +590,9 @@ class PairWriter:
         self._closed = False
         self._finished = False
         self._spool = _AlignedSpool()
+        self._lock_fd: int | None = None
+        self.save_error: str | None = None
+        """Why :meth:`finish` failed (None until it fails): the pair is then not saved."""
 
     @classmethod
     def create(
@@ -482,6 +635,7 @@ class PairWriter:
         created = now.astimezone(timezone.utc).isoformat(timespec="seconds")
         writer = cls(path, created)
         try:
+            writer._lock_fd = _take_lock(path)  # RUNNING for the browser until saved or dead
             for side in SIDES:  # open both now: the directory is a pair from its first moment
                 writer._open(f"{side}.jsonl")
         except OSError as exc:
@@ -567,14 +721,29 @@ class PairWriter:
 
         The aligned rows are ``aligned`` when given, else those kept by :meth:`aligned`.
         ``created`` is filled in when the document lacks it, and ``files`` lists what the pair
-        directory holds. Returns the ``pair.json`` path. On failure raises StoreError (one line),
-        leaves the raw logs as they are (still open) and no partial ``aligned.jsonl``/
-        ``pair.json`` behind.
+        directory holds. Returns the ``pair.json`` path. On failure (a full disk, a value that
+        cannot be encoded) raises StoreError (one line, also kept in ``save_error``), leaves the
+        raw logs as they are (still open) and no partial ``aligned.jsonl``/``pair.json`` behind.
         """
+        try:
+            return self._finish(doc, aligned)
+        except StoreError as exc:
+            self.save_error = str(exc)
+            raise
+
+    def _finish(
+        self,
+        doc: PairDoc | Mapping[str, Any],
+        aligned: Iterable[Mapping[str, Any]] | None,
+    ) -> Path:
         if self._finished:
             raise StoreError(f"pair {self.path} is already finished")
         pair = doc if isinstance(doc, PairDoc) else PairDoc.from_json(doc)
         pair = replace(pair, created=pair.created or self.created, files=pair_files(self.path))
+        target = self.path / PAIR_JSON
+        data = _encode_json(target, pair.to_json())  # before anything is written
+        if aligned is None and self._spool.error:
+            raise StoreError(f"cannot write {self.path / ALIGNED_JSONL}: {self._spool.error}")
         with self._lock:
             for fh in list(self._files.values()):  # best effort: the raw lines are flushed already
                 with contextlib.suppress(OSError):
@@ -586,7 +755,12 @@ class PairWriter:
 
         rows = lines() if aligned is not None else self._spool.chunks()
         _write_atomic(self.path / ALIGNED_JSONL, rows)
-        target = pair.write(self.path)
+        try:
+            _write_atomic(target, (data,))
+        except StoreError:
+            with contextlib.suppress(OSError):  # both or neither: no aligned.jsonl alone
+                os.unlink(self.path / ALIGNED_JSONL)
+            raise
         self._finished = True
         self.close()
         return target
@@ -596,6 +770,8 @@ class PairWriter:
         with self._lock:
             self._closed = True
             self._spool.close()
+            _release_lock(self.path, self._lock_fd)
+            self._lock_fd = None
             files, self._files = self._files, {}
             for filename, fh in files.items():
                 try:
@@ -622,16 +798,22 @@ class PairInfo:
     damaged: str | None
     sweep: str | None = None
     """The sweep the pair belongs to (`tuimon sweep`), if any."""
+    running: bool = False
+    """Its monitor is alive and still writing it (it holds the pair's lock)."""
 
 
 def _load(pair_json: Path) -> tuple[dict[str, Any] | None, str | None]:
     """Read ``pair.json``: (document, None), or (dict-or-None, short reason it is damaged)."""
     try:
-        data = pair_json.read_bytes()
+        os.lstat(pair_json)
     except FileNotFoundError:
         return None, NO_PAIR_JSON
     except OSError as exc:
         return None, f"cannot read pair.json: {_reason(exc)}"
+    try:
+        data = _read_regular(pair_json)  # a FIFO or a link outside is refused, never opened
+    except StoreError as exc:
+        return None, str(exc).removeprefix(f"{pair_json.parent}: ")
     if not data.strip():
         return None, "pair.json is empty"
     try:
@@ -686,6 +868,7 @@ def _info(path: Path, mtime: float) -> PairInfo:
         max_divergence=_float(summary.get("max_divergence")),
         damaged=damaged,
         sweep=_str(doc.get("sweep")),
+        running=is_running(path),
     )
 
 
@@ -758,7 +941,8 @@ def is_pair_dir(path: Path) -> bool:
             return False
         if (path / PAIR_JSON).is_file():
             return True
-        return all((path / f"{side}.jsonl").is_file() for side in SIDES)
+        # lexists: a FIFO or a dangling link still makes a pair, refused later with its reason
+        return all(os.path.lexists(path / f"{side}.jsonl") for side in SIDES)
     except OSError:
         return False
 
@@ -766,8 +950,8 @@ def is_pair_dir(path: Path) -> bool:
 def delete_pair(path: Path) -> None:
     """Remove a pair directory and everything in it.
 
-    Refuses (StoreError) a symlink, anything that :func:`is_pair_dir` rejects, and a directory
-    whose ``pair.json`` is valid JSON from some other tool.
+    Refuses (StoreError) a symlink, anything that :func:`is_pair_dir` rejects, a directory
+    whose ``pair.json`` is valid JSON from some other tool, and a pair still being written.
     """
     path = Path(path)
     if path.is_symlink():
@@ -777,6 +961,8 @@ def delete_pair(path: Path) -> None:
     _, damaged = _load(path / PAIR_JSON)
     if damaged == _NOT_A_PAIR:
         raise StoreError(f"{path} has a pair.json not written by tuimon; not deleting")
+    if is_running(path):
+        raise StoreError(f"{path} is still being written by a running tuimon; not deleting")
     try:
         shutil.rmtree(path)
     except OSError as exc:

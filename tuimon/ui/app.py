@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -90,6 +91,11 @@ def run_app(
         result = app.run()
     finally:
         terminate_leftovers(app.sessions + (list(sweep.sessions.values()) if sweep else []))
+    for session in app.sessions:  # a pair that could not be saved is said after the screen
+        writer = session.writer
+        if writer is not None and writer.save_error and not writer.finished:
+            print(f"tuimon: pair NOT saved: {writer.save_error}", file=sys.stderr)
+            return 3
     if explain:
         from tuimon.explain import describe, explain_after
 

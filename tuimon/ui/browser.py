@@ -22,14 +22,21 @@ from tuimon.ui.pair_screen import PairScreen
 from tuimon.ui.text import clean, sci
 from tuimon.ui.workers import ReportsWorkerErrors
 
-COLUMNS = ("when", "seed", "devices", "steps", "verdict", "first div.", "max div.", "pair")
+COLUMNS = ("when", "seed", "devices", "steps", "verdict", "status", "1st div", "max div", "pair")
 VERDICT_COLOURS = {
     "IDENTICAL": "success",
     "CLOSE": "warning",
     "DIVERGED": "error",
     "INCOMPLETE": "warning",
     "DAMAGED": "error",
+    "RUNNING": "accent",
 }
+STATUSES = ("finished", "failed", "interrupted", "running", "damaged")
+WIDTHS = {
+    "verdict": max(map(len, VERDICT_COLOURS)),
+    "status": max(map(len, STATUSES)),
+}
+"""Columns whose width fits every word they may hold, so no state is ever cut."""
 REPLAY_SPEED = 50.0
 
 
@@ -49,15 +56,33 @@ def when(created: str | None) -> str:
 def haystack(info: PairInfo) -> str:
     """The text a filter matches against: name, devices, verdict, seed, status, damage."""
     parts = [info.name, info.verdict or "", info.status or "", info.damaged or ""]
+    if info.running:
+        parts.append("running")
     if info.devices:
         parts += [*info.devices, "-".join(info.devices), " vs ".join(info.devices)]
     if info.seed is not None:
         parts += [f"seed {info.seed}", f"s{info.seed}", f"seed={info.seed}"]
-    if info.damaged:
+    if info.damaged and not info.running:
         parts.append("damaged")
     if info.sweep:
         parts += ["sweep", info.sweep]
     return " ".join(parts).lower()
+
+
+def verdict_of(info: PairInfo) -> str:
+    """RUNNING while its monitor writes it, DAMAGED when pair.json is unusable, else its verdict."""
+    if info.running:
+        return "RUNNING"
+    return "DAMAGED" if info.damaged else (info.verdict or "–")
+
+
+def status_of(info: PairInfo) -> str:
+    """running / damaged / the status pair.json records (finished, failed, interrupted)."""
+    if info.running:
+        return "running"
+    if info.damaged:
+        return "damaged"
+    return info.status or "–"
 
 
 def matches(info: PairInfo, query: str) -> bool:
@@ -131,7 +156,7 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         self.sub_title = f"pairs in {self.store}"
         table = self.query_one(PairTable)
         for name in COLUMNS:
-            table.add_column(name, key=name)
+            table.add_column(name, key=name, width=WIDTHS.get(name))
         self.query_one("#filter", Input).display = False
         table.focus()
         self.action_reload()
@@ -163,13 +188,13 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
 
     def _row(self, info: PairInfo) -> list[Text]:
         variables = self.app.theme_variables
-        verdict = "DAMAGED" if info.damaged else (info.verdict or "–")
+        verdict = verdict_of(info)
         colour = VERDICT_COLOURS.get(verdict)
         style = Style(color=variables.get(colour), bold=True) if colour else Style()
         devices = " vs ".join(info.devices) if info.devices else "?"
-        note = f"{info.name} ({info.damaged})" if info.damaged else info.name
-        if not info.damaged and info.status not in (None, "finished"):
-            note += f" ({info.status})"
+        status = status_of(info)
+        damaged = info.damaged and not info.running
+        note = f"{info.name} ({info.damaged})" if damaged else info.name
         if info.sweep:
             note += f" [sweep {info.sweep}]"
         return [
@@ -178,12 +203,13 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
             Text(clean(devices, 40)),
             Text("–" if info.steps is None else str(info.steps), justify="right"),
             Text(verdict, style=style),
+            Text(clean(status, WIDTHS["status"]), style=Style(dim=status == "finished")),
             Text(
                 "–" if info.first_divergent_step is None else str(info.first_divergent_step),
                 justify="right",
             ),
             Text(sci(info.max_divergence), justify="right"),
-            Text(clean(note, 120), style=Style(dim=bool(info.damaged))),
+            Text(clean(note), style=Style(dim=bool(damaged))),
         ]
 
     def _fill(self) -> None:
@@ -195,14 +221,27 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
             table.add_row(*self._row(info), key=str(info.path))
         if current is not None and current in self.shown:
             table.move_cursor(row=self.shown.index(current))
+        self._show_status()
+
+    def _show_status(self) -> None:
+        """The count of pairs, the filter, and what the selected pair's state means, in full."""
         status = self.query_one("#browser-status", Static)
         if not self.pairs:
             status.update(Text(f"No pairs in {self.store} yet: run `tuimon pair …` to make one."))
-        else:
-            text = f"{len(self.shown)} of {len(self.pairs)} pairs in {self.store}"
-            if self.query_text:
-                text += f" · filter: {self.query_text}"
-            status.update(Text(clean(text)))
+            return
+        text = f"{len(self.shown)} of {len(self.pairs)} pairs in {self.store}"
+        if self.query_text:
+            text += f" · filter: {self.query_text}"
+        info = self.selected()  # its whole name (the column may be cut) and what its state means
+        if info is not None:
+            text += f" · {info.name}"
+            if info.running:
+                text += ": still running (it cannot be deleted)"
+            elif info.damaged:
+                text += f": {info.damaged}"
+            elif info.status not in (None, "finished"):
+                text += f": {info.status}"
+        status.update(Text(clean(text)))
 
     def selected(self) -> PairInfo | None:
         """The pair under the cursor."""
@@ -215,11 +254,14 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Pair actions need a pair; Clear filter needs a filter."""
-        if action in ("open", "replay", "delete"):
+        if action in ("open", "replay"):
             return self.selected() is not None
         if action == "same_sweep":
             info = self.selected()
             return info is not None and info.sweep is not None
+        if action == "delete":  # a pair still being written is not deleted: shown, disabled
+            info = self.selected()
+            return None if info is not None and info.running else info is not None
         if action == "clear_filter":
             return bool(self.query_text) or self.query_one("#filter", Input).display
         return True
@@ -239,6 +281,7 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
     @on(DataTable.RowHighlighted)
     def _row_highlighted(self) -> None:
         self.refresh_bindings()
+        self._show_status()
 
     def action_open(self) -> None:
         """The selected pair in the static pair view."""
@@ -308,6 +351,9 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         """Delete the selected pair after a confirmation."""
         info = self.selected()
         if info is None:
+            return
+        if info.running:
+            self.notify(f"{info.name} is still running; not deleting", markup=False)
             return
 
         def answer(yes: bool | None) -> None:

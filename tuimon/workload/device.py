@@ -10,8 +10,8 @@ from typing import Any
 
 import torch
 
-from tuimon.devices import DEVICE_NAME
-from tuimon.errors import UsageError
+from tuimon.devices import DEVICE_NAME, setup_hint
+from tuimon.errors import DeviceError, UsageError
 
 
 def available_devices() -> list[str]:
@@ -34,9 +34,10 @@ def resolve_device(name: str) -> torch.device:
             f"available here: {', '.join(available)})"
         )
     resolved = {"cuda": "cuda:0", "mps:0": "mps"}.get(match[0], match[0])
-    if resolved not in available:
-        raise UsageError(
-            f"device {name!r} is not available here (available: {', '.join(available)})"
+    if resolved not in available:  # not a usage error: --help would not help, the hint does
+        raise DeviceError(
+            f"device {name!r} is not available here (available: {', '.join(available)}); "
+            + setup_hint(resolved)
         )
     return torch.device(resolved)
 
