@@ -133,7 +133,8 @@ def test_pair_explain_runs_after_a_diverged_verdict(tmp_path: Path, capsys):
 
 def test_explain_of_something_that_is_not_a_pair_is_one_line(tmp_path: Path, capsys):
     assert main(["explain", str(tmp_path)]) == 2
-    assert capsys.readouterr().err.count("\n") == 1
+    lines = capsys.readouterr().err.splitlines()  # the error, then where to read more
+    assert len(lines) == 2 and lines[1] == "try: tuimon explain --help"
     assert main(["pair", "--explain", "--no-save", "--headless"]) == 2
 
 
