@@ -139,10 +139,19 @@ class LiveSource:
         self.specs = specs
         self.grace = grace
         self.runs: dict[str, Run] = {}
+        self.writer: PairWriter | None = None
+        """Where the pipe readers save raw bytes as they read them (the session sets it)."""
 
     async def run(self, queue: asyncio.Queue[SourceEvent]) -> None:
+        writer = self.writer
         for spec in self.specs:
-            self.runs[spec.side] = Run(spec, queue)
+            self.runs[spec.side] = Run(
+                spec,
+                queue,
+                grace=self.grace,
+                save=writer.raw_bytes if writer else None,
+                save_stderr=writer.stderr if writer else None,
+            )
         for spec in self.specs:
             try:
                 await self.runs[spec.side].start()
@@ -196,6 +205,8 @@ class PairSession:
         self.source = source
         self.options = options or PairOptions()
         self.writer = writer
+        if isinstance(source, LiveSource):
+            source.writer = writer
         self.on_batch = on_batch or (lambda batch: None)
         self.sides = {s.side: s for s in sides}
         for state, total in zip(sides, self.options.totals, strict=True):
@@ -311,7 +322,7 @@ class PairSession:
     def _handle(self, event: SourceEvent) -> None:
         state = self.sides[event.side]
         if isinstance(event, Lines):
-            if self.writer:
+            if self.writer and not event.saved:
                 self.writer.raw(event.side, event.lines)
             if state.status == "starting" or state.status == "stalled":
                 state.status = "running"
@@ -320,7 +331,7 @@ class PairSession:
             ):
                 self._record(state, record)
         elif isinstance(event, Stderr):
-            if self.writer:
+            if self.writer and not event.saved:
                 self.writer.stderr(event.side, event.data)
             if state.status == "stalled":
                 state.status = "running"
