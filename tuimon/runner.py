@@ -159,7 +159,10 @@ class LineCutter:
             chunk = bytes(self._buf[: end + 1])
             del self._buf[: end + 1]
             self._save(chunk)
-            out += [line + b"\n" for line in chunk[:-1].split(b"\n")]
+            lines = [line + b"\n" for line in chunk[:-1].split(b"\n")]
+            if len(chunk) > MAX_LINE:  # it may hold a line too long to parse
+                lines = [too_long_note(len(x) - 1) if len(x) > MAX_LINE else x for x in lines]
+            out += lines
         if len(self._buf) > MAX_LINE:
             self._save(bytes(self._buf))
             self._long = len(self._buf)

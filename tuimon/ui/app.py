@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +16,8 @@ from tuimon.ui.pair_screen import PairScreen, SessionStarted
 from tuimon.ui.workers import ReportsWorkerErrors
 
 SessionFactory = Callable[[Callable[[Batch], None]], PairSession]
+SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+"""Signals that stop tuimon as quitting does: runs stopped, partial pair saved, terminal back."""
 
 
 class TuimonApp(ReportsWorkerErrors, App[int]):
@@ -36,13 +41,42 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
         self.title = title
         self.sessions: list[PairSession] = []
         """Sessions started by pair views (so no child run outlives the app)."""
+        self.signalled: int | None = None
+        """The signal that ended the app (SIGTERM, SIGINT, SIGHUP), if one did."""
+        self._caught: list[int] = []
 
     def on_mount(self) -> None:
         """The first screen: a pair view for a session, else the browser."""
+        loop = asyncio.get_running_loop()
+        for sig in SIGNALS:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self.on_signal, sig)
+                self._caught.append(sig)
         if self.make_session is not None:
             self.push_screen(PairScreen(make_session=self.make_session, replay=self.replay))
         else:
             self.push_screen(BrowserScreen(self.store))
+
+    def on_unmount(self) -> None:
+        """Give the signals back."""
+        loop = asyncio.get_running_loop()
+        for sig in self._caught:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(sig)
+        self._caught = []
+
+    def on_signal(self, sig: int) -> None:
+        """A signal to tuimon: stop each live pair as quitting does (process groups terminated,
+        killed after the grace, the partial pair saved as interrupted), then exit, restoring the
+        terminal. A second signal exits without waiting for the save."""
+        again = self.signalled is not None
+        self.signalled = sig
+        code = 128 + sig
+        if not again:
+            views = [s for s in self.screen_stack if isinstance(s, PairScreen)]
+            if any([view.stop_now() for view in views]):
+                return  # the pair view exits once the partial pair is saved
+        self.exit(code, return_code=code)
 
     def on_session_started(self, message: SessionStarted) -> None:
         """Keep each session a pair view starts (see `terminate_leftovers`)."""
@@ -74,6 +108,8 @@ def run_app(
         result = app.run()
     finally:
         terminate_leftovers(app.sessions)
+    if app.signalled is not None:
+        return 128 + app.signalled
     if isinstance(result, int):
         return result
     return app.return_code or 0
