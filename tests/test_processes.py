@@ -216,14 +216,9 @@ def test_raw_lines_are_on_disk_as_read_even_when_tuimon_is_sigkilled_under_load(
 
 def test_a_line_too_long_to_parse_is_saved_whole(tmp_path, capsys):
     big = b'{"step": 1, "blob": "' + b"z" * (runner.MAX_LINE + 100) + b'"}'
-    code = (
-        "import sys\n"
-        "out = sys.stdout.buffer\n"
-        "out.write(b'{\"step\": 0, \"loss\": 1.0}\\n')\n"
-        f"out.write(open({str(tmp_path / 'big')!r}, 'rb').read() + b'\\n')\n"
-        "out.write(b'{\"step\": 2, \"loss\": 0.5}\\n')\n"
-    )
-    (tmp_path / "big").write_bytes(big)
+    printed = tmp_path / "printed"
+    printed.write_bytes(b'{"step": 0, "loss": 1.0}\n' + big + b'\n{"step": 2, "loss": 0.5}\n')
+    code = f"import sys; sys.stdout.buffer.write(open({str(printed)!r}, 'rb').read())"
     args = ["pair", "--headless", "--json", "--store", str(tmp_path / "store"), "--",
             PY, "-c", code]  # fmt: skip
     main(args)

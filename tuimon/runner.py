@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import select
 import shlex
@@ -372,8 +373,8 @@ class Run:
         assert self.proc is not None and self._fds is not None
         side = self.spec.side
         out_fd, err_fd = self._fds
-        save_out = (lambda data: self._save(side, data)) if self._save else None
-        save_err = (lambda data: self._save_stderr(side, data)) if self._save_stderr else None
+        save_out = functools.partial(self._save, side) if self._save else None
+        save_err = functools.partial(self._save_stderr, side) if self._save_stderr else None
         out = PipeReader(out_fd, f"tuimon-{side}-stdout", save=save_out, lines=True)
         err = PipeReader(err_fd, f"tuimon-{side}-stderr", save=save_err, lines=False)
         self._readers = [out, err]
