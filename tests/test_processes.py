@@ -92,7 +92,12 @@ def headless(store: Path, *child: str) -> subprocess.Popen[bytes]:
 # -- the TUI ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def take_the_terminal() -> None:
+    """(preexec) Make the pty the child's controlling terminal, so closing it hangs it up."""
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, "hang-up"])
 def test_signal_to_the_tui_stops_both_runs_saves_and_restores_the_terminal(tmp_path, sig):
     word, store = tag(), tmp_path / "store"
     master, slave = pty.openpty()
@@ -102,7 +107,7 @@ def test_signal_to_the_tui_stops_both_runs_saves_and_restores_the_terminal(tmp_p
          PY, FAKE_TRAINER, "--side", "{side}", "--steps", "100000", "--sleep", "0.02",
          "--tag", word],
         stdin=slave, stdout=slave, stderr=slave, env={**ENV, "TERM": "xterm-256color"},
-        start_new_session=True,
+        start_new_session=True, preexec_fn=take_the_terminal,
     )  # fmt: skip
     os.close(slave)
     screen = bytearray()
@@ -121,20 +126,25 @@ def test_signal_to_the_tui_stops_both_runs_saves_and_restores_the_terminal(tmp_p
     reader.start()
     try:
         wait_until(lambda: len(raw_lines(store, "b")) > 5 and catches(proc.pid, signal.SIGTERM))
-        proc.send_signal(sig)
-        assert proc.wait(timeout=60) == 128 + sig
+        if sig == "hang-up":  # the terminal goes away (a closed window, a dropped ssh)
+            os.close(master)
+            assert proc.wait(timeout=60) == 128 + signal.SIGHUP
+        else:
+            proc.send_signal(sig)
+            assert proc.wait(timeout=60) == 128 + sig
+            reader.join(timeout=5)
+            assert b"\x1b[?1049l" in screen  # back from the alternate screen
     finally:
         if proc.poll() is None:
             proc.kill()
-        os.close(master)
+        if sig != "hang-up":
+            os.close(master)
     assert gone(word)
     (pair,) = store.iterdir()
     meta = json.loads((pair / "pair.json").read_text())
     assert meta["status"] == "interrupted"
     assert {run["status"] for run in meta["runs"].values()} == {"interrupted"}
     assert meta["summary"]["verdict"] == "INCOMPLETE"
-    reader.join(timeout=5)
-    assert b"\x1b[?1049l" in screen  # back from the alternate screen
 
 
 # -- runs that outlive their output or their monitor --------------------------------------------

@@ -210,9 +210,10 @@ class PipeReader(threading.Thread):
     def run(self) -> None:
         fd, cutter = self.fd, self._cutter
         try:
+            poller = select.poll()
+            poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
             while not self._halt:
-                ready, _, _ = select.select([fd], [], [], 0.2)
-                if not ready:
+                if not poller.poll(200):
                     continue
                 try:
                     data = os.read(fd, READ_SIZE)

@@ -214,6 +214,8 @@ class PairSession:
             state.total = state.total or total
         self.aligner = PairAligner(self.options.tolerance)
         self.interrupted = False
+        self.ended = False
+        """The session is over and its pair saved (or the save failed)."""
         self.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
         self._rates: dict[str, deque[tuple[float, int]]] = {k: deque() for k in self.sides}
         self._stderr: dict[str, deque[str]] = {k: deque(maxlen=STDERR_TAIL) for k in self.sides}
@@ -465,6 +467,7 @@ class PairSession:
                     message += f" (raw log incomplete: {self.writer.error})"
             except StoreError as exc:
                 message = f"pair not saved: {exc}"
+        self.ended = True
         self._flush(done=True, message=message)
         return self.summary
 

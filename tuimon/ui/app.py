@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
+import sys
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,6 +22,8 @@ from tuimon.ui.workers import ReportsWorkerErrors
 SessionFactory = Callable[[Callable[[Batch], None]], PairSession]
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 """Signals that stop tuimon as quitting does: runs stopped, partial pair saved, terminal back."""
+NO_TERMINAL_WAIT = 20.0
+"""Seconds a hung-up tuimon waits for its pairs to be saved before it exits anyway."""
 
 
 class TuimonApp(ReportsWorkerErrors, App[int]):
@@ -72,11 +78,21 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
         again = self.signalled is not None
         self.signalled = sig
         code = 128 + sig
+        if sig == signal.SIGHUP and not terminal_alive():  # nothing to restore; drawing blocks
+            threading.Thread(target=self._exit_once_saved, args=(code,), daemon=True).start()
         if not again:
             views = [s for s in self.screen_stack if isinstance(s, PairScreen)]
             if any([view.stop_now() for view in views]):
                 return  # the pair view exits once the partial pair is saved
         self.exit(code, return_code=code)
+
+    def _exit_once_saved(self, code: int) -> None:
+        """(thread) The terminal is gone: exit as soon as every pair is saved (or given up)."""
+        deadline = time.monotonic() + NO_TERMINAL_WAIT
+        while time.monotonic() < deadline and not all(s.ended for s in self.sessions):
+            time.sleep(0.05)
+        terminate_leftovers(self.sessions)
+        os._exit(code)
 
     def on_session_started(self, message: SessionStarted) -> None:
         """Keep each session a pair view starts (see `terminate_leftovers`)."""
@@ -113,6 +129,17 @@ def run_app(
     if isinstance(result, int):
         return result
     return app.return_code or 0
+
+
+def terminal_alive() -> bool:
+    """The controlling terminal is still there (False after a hang-up)."""
+    try:
+        import termios
+
+        termios.tcgetattr(sys.__stdout__.fileno() if sys.__stdout__ else 1)
+    except Exception:  # termios.error (EIO) once the terminal has hung up; no termios
+        return False
+    return True
 
 
 def terminate_leftovers(sessions: list[PairSession]) -> None:
