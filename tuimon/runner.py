@@ -388,7 +388,10 @@ class Run:
         killed = False
         try:
             while True:
-                await asyncio.wait({wait}, timeout=TICK)
+                if wait.done():
+                    await asyncio.sleep(TICK)
+                else:
+                    await asyncio.wait({wait}, timeout=TICK)
                 await self._deliver(out, err, parser)
                 if all(r.eof.is_set() for r in self._readers):
                     break
