@@ -1,8 +1,10 @@
 """Launching one training run as a subprocess and streaming what it writes.
 
 A run pushes source events (`Lines`, `Stderr`, `Exited`) onto an asyncio queue; the session
-consumes them. Children run in their own process group, so terminating a run reaches the whole
-group (a shell and what it started, dataloader workers ...).
+consumes them. Each pipe is drained by its own thread (`PipeReader`), which only cuts lines and
+saves the bytes as it reads them, so a run never waits on parsing, judging or drawing; the lines
+are parsed once a tick. Children run in their own process group, so terminating a run reaches the
+whole group (a shell and what it started, dataloader workers ...), and die with tuimon (Linux).
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ PIPE_NAP = 0.002
 """Seconds a reader waits after a small read, so the next read takes more at once."""
 TICK = 0.05
 """Seconds between two deliveries of what the readers took to the session."""
-PARSE_SLICE = 4096
-"""Lines parsed between two yields to the event loop."""
+PARSE_SLICE = 1024
+"""Lines parsed between two yields to the event loop (a view stays responsive)."""
 
 
 @dataclass(frozen=True, slots=True)
