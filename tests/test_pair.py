@@ -237,17 +237,17 @@ def test_unwritable_store_launches_nothing(tmp_path, capsys):
 def test_disk_full_keeps_what_was_written(tmp_path, capsys, monkeypatch):
     from tuimon import store
 
-    real = store.PairWriter.raw
+    real = store.PairWriter.raw_bytes  # what the pipe readers save through
     calls = {"n": 0}
 
-    def full_after_two(self, side, lines):
+    def full_after_two(self, side, data):
         calls["n"] += 1
         if calls["n"] > 2:
             self.error = f"cannot write {self.path / 'a.jsonl'}: {os.strerror(errno.ENOSPC)}"
             return None
-        return real(self, side, lines)
+        return real(self, side, data)
 
-    monkeypatch.setattr(store.PairWriter, "raw", full_after_two)
+    monkeypatch.setattr(store.PairWriter, "raw_bytes", full_after_two)
     code = main(pair(tmp_path, "--steps", "5", "--sleep", "0.05"))
     assert code == 0
     err = capsys.readouterr().err

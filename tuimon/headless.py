@@ -139,14 +139,18 @@ def run_headless(
     return max(codes) if codes else 3
 
 
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""Signals that stop a pair: both runs' groups terminated, the partial pair saved."""
+
+
 async def _run_with_signals(session: PairSession) -> Summary:
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in SIGNALS:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, session.stop)
     try:
         return await session.run()
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in SIGNALS:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)

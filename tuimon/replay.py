@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -85,6 +86,7 @@ class ReplaySource:
         self._resume = asyncio.Event()
         self._resume.set()
         self._stopped = False
+        self._stopping = asyncio.Event()
         self._lines = {s: read_lines(getattr(logs, s), logs.reading, s) for s in SIDES}
         self._exit = {side: self._exit_of(side) for side in SIDES}
 
@@ -132,6 +134,7 @@ class ReplaySource:
 
     async def stop(self) -> None:
         self._stopped = True
+        self._stopping.set()  # ends a wait for the next step at once, whatever the pace
         self._resume.set()
 
     def quiet_for(self, side: str) -> float:
@@ -172,7 +175,8 @@ class ReplaySource:
                 due = shown / self.speed
             delay = due - (time.monotonic() - start)
             if delay > 0:
-                await asyncio.sleep(delay)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), delay)
             elif shown % YIELD_EVERY == 0:
                 await asyncio.sleep(0)
         await self._end(parsed, cursors, queue)

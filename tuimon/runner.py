@@ -1,18 +1,25 @@
 """Launching one training run as a subprocess and streaming what it writes.
 
 A run pushes source events (`Lines`, `Stderr`, `Exited`) onto an asyncio queue; the session
-consumes them. Children run in their own process group, so terminating a run reaches the whole
-group (a shell and what it started, dataloader workers ...).
+consumes them. Each pipe is drained by its own thread (`PipeReader`), which only cuts lines and
+saves the bytes as it reads them, so a run never waits on parsing, judging or drawing; the lines
+are parsed once a tick. Children run in their own process group, so terminating a run reaches the
+whole group (a shell and what it started, dataloader workers ...), and die with tuimon (Linux).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import re
+import select
 import shlex
 import signal
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,8 +31,18 @@ from tuimon.readers import LineParser, Reading, line_parser, streamable
 from tuimon.steplog import Record, Step
 
 MAX_LINE = 16 * 1024 * 1024
-"""A line longer than this without a newline is passed on as it stands (kept whole on disk)."""
+"""A line longer than this is saved whole and reported as too long to parse (`LineCutter`)."""
 CHUNK = 1 << 16
+READ_SIZE = 1 << 20
+"""Bytes a pipe reader takes per read."""
+PIPE_SIZE = 1 << 20
+"""Pipe capacity asked for (Linux): about 50 ms of a run printing flat out."""
+PIPE_NAP = 0.002
+"""Seconds a reader waits after a small read, so the next read takes more at once."""
+TICK = 0.05
+"""Seconds between two deliveries of what the readers took to the session."""
+PARSE_SLICE = 1024
+"""Lines parsed between two yields to the event loop (a view stays responsive)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +53,8 @@ class Lines:
     lines: list[bytes]
     records: list[Record] | None = None
     """The lines already parsed (a replay has them), so the session does not parse twice."""
+    saved: bool = False
+    """The bytes are on disk already (the pipe reader saved them as it read them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +63,8 @@ class Stderr:
 
     side: str
     data: bytes
+    saved: bool = False
+    """The bytes are on disk already (the pipe reader saved them as it read them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,91 +147,315 @@ class LineSplitter:
         return [rest] if rest else []
 
 
-class Run:
-    """One live training subprocess feeding a queue."""
+class LineCutter:
+    """A pipe's bytes in, complete lines out; each complete line is saved (`save`) as it is cut.
 
-    def __init__(self, spec: RunSpec, queue: asyncio.Queue[SourceEvent]) -> None:
+    A line longer than `MAX_LINE` is saved as it arrives, whole, and passed on as a short note
+    (`too_long_note`) instead of being split or parsed.
+    """
+
+    def __init__(self, save: Callable[[bytes], None]) -> None:
+        self._save = save
+        self._buf = bytearray()
+        self._long = 0
+        """Bytes of a too-long line saved so far (0: none under way)."""
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """The lines `data` completes (newline kept); they are on disk when this returns."""
+        out: list[bytes] = []
+        if self._long:
+            nl = data.find(b"\n")
+            if nl < 0:
+                self._save(data)
+                self._long += len(data)
+                return out
+            self._save(data[: nl + 1])
+            out.append(too_long_note(self._long + nl))
+            self._long, data = 0, data[nl + 1 :]
+        self._buf += data
+        end = self._buf.rfind(b"\n")
+        if end >= 0:
+            chunk = bytes(self._buf[: end + 1])
+            del self._buf[: end + 1]
+            self._save(chunk)
+            lines = [line + b"\n" for line in chunk[:-1].split(b"\n")]
+            if len(chunk) > MAX_LINE:  # it may hold a line too long to parse
+                lines = [too_long_note(len(x) - 1) if len(x) > MAX_LINE else x for x in lines]
+            out += lines
+        if len(self._buf) > MAX_LINE:
+            self._save(bytes(self._buf))
+            self._long = len(self._buf)
+            self._buf.clear()
+        return out
+
+    def flush(self) -> list[bytes]:
+        """The end of the stream: a last line without newline is saved with one."""
+        if self._long:
+            self._save(b"\n")
+            self._long, note = 0, too_long_note(self._long)
+            return [note]
+        rest = bytes(self._buf)
+        self._buf.clear()
+        if rest:
+            self._save(rest + b"\n")
+        return [rest] if rest else []
+
+
+def too_long_note(size: int) -> bytes:
+    """The line passed on for a line too long to parse (the raw log holds it whole)."""
+    note = f"[tuimon: a line of {size:,} bytes, too long to parse; saved whole in the raw log]"
+    return note.encode() + b"\n"
+
+
+class PipeReader(threading.Thread):
+    """Drains one pipe of a run in its own thread, as fast as the run writes: bytes are cut into
+    lines and saved as they are read; the session takes the lines later (`take`). Reading never
+    waits on parsing, judging or drawing."""
+
+    def __init__(self, fd: int, name: str, *, save: Callable[[bytes], None] | None, lines: bool):
+        super().__init__(name=name, daemon=True)
+        self.fd = fd
+        self.lines = lines
+        self.last_read = time.monotonic()
+        self.eof = threading.Event()
+        self._save = save or (lambda data: None)
+        self._cutter = LineCutter(self._save) if lines else None
+        self._pending: list[bytes] = []
+        self._lock = threading.Lock()
+        self._halt = False
+        self._big_pipe = _grow_pipe(fd)
+
+    def run(self) -> None:
+        fd, cutter = self.fd, self._cutter
+        try:
+            poller = select.poll()
+            poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+            while not self._halt:
+                if not poller.poll(200):
+                    continue
+                try:
+                    data = os.read(fd, READ_SIZE)
+                except OSError:
+                    break
+                if not data:
+                    break
+                self.last_read = time.monotonic()
+                if cutter is None:
+                    self._save(data)
+                    out = [data]
+                else:
+                    out = cutter.feed(data)
+                if out:
+                    with self._lock:
+                        self._pending += out
+                if self._big_pipe and len(data) < READ_SIZE // 8:
+                    time.sleep(PIPE_NAP)  # let the pipe fill: fewer, larger reads
+            if cutter is not None and (rest := cutter.flush()):
+                with self._lock:
+                    self._pending += rest
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            self.eof.set()
+
+    def take(self) -> list[bytes]:
+        """The lines (or stderr chunks) read since the last call."""
+        with self._lock:
+            out, self._pending = self._pending, []
+        return out
+
+    def stop(self) -> None:
+        """Stop reading (what holds the other end is not ours to wait for)."""
+        self._halt = True
+
+
+def _grow_pipe(fd: int) -> bool:
+    """Make the pipe hold `PIPE_SIZE` bytes (Linux), so a fast run never waits on a reader
+    that naps between reads; False where it cannot."""
+    try:
+        import fcntl
+
+        return fcntl.fcntl(fd, 1031, PIPE_SIZE) >= PIPE_SIZE  # F_SETPIPE_SZ
+    except (ImportError, OSError, ValueError):
+        return False
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A preexec function that makes the child get SIGKILL when tuimon dies (Linux), else None.
+
+    Run in the child after `setsid`: prctl(PR_SET_PDEATHSIG); if tuimon died before that, the
+    child ends at once."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return preexec
+
+
+def _killpg(pgid: int, sig: int) -> bool:
+    """Signal a process group; False when it is gone."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Run:
+    """One live training subprocess feeding a queue.
+
+    Its stdout and stderr are drained by `PipeReader` threads (bytes on disk as read); `pump`
+    parses what they read once a tick and puts it on the queue. The child runs in its own
+    process group and dies with tuimon (Linux: a parent-death signal).
+    """
+
+    def __init__(
+        self,
+        spec: RunSpec,
+        queue: asyncio.Queue[SourceEvent],
+        *,
+        grace: float = 5.0,
+        save: Callable[[str, bytes], None] | None = None,
+        save_stderr: Callable[[str, bytes], None] | None = None,
+    ) -> None:
         self.spec = spec
         self.queue = queue
+        self.grace = grace
         self.proc: asyncio.subprocess.Process | None = None
-        self.last_output = time.monotonic()
         self.started_at: float | None = None
         self.interrupted = False
         self._done = asyncio.Event()
+        self._save = save
+        self._save_stderr = save_stderr
+        self._fds: tuple[int, int] | None = None
+        self._readers: list[PipeReader] = []
+        self._tail_output = time.monotonic()
+
+    @property
+    def last_output(self) -> float:
+        """When the run last wrote anything (stdout, stderr or its log file)."""
+        return max([self._tail_output, *(r.last_read for r in self._readers)])
+
+    @last_output.setter
+    def last_output(self, value: float) -> None:
+        self._tail_output = value
 
     async def start(self) -> None:
         """Launch the child; LaunchError with one line when it cannot start."""
         spec = self.spec
         env = {**os.environ, **spec.env}
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        kwargs: dict[str, Any] = {
+            "stdin": asyncio.subprocess.DEVNULL,
+            "stdout": out_w,
+            "stderr": err_w,
+            "env": env,
+            "start_new_session": True,
+            "preexec_fn": _die_with_parent(),
+        }
         try:
             if spec.shell:
-                proc = await asyncio.create_subprocess_shell(
-                    spec.argv[0],
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.PIPE,
-                    env=env,
-                    start_new_session=True,
-                )
+                proc = await asyncio.create_subprocess_shell(spec.argv[0], **kwargs)
             else:
-                proc = await asyncio.create_subprocess_exec(
-                    *spec.argv,
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.PIPE,
-                    env=env,
-                    start_new_session=True,
-                )
-        except OSError as exc:
-            raise LaunchError(
-                f"run {spec.side}: cannot start {spec.argv[0]!r}: {exc.strerror or exc}"
-            ) from exc
+                proc = await asyncio.create_subprocess_exec(*spec.argv, **kwargs)
+        except (OSError, subprocess.SubprocessError) as exc:
+            for fd in (out_r, err_r):
+                os.close(fd)
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise LaunchError(f"run {spec.side}: cannot start {spec.argv[0]!r}: {why}") from exc
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        self._fds = (out_r, err_r)
         self.proc = proc
         self.started_at = time.monotonic()
 
     async def pump(self) -> None:
-        """Stream stdout / log file and stderr to the queue until the child exits; then `Exited`."""
-        assert self.proc is not None and self.proc.stdout and self.proc.stderr
+        """Stream stdout / log file and stderr to the queue until the child exits; then `Exited`.
+
+        A child that has exited while a descendant still holds its pipes gets the grace, then
+        its process group is killed and the run ends."""
+        assert self.proc is not None and self._fds is not None
         side = self.spec.side
-        out: asyncio.Future[Any]
-        if self.spec.log_file is None:
-            out = asyncio.create_task(self._read(self.proc.stdout, lines=True))
-        else:
-            out = asyncio.gather(
-                self._tail(self.spec.log_file), self._read(self.proc.stdout, lines=True)
-            )
-        err = asyncio.create_task(self._read(self.proc.stderr, lines=False))
-        code = await self.proc.wait()
-        if self.spec.log_file is not None:
-            self._done.set()
-        await asyncio.gather(out, err)
+        out_fd, err_fd = self._fds
+        save_out = functools.partial(self._save, side) if self._save else None
+        save_err = functools.partial(self._save_stderr, side) if self._save_stderr else None
+        out = PipeReader(out_fd, f"tuimon-{side}-stdout", save=save_out, lines=True)
+        err = PipeReader(err_fd, f"tuimon-{side}-stderr", save=save_err, lines=False)
+        self._readers = [out, err]
+        for reader in self._readers:
+            reader.start()
+        tail = asyncio.create_task(self._tail(self.spec.log_file)) if self.spec.log_file else None
+        parser = self._parser(text=self.spec.log_file is None)  # the log is the file
+        wait = asyncio.create_task(self.proc.wait())
+        exited_at: float | None = None
+        killed = False
+        try:
+            while True:
+                if wait.done():
+                    await asyncio.sleep(TICK)
+                else:
+                    await asyncio.wait({wait}, timeout=TICK)
+                await self._deliver(out, err, parser)
+                if all(r.eof.is_set() for r in self._readers):
+                    break
+                if wait.done():
+                    now = time.monotonic()
+                    exited_at = exited_at or now
+                    if not killed and now - exited_at > self.grace:
+                        killed = True  # a descendant holds the pipes: end the group
+                        _killpg(self.proc.pid, signal.SIGKILL)
+                    elif killed and now - exited_at > self.grace + 1.0:
+                        for reader in self._readers:  # held outside the group: stop reading
+                            reader.stop()
+            code = await wait
+            for reader in self._readers:
+                reader.join()
+            await self._deliver(out, err, parser)
+            records = parser.close()
+            if records:
+                await self.queue.put(Lines(side, [], records, saved=True))
+            if tail is not None:
+                self._done.set()
+                await tail
+        finally:
+            for reader in self._readers:
+                reader.stop()
+            if tail is not None and not tail.done():
+                tail.cancel()
         status = "interrupted" if self.interrupted else "finished" if code == 0 else "failed"
         await self.queue.put(Exited(side, code, status))
+
+    async def _deliver(self, out: PipeReader, err: PipeReader, parser: LineParser) -> None:
+        """What the readers took since the last tick, parsed, onto the queue (in slices, so a
+        view stays responsive)."""
+        side = self.spec.side
+        if chunks := err.take():
+            await self.queue.put(Stderr(side, b"".join(chunks), saved=True))
+        lines = out.take()
+        for i in range(0, len(lines), PARSE_SLICE):
+            part = lines[i : i + PARSE_SLICE]
+            await self.queue.put(Lines(side, part, parser.feed(part), saved=True))
+            if len(lines) > PARSE_SLICE:
+                await asyncio.sleep(0)
 
     def _parser(self, *, text: bool = True) -> LineParser:
         """Records from lines (JSON Lines, printed text by patterns unless `text` is False)."""
         return line_parser(self.spec.reading, self.spec.side, text=text)
-
-    async def _read(self, stream: asyncio.StreamReader, *, lines: bool) -> None:
-        splitter = LineSplitter()
-        parser = self._parser(text=self.spec.log_file is None)  # the log is the file
-        side = self.spec.side
-        while True:
-            data = await stream.read(CHUNK)
-            if not data:
-                break
-            self.last_output = time.monotonic()
-            if lines:
-                complete = splitter.feed(data)
-                if complete:
-                    await self.queue.put(Lines(side, complete, parser.feed(complete)))
-            else:
-                await self.queue.put(Stderr(side, data))
-        if lines:
-            rest = splitter.flush()
-            records = parser.feed(rest) + parser.close()
-            if rest or records:
-                await self.queue.put(Lines(side, rest, records))
 
     async def _tail(self, path: Path) -> None:
         """Follow a log file the child writes, until the child has exited and the file is read.

@@ -10,7 +10,7 @@ import asyncio
 import signal
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,6 +20,7 @@ from tuimon.align import PairAligner, Summary
 from tuimon.applied import pair_applied
 from tuimon.artifacts import compare_artifacts, describe
 from tuimon.hints import likely_causes
+from tuimon.livebatch import feed_steps
 from tuimon.runner import (
     Exited,
     LaunchError,
@@ -140,10 +141,19 @@ class LiveSource:
         self.specs = specs
         self.grace = grace
         self.runs: dict[str, Run] = {}
+        self.writer: PairWriter | None = None
+        """Where the pipe readers save raw bytes as they read them (the session sets it)."""
 
     async def run(self, queue: asyncio.Queue[SourceEvent]) -> None:
+        writer = self.writer
         for spec in self.specs:
-            self.runs[spec.side] = Run(spec, queue)
+            self.runs[spec.side] = Run(
+                spec,
+                queue,
+                grace=self.grace,
+                save=writer.raw_bytes if writer else None,
+                save_stderr=writer.stderr if writer else None,
+            )
         for spec in self.specs:
             try:
                 await self.runs[spec.side].start()
@@ -197,12 +207,16 @@ class PairSession:
         self.source = source
         self.options = options or PairOptions()
         self.writer = writer
+        if isinstance(source, LiveSource):
+            source.writer = writer
         self.on_batch = on_batch or (lambda batch: None)
         self.sides = {s.side: s for s in sides}
         for state, total in zip(sides, self.options.totals, strict=True):
             state.total = state.total or total
         self.aligner = PairAligner(self.options.tolerance)
         self.interrupted = False
+        self.ended = False
+        """The session is over and its pair saved (or the save failed)."""
         self.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
         self._rates: dict[str, deque[tuple[float, int]]] = {k: deque() for k in self.sides}
         self._stderr: dict[str, deque[str]] = {k: deque(maxlen=STDERR_TAIL) for k in self.sides}
@@ -312,16 +326,14 @@ class PairSession:
     def _handle(self, event: SourceEvent) -> None:
         state = self.sides[event.side]
         if isinstance(event, Lines):
-            if self.writer:
+            if self.writer and not event.saved:
                 self.writer.raw(event.side, event.lines)
             if state.status == "starting" or state.status == "stalled":
                 state.status = "running"
-            for record in (
-                event.records if event.records is not None else map(parse_line, event.lines)
-            ):
-                self._record(state, record)
+            records = event.records
+            self._records(state, records if records is not None else map(parse_line, event.lines))
         elif isinstance(event, Stderr):
-            if self.writer:
+            if self.writer and not event.saved:
                 self.writer.stderr(event.side, event.data)
             if state.status == "stalled":
                 state.status = "running"
@@ -343,32 +355,39 @@ class PairSession:
         self._stderr[side].extend(text)
         self._new_stderr[side].extend(text)
 
-    def _record(self, state: SideState, record: Record) -> None:
-        self._new_records[state.side].append(record)
-        if isinstance(record, Step):
-            state.records += 1
-            state.step = record.step
-            now = time.monotonic()
-            rates = self._rates[state.side]
-            rates.append((now, record.step))
-            while rates and now - rates[0][0] > RATE_WINDOW:
-                rates.popleft()
-            if len(rates) > 1 and rates[-1][0] > rates[0][0]:
-                state.rate = (rates[-1][1] - rates[0][1]) / (rates[-1][0] - rates[0][0])
-            aligned = self.aligner.feed(state.side, record)
-            if aligned is not None:
-                if self.writer is not None:
-                    self.writer.aligned(aligned.to_dict())
-                self._new_aligned.append(aligned)
-        elif isinstance(record, Header):
-            state.header = record
-            steps = record.hyper.get("steps")
-            if isinstance(steps, int):
-                state.total = steps
-        elif isinstance(record, End):
-            state.end = record
-        else:
-            state.texts += 1
+    def _records(self, state: SideState, records: Iterable[Record]) -> None:
+        """Take one batch of records of a side; its steps are aligned together."""
+        new = self._new_records[state.side]
+        steps: list[Step] = []
+        for record in records:
+            new.append(record)
+            if isinstance(record, Step):
+                steps.append(record)
+            elif isinstance(record, Header):
+                state.header = record
+                total = record.hyper.get("steps")
+                if isinstance(total, int):
+                    state.total = total
+            elif isinstance(record, End):
+                state.end = record
+            else:
+                state.texts += 1
+        if not steps:
+            return
+        state.records += len(steps)
+        state.step = steps[-1].step
+        now = time.monotonic()
+        rates = self._rates[state.side]
+        rates.append((now, state.step))
+        while rates and now - rates[0][0] > RATE_WINDOW:
+            rates.popleft()
+        if len(rates) > 1 and rates[-1][0] > rates[0][0]:
+            state.rate = (rates[-1][1] - rates[0][1]) / (rates[-1][0] - rates[0][0])
+        aligned = feed_steps(self.aligner, state.side, steps)
+        if self.writer is not None:
+            for row in aligned:
+                self.writer.aligned(row.to_dict())
+        self._new_aligned += aligned
 
     async def _on_exit(self, event: Exited) -> None:
         state = self.sides[event.side]
@@ -450,6 +469,7 @@ class PairSession:
             except StoreError as exc:
                 message = f"pair not saved: {exc}"
                 self.writer.close()  # the monitor is done with it: no longer RUNNING
+        self.ended = True
         self._flush(done=True, message=message)
         return self.summary
 

@@ -703,6 +703,11 @@ class PairWriter:
         data = b"".join(line if line.endswith(b"\n") else bytes(line) + b"\n" for line in lines)
         self._append(f"{side}.jsonl", data)
 
+    def raw_bytes(self, side: str, data: bytes) -> None:
+        """Append bytes of ``side``'s stdout as a pipe reader read them (thread-safe), flush."""
+        self._check_side(side)
+        self._append(f"{side}.jsonl", bytes(data))
+
     def stderr(self, side: str, data: bytes) -> None:
         """Append raw stderr bytes of ``side`` to ``{side}.stderr`` and flush."""
         self._check_side(side)

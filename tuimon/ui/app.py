@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+import signal
 import sys
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +22,10 @@ from tuimon.ui.sweep_screen import SweepScreen
 from tuimon.ui.workers import ReportsWorkerErrors
 
 SessionFactory = Callable[[Callable[[Batch], None]], PairSession]
+SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+"""Signals that stop tuimon as quitting does: runs stopped, partial pair saved, terminal back."""
+NO_TERMINAL_WAIT = 20.0
+"""Seconds a hung-up tuimon waits for its pairs to be saved before it exits anyway."""
 
 
 class TuimonApp(ReportsWorkerErrors, App[int]):
@@ -41,15 +51,54 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
         self.title = title
         self.sessions: list[PairSession] = []
         """Sessions started by pair views (so no child run outlives the app)."""
+        self.signalled: int | None = None
+        """The signal that ended the app (SIGTERM, SIGINT, SIGHUP), if one did."""
+        self._caught: list[int] = []
 
     def on_mount(self) -> None:
         """The first screen: a pair view for a session, else the browser."""
+        loop = asyncio.get_running_loop()
+        for sig in SIGNALS:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self.on_signal, sig)
+                self._caught.append(sig)
         if self.sweep is not None:
             self.push_screen(SweepScreen(self.sweep))
         elif self.make_session is not None:
             self.push_screen(PairScreen(make_session=self.make_session, replay=self.replay))
         else:
             self.push_screen(BrowserScreen(self.store))
+
+    def on_unmount(self) -> None:
+        """Give the signals back."""
+        loop = asyncio.get_running_loop()
+        for sig in self._caught:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(sig)
+        self._caught = []
+
+    def on_signal(self, sig: int) -> None:
+        """A signal to tuimon: stop each live pair as quitting does (process groups terminated,
+        killed after the grace, the partial pair saved as interrupted), then exit, restoring the
+        terminal. A second signal exits without waiting for the save."""
+        again = self.signalled is not None
+        self.signalled = sig
+        code = 128 + sig
+        if sig == signal.SIGHUP and not terminal_alive():  # nothing to restore; drawing blocks
+            threading.Thread(target=self._exit_once_saved, args=(code,), daemon=True).start()
+        if not again:
+            views = [s for s in self.screen_stack if isinstance(s, (PairScreen, SweepScreen))]
+            if any([view.stop_now() for view in views]):
+                return  # the pair view exits once the partial pair is saved
+        self.exit(code, return_code=code)
+
+    def _exit_once_saved(self, code: int) -> None:
+        """(thread) The terminal is gone: exit as soon as every pair is saved (or given up)."""
+        deadline = time.monotonic() + NO_TERMINAL_WAIT
+        while time.monotonic() < deadline and not all(s.ended for s in self.sessions):
+            time.sleep(0.05)
+        terminate_leftovers(self.sessions)
+        os._exit(code)
 
     def on_session_started(self, message: SessionStarted) -> None:
         """Keep each session a pair view starts (see `terminate_leftovers`)."""
@@ -96,6 +145,8 @@ def run_app(
         if writer is not None and writer.save_error and not writer.finished:
             print(f"tuimon: pair NOT saved: {writer.save_error}", file=sys.stderr)
             return 3
+    if app.signalled is not None:
+        return 128 + app.signalled
     if explain:
         from tuimon.explain import describe, explain_after
 
@@ -105,6 +156,17 @@ def run_app(
     if isinstance(result, int):
         return result
     return app.return_code or 0
+
+
+def terminal_alive() -> bool:
+    """The controlling terminal is still there (False after a hang-up)."""
+    try:
+        import termios
+
+        termios.tcgetattr(sys.__stdout__.fileno() if sys.__stdout__ else 1)
+    except Exception:  # termios.error (EIO) once the terminal has hung up; no termios
+        return False
+    return True
 
 
 def terminate_leftovers(sessions: list[PairSession]) -> None:

@@ -462,6 +462,17 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
             ConfirmScreen(STOP_QUESTION, yes="Stop", no="Keep running"), self._stop_answer
         )
 
+    def stop_now(self) -> bool:
+        """Stop the session without asking (tuimon got a signal); True when a live pair is being
+        stopped and saved (the app exits once it is), False when there is nothing to wait for."""
+        if self.session is None or self.model.done or not self._session_running():
+            return False
+        if self.mode != "live":
+            self.session.stop()
+            return False
+        self._stop_answer(True)
+        return True
+
     def _stop_answer(self, stop: bool | None) -> None:
         if not stop or self.session is None:
             return

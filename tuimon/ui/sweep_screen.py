@@ -193,6 +193,17 @@ class SweepScreen(ReportsWorkerErrors, Screen[None]):
         """Quit; a running sweep asks first, stops its pairs and waits for their save."""
         self.request_quit()
 
+    def stop_now(self) -> bool:
+        """Stop the sweep without asking (a signal to tuimon); True while its pairs still save.
+
+        The app exits once they are saved (see `_run`)."""
+        if self.done:
+            return False
+        self.quitting = True
+        self.sweep.stop()
+        self._status()
+        return True
+
     def request_quit(self) -> None:
         """Quit now, or (sweep running) confirm, stop, wait for the saves, exit."""
         if self.done:

@@ -1,0 +1,48 @@
+"""A tick's steps aligned together give what feeding them one by one gives."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from tuimon.align import PairAligner
+from tuimon.livebatch import feed_steps
+from tuimon.steplog import Step
+
+
+def log(side: str, n: int) -> list[Step]:
+    out = []
+    for i in range(n):
+        loss = 1.0 / (i + 1)
+        if side == "b" and i >= 7:
+            loss += 1e-9 * i
+        if side == "b" and i == 11:
+            loss = math.nan
+        metrics = {"loss": loss, "acc": 0.5} if i % 5 else {"loss": loss}
+        if side == "a" and i == 13:
+            metrics["only_a"] = 1.0
+        digests = {"W_E": "e" if side == "b" and i >= 9 else "0"}
+        out.append(Step(i, metrics, t=0.1 * i, digest="d", digests=digests))
+    return out
+
+
+def test_batches_align_as_one_by_one() -> None:
+    rng = random.Random(0)
+    a, b = log("a", 40), log("b", 37)
+    a.insert(5, a[3])  # a repeated step
+    events = [("a", s) for s in a] + [("b", s) for s in b]
+    rng.shuffle(events)
+    one, batched = PairAligner(), PairAligner()
+    expected = [x for side, s in events if (x := one.feed(side, s)) is not None]
+    got = []
+    i = 0
+    while i < len(events):
+        side, size = events[i][0], rng.randint(1, 6)
+        run = []
+        while i < len(events) and events[i][0] == side and len(run) < size:
+            run.append(events[i][1])
+            i += 1
+        got += feed_steps(batched, side, run)
+    assert [x.to_dict() for x in got] == [x.to_dict() for x in expected]
+    assert batched.summary().to_dict() == one.summary().to_dict()
+    assert batched.duplicates == one.duplicates == {"a": 1, "b": 0}

@@ -1,0 +1,298 @@
+"""Processes and lines: signals to the TUI and to headless replay, runs that outlive their
+output or their monitor, raw bytes on disk as read, lines too long to parse (fake trainers)."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pty
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from helpers import FAKE_TRAINER
+
+from tuimon import runner
+from tuimon.cli import main
+from tuimon.runner import LineCutter
+from tuimon.steplog import Step, parse_line
+
+PY = sys.executable
+ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+
+
+def tag() -> str:
+    """A word no other process has in its command line."""
+    return f"tuimon-test-{os.getpid()}-{time.monotonic_ns()}"
+
+
+def running(word: str) -> bool:
+    """Some process (not a zombie) has `word` in its command line."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes()
+            state = (proc / "status").read_text()
+        except OSError:
+            continue
+        if word.encode() in cmd and "State:\tZ" not in state:
+            return True
+    return False
+
+
+def gone(word: str, within: float = 20.0) -> bool:
+    """Poll until no process has `word` in its command line (False if one still does)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not running(word):
+            return True
+        time.sleep(0.1)
+    return not running(word)
+
+
+def wait_until(ready, within: float = 60.0) -> None:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        time.sleep(0.05)
+    raise AssertionError("not there in time")
+
+
+def raw_lines(store: Path, side: str) -> list[bytes]:
+    logs = list(store.glob(f"*/{side}.jsonl"))
+    return logs[0].read_bytes().splitlines() if logs else []
+
+
+def catches(pid: int, sig: int) -> bool:
+    """The process has a handler for `sig` (SigCgt in /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    return False
+
+
+def headless(store: Path, *child: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [PY, "-m", "tuimon", "pair", "--headless", "--json", "--store", str(store), "--", *child],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=ENV,
+    )
+
+
+# -- the TUI ------------------------------------------------------------------------------------
+
+
+def take_the_terminal() -> None:
+    """(preexec) Make the pty the child's controlling terminal, so closing it hangs it up."""
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, "hang-up"])
+def test_signal_to_the_tui_stops_both_runs_saves_and_restores_the_terminal(tmp_path, sig):
+    word, store = tag(), tmp_path / "store"
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    proc = subprocess.Popen(
+        [PY, "-m", "tuimon", "pair", "--store", str(store), "--",
+         PY, FAKE_TRAINER, "--side", "{side}", "--steps", "100000", "--sleep", "0.02",
+         "--tag", word],
+        stdin=slave, stdout=slave, stderr=slave, env={**ENV, "TERM": "xterm-256color"},
+        start_new_session=True, preexec_fn=take_the_terminal,
+    )  # fmt: skip
+    os.close(slave)
+    screen = bytearray()
+
+    def drain() -> None:  # the terminal: read everything the app draws
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            screen.extend(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        wait_until(lambda: len(raw_lines(store, "b")) > 5 and catches(proc.pid, signal.SIGTERM))
+        if sig == "hang-up":  # the terminal goes away (a closed window, a dropped ssh)
+            os.close(master)
+            assert proc.wait(timeout=60) == 128 + signal.SIGHUP
+        else:
+            proc.send_signal(sig)
+            assert proc.wait(timeout=60) == 128 + sig
+            reader.join(timeout=5)
+            assert b"\x1b[?1049l" in screen  # back from the alternate screen
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if sig != "hang-up":
+            os.close(master)
+    assert gone(word)
+    (pair,) = store.iterdir()
+    meta = json.loads((pair / "pair.json").read_text())
+    assert meta["status"] == "interrupted"
+    assert {run["status"] for run in meta["runs"].values()} == {"interrupted"}
+    assert meta["summary"]["verdict"] == "INCOMPLETE"
+
+
+# -- runs that outlive their output or their monitor --------------------------------------------
+
+HOLDER = r"""
+import json, subprocess, sys
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1000)", sys.argv[1]])
+for step in range(5):
+    print(json.dumps({"step": step, "loss": 1.0 / (step + 1)}), flush=True)
+"""
+
+
+def test_a_descendant_holding_stdout_does_not_hang_the_pair(tmp_path, capsys):
+    word = tag()
+    args = ["pair", "--headless", "--json", "--store", str(tmp_path / "store"), "--",
+            PY, "-c", HOLDER, word]  # fmt: skip
+    try:
+        code = main(args)
+    finally:
+        still = running(word)
+        subprocess.run(["pkill", "-KILL", "-f", word], check=False)
+    assert not still  # the group was killed after the grace
+    res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert res["steps_compared"] == 5 and code == 0
+    (pair,) = (tmp_path / "store").iterdir()
+    assert (pair / "pair.json").is_file()
+
+
+def test_sigkill_of_tuimon_ends_silent_runs(tmp_path):
+    word, store = tag(), tmp_path / "store"
+    proc = headless(store, PY, FAKE_TRAINER, "--side", "{side}", "--hang-at", "0",
+                    "--hang-s", "1000", "--tag", word)  # fmt: skip
+    try:
+        wait_until(lambda: len(raw_lines(store, "a")) == len(raw_lines(store, "b")) == 1)
+        assert running(word)
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert gone(word)
+
+
+PRINTER = r"""
+import fcntl, json, os, struct, sys, termios, time
+side, n, copy, done = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+with open(copy, "w") as mine:
+    for step in range(n):
+        line = json.dumps({"type": "step", "step": step, "loss": 1.0 / (step + 1), "side": 0})
+        mine.write(line + "\n")
+        print(line, flush=True)
+while struct.unpack("i", fcntl.ioctl(1, termios.FIONREAD, b"\0" * 4))[0]:
+    time.sleep(0.01)  # until tuimon has read every byte out of the pipe
+time.sleep(0.5)
+open(done, "w").close()
+time.sleep(1000)
+"""
+
+
+def test_raw_lines_are_on_disk_as_read_even_when_tuimon_is_sigkilled_under_load(tmp_path):
+    word, store, n = tag(), tmp_path / "store", 60_000
+    copy, done = str(tmp_path / "printed-{side}"), str(tmp_path / "done-{side}")
+    proc = headless(store, PY, "-c", PRINTER, "{side}", str(n), copy, done, word)
+    try:
+        wait_until(lambda: all(Path(done.format(side=s)).exists() for s in "ab"), within=120)
+        proc.kill()  # judging is far behind: it is still parsing and aligning
+        proc.communicate()
+        assert gone(word)
+        (pair,) = store.iterdir()
+        assert not (pair / "pair.json").exists()
+        for side in "ab":
+            printed = Path(copy.format(side=side)).read_bytes()
+            assert (pair / f"{side}.jsonl").read_bytes() == printed
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+# -- lines ----------------------------------------------------------------------------------
+
+
+def test_a_line_too_long_to_parse_is_saved_whole(tmp_path, capsys):
+    big = b'{"step": 1, "blob": "' + b"z" * (runner.MAX_LINE + 100) + b'"}'
+    printed = tmp_path / "printed"
+    printed.write_bytes(b'{"step": 0, "loss": 1.0}\n' + big + b'\n{"step": 2, "loss": 0.5}\n')
+    code = f"import sys; sys.stdout.buffer.write(open({str(printed)!r}, 'rb').read())"
+    args = ["pair", "--headless", "--json", "--store", str(tmp_path / "store"), "--",
+            PY, "-c", code]  # fmt: skip
+    main(args)
+    res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert res["steps_compared"] == 2  # steps 0 and 2; the big line is not parsed
+    (pair,) = (tmp_path / "store").iterdir()
+    lines = (pair / "a.jsonl").read_bytes().splitlines()
+    assert lines == [b'{"step": 0, "loss": 1.0}', big, b'{"step": 2, "loss": 0.5}']
+    meta = json.loads((pair / "pair.json").read_text())
+    assert meta["runs"]["a"]["text_lines"] == 1
+
+
+def test_line_cutter_saves_as_it_reads_and_notes_a_long_line(monkeypatch):
+    monkeypatch.setattr(runner, "MAX_LINE", 8)
+    saved = bytearray()
+    cut = LineCutter(saved.extend)
+    assert cut.feed(b"ab\ncd") == [b"ab\n"] and saved == b"ab\n"
+    assert cut.feed(b"efghijk") == [] and saved == b"ab\ncdefghijk"  # too long: saved at once
+    (note,) = cut.feed(b"lmn\nop\n")[:1]
+    assert b"a line of 12 bytes, too long to parse" in note
+    assert saved == b"ab\ncdefghijklmn\nop\n"
+    assert isinstance(parse_line(note), type(parse_line(b"text")))
+    assert cut.feed(b"q") == [] and cut.flush() == [b"q"] and saved.endswith(b"op\nq\n")
+
+
+# -- headless replay ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("pace", [("--speed", "0.25"), ("--realtime",)])
+def test_headless_replay_ends_promptly_on_a_signal(tmp_path, sig, pace):
+    logs = []
+    for side in "ab":  # one step an hour in recorded time
+        log = tmp_path / f"{side}.jsonl"
+        log.write_text(
+            "".join(json.dumps({"step": i, "t": 3600.0 * i, "loss": 1.0}) + "\n" for i in range(9))
+        )
+        logs.append(str(log))
+    proc = subprocess.Popen(
+        [PY, "-m", "tuimon", "replay", "--headless", "--json", *pace, *logs],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV,
+    )  # fmt: skip
+    try:
+        wait_until(lambda: catches(proc.pid, signal.SIGTERM))
+        time.sleep(0.3)  # the replay is waiting for its next step
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3, err
+    res = json.loads(out.decode().strip().splitlines()[-1])
+    assert res["status"] == "interrupted"
+    assert res["steps_compared"] < 9
+
+
+def test_steps_after_a_long_line_keep_their_order(tmp_path):
+    """What the readers pass on is what was printed, in order (step records and text)."""
+    saved = bytearray()
+    cut = LineCutter(saved.extend)
+    lines = [f'{{"step": {i}, "loss": 1.0}}\n'.encode() for i in range(1000)]
+    data = b"".join(lines)
+    out = []
+    for i in range(0, len(data), 777):
+        out += cut.feed(data[i : i + 777])
+    assert out == lines and bytes(saved) == data
+    assert [r.step for r in map(parse_line, out) if isinstance(r, Step)] == list(range(1000))
