@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tuimon.readers import Reading
 from tuimon.runner import RunSpec, expand_template
+from tuimon.align import MetricFilter
 from tuimon.session import Batch, LiveSource, PairOptions, PairSession, SideState
 from tuimon.store import SIDES, PairWriter
 
@@ -50,6 +51,8 @@ class PairPlan:
     label: str | None = None
     reading: Reading = field(default_factory=Reading)
     """How the runs' output is read (`--pattern`, `--map`)."""
+    select: MetricFilter = field(default_factory=MetricFilter)
+    """Which metrics are judged (`--ignore`, `--only`)."""
 
     def env(self, side: str, device: str) -> dict[str, str]:
         """The child's environment additions: the same on both sides but for the device."""
@@ -150,6 +153,7 @@ class PairPlan:
             sides = tuple(SideState(s.side, s.device, s.command_text()) for s in specs)
             options = PairOptions(
                 tolerance=self.tolerance,
+                select=self.select,
                 stall_timeout=self.stall_timeout,
                 stop_on_fail=self.stop_on_fail,
                 totals=(self.steps, self.steps),

@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from tuimon.clocks import is_clock
 from tuimon.readers.documents import read_document
 from tuimon.readers.rows import StreamMerger, merge, renamed, row_step, step_key
 from tuimon.readers.tabular import csv_columns, read_csv
@@ -297,7 +298,9 @@ def to_line(record: Record) -> bytes:
              "hyper": record.hyper, "env": record.env}
         )  # fmt: skip
     if isinstance(record, Step):
-        obj: dict[str, Any] = {"type": "step", "step": record.step, **record.metrics}
+        obj: dict[str, Any] = {"type": "step", "step": record.step}
+        obj.update((k, v) for k, v in record.clocks.items() if is_clock(k))
+        obj.update(record.metrics)
         if record.t is not None:
             obj["t"] = record.t
         if record.digest is not None:
