@@ -67,6 +67,8 @@ class SideLog:
     first_text: str | None = None
     lines: list[bytes] = field(default_factory=list)
     """All lines, kept only when the pair is saved."""
+    native: bool = False
+    """A tuimon step log (its runs write an end record), not another tool's format."""
 
 
 def _log_lines(path: Path, reading: Reading, side: str) -> list[bytes]:
@@ -90,7 +92,7 @@ def _resolve(paths: list[str], reading: Reading | None) -> SavedLogs:
         raise CompareError(str(exc)) from None
 
 
-def _line_source(logs: SavedLogs, side: str) -> Iterator[list[bytes]]:
+def _line_source(logs: SavedLogs, side: str, log: SideLog) -> Iterator[list[bytes]]:
     """A log's lines in blocks: a tuimon step log straight from the file, any other format
     as step-log lines from `tuimon.readers`."""
     path: Path = getattr(logs, side)
@@ -98,6 +100,7 @@ def _line_source(logs: SavedLogs, side: str) -> Iterator[list[bytes]]:
         with open(path, "rb") as fh:
             first = fh.readline(1 << 20)
             if b'"header"' in first and b"tuimon.steplog" in first:
+                log.native = True
                 yield [first]
                 while block := fh.readlines(CHUNK):
                     yield block
@@ -263,7 +266,7 @@ def _read_both(
     sides = {side: SideLog(getattr(logs, side)) for side in SIDES}
     readers = {side: _BlockReader(side, sides[side], aligner, keep) for side in SIDES}
     matcher = ColumnMatcher(aligner)
-    sources = {side: _line_source(logs, side) for side in SIDES}
+    sources = {side: _line_source(logs, side, sides[side]) for side in SIDES}
     while sources:
         for side in list(sources):
             lines = next(sources[side], None)
@@ -331,7 +334,7 @@ def _how_it_ended(logs: SavedLogs, sides: tuple[SideLog, SideLog]) -> tuple[str 
             reasons.append(f"run {side} {status}")
         elif log.end is not None and log.end.status != "ok":
             reasons.append(f"run {side} ended with status {log.end.status}")
-        elif log.header is not None and log.end is None and logs.pair_dir is None:
+        elif log.native and log.end is None and logs.pair_dir is None:
             reasons.append(f"run {side}'s log has no end record (cut short?)")
     if interrupted and not reasons:
         reasons.append("interrupted")
