@@ -320,24 +320,46 @@ def _no_steps(log: SideLog, reading: Reading) -> str:
     return message
 
 
-def _how_it_ended(logs: SavedLogs, sides: tuple[SideLog, SideLog]) -> tuple[str | None, bool]:
-    """Why the pair is not complete (None when both runs ended normally), and whether it was
-    interrupted."""
+def saved_ending(logs: SavedLogs) -> tuple[list[str], bool]:
+    """What a saved pair's pair.json says of how it ended: the reasons it is not complete
+    (none when both runs finished), and whether it was interrupted. A pair directory without
+    pair.json did not finish."""
     reasons = []
     interrupted = logs.doc.status == "interrupted"
     if logs.pair_dir is not None and not (logs.pair_dir / "pair.json").is_file():
         reasons.append("the pair has no pair.json: its monitor did not finish (killed?)")
-    for side, log in zip(SIDES, sides, strict=True):
+    for side in SIDES:
         status = logs.doc.run(side).status
         if status not in (None, "finished"):
             interrupted = interrupted or status == "interrupted"
             reasons.append(f"run {side} {status}")
-        elif log.end is not None and log.end.status != "ok":
+    if interrupted and not reasons:
+        reasons.append("interrupted")
+    return reasons, interrupted
+
+
+def saved_select(doc: PairDoc) -> MetricFilter:
+    """The `--ignore`/`--only` choice a saved pair was judged with (its summary's `select`)."""
+    chosen = doc.summary.get("select") if isinstance(doc.summary, dict) else None
+    if not isinstance(chosen, dict):
+        return MetricFilter()
+    globs = {k: chosen.get(k) for k in ("ignore", "only")}
+    return MetricFilter(
+        *(tuple(str(g) for g in v) if isinstance(v, list) else () for v in globs.values())
+    )
+
+
+def _how_it_ended(logs: SavedLogs, sides: tuple[SideLog, SideLog]) -> tuple[str | None, bool]:
+    """Why the pair is not complete (None when both runs ended normally), and whether it was
+    interrupted: pair.json (`saved_ending`), then the logs' own end records."""
+    reasons, interrupted = saved_ending(logs)
+    for side, log in zip(SIDES, sides, strict=True):
+        if logs.doc.run(side).status not in (None, "finished"):
+            continue
+        if log.end is not None and log.end.status != "ok":
             reasons.append(f"run {side} ended with status {log.end.status}")
         elif log.native and log.end is None and logs.pair_dir is None:
             reasons.append(f"run {side}'s log has no end record (cut short?)")
-    if interrupted and not reasons:
-        reasons.append("interrupted")
     return "; ".join(dict.fromkeys(reasons)) or None, interrupted
 
 

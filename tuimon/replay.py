@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tuimon.align import MetricFilter, compare_steps
+from tuimon.compare import saved_select
 from tuimon.errors import ReplayError, StoreError
 from tuimon.readers import ReaderError, Reading, log_lines
 from tuimon.runner import Exited, Lines, SourceEvent, Stderr
@@ -70,17 +71,6 @@ def first_divergence(
         select or saved_select(logs.doc),
     )
     return aligner.summary().first_divergent_step
-
-
-def saved_select(doc: PairDoc) -> MetricFilter:
-    """The `--ignore`/`--only` choice a saved pair was judged with (its summary's `select`)."""
-    chosen = doc.summary.get("select") if isinstance(doc.summary, dict) else None
-    if not isinstance(chosen, dict):
-        return MetricFilter()
-    globs = {k: chosen.get(k) for k in ("ignore", "only")}
-    return MetricFilter(
-        *(tuple(str(g) for g in v) if isinstance(v, list) else () for v in globs.values())
-    )
 
 
 class ReplaySource:
