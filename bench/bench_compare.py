@@ -63,11 +63,12 @@ def write_log(path: Path, n: int, side: str, part_at: int, start: int = 0) -> in
     if side == "b":
         for m in METRICS:
             cols[m] = np.where(apart, cols[m] * (1 + 1e-9 * (1 + steps - part_at)), cols[m])
-    rows = [dict(zip(METRICS, vals, strict=True)) for vals in zip(*(c.tolist() for c in cols.values()), strict=True)]  # fmt: skip
+    values = zip(*(c.tolist() for c in cols.values()), strict=True)
+    rows = [dict(zip(METRICS, vals, strict=True)) for vals in values]
     with open(path, "ab") as fh:
         if start == 0:
-            fh.write(orjson.dumps({"type": "header", "format": "tuimon.steplog/1",
-                                   "run": {"seed": 0}, "hyper": {}, "env": {"device": "cpu"}}) + b"\n")  # fmt: skip
+            header = {"type": "header", "format": "tuimon.steplog/1", "run": {"seed": 0}}
+            fh.write(orjson.dumps({**header, "hyper": {}, "env": {"device": "cpu"}}) + b"\n")
         out = []
         for s, metrics in zip(steps.tolist(), rows, strict=True):
             tag = f"{side if s >= part_at else 'a'}{s}".encode()
@@ -98,10 +99,9 @@ def run(cmd: list[str]) -> tuple[float, int, int]:
 
 def make_pair(folder: Path, n: int, chunk: int = 200_000) -> tuple[Path, Path, int]:
     a, b = folder / "a.jsonl", folder / "b.jsonl"
-    size = 0
     for side, path in (("a", a), ("b", b)):
         for start in range(0, n, chunk):
-            size = write_log(path, min(chunk, n - start), side, n // 2, start)
+            write_log(path, min(chunk, n - start), side, n // 2, start)
         end_log(path, n)
     return a, b, a.stat().st_size + b.stat().st_size
 

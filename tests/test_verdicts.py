@@ -184,7 +184,9 @@ def test_pair_directory_without_pair_json_is_incomplete(tmp_path: Path, capsys) 
     assert "no pair.json" in out["reason"]
 
 
-def test_cut_short_log_is_incomplete_but_a_difference_still_diverges(tmp_path: Path, capsys) -> None:
+def test_cut_short_log_is_incomplete_but_a_difference_still_diverges(
+    tmp_path: Path, capsys
+) -> None:
     rows = [{"step": i, "loss": 1.0} for i in range(6)]
     a = write(tmp_path / "a.jsonl", rows)
     b = tmp_path / "b.jsonl"
@@ -242,7 +244,9 @@ def test_incomplete_always_has_a_reason_and_no_contradiction(
 # --- numbers that do not fit ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value", [b"1e400", b"-1e400", b"123456789012345678901234", b"9223372036854775808"])
+@pytest.mark.parametrize(
+    "value", [b"1e400", b"-1e400", b"123456789012345678901234", b"9223372036854775808"]
+)
 def test_a_number_that_does_not_fit_is_reported(tmp_path: Path, capsys, value: bytes) -> None:
     rows = [dumps(HEADER)] + [dumps({"type": "step", "step": i, "loss": 1.0}) for i in range(4)]
     bad = b'{"type": "step", "step": 4, "loss": 1.0, "grad": ' + value + b"}\n"

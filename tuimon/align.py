@@ -252,9 +252,7 @@ class Columns:
         return len(self.steps)
 
     @classmethod
-    def of_steps(
-        cls, records: Sequence[Step], occ: Sequence[int], select: MetricFilter
-    ) -> Columns:
+    def of_steps(cls, records: Sequence[Step], occ: Sequence[int], select: MetricFilter) -> Columns:
         """Columns of step records (the live path and the general whole-log path)."""
         n = len(records)
         names = dict.fromkeys(k for r in records for k in r.metrics if select.judged(k))
@@ -351,7 +349,7 @@ def judge_block(a: Columns, b: Columns) -> Block:
     equal = np.ones(n, bool)
     values = np.zeros(n, np.int64)
     divergence = np.zeros(n, np.float64)
-    metrics = {}
+    metrics: dict[str, tuple[np.ndarray, ...]] = {}
     for name in a.values:
         if name not in b.values:
             continue
@@ -367,7 +365,7 @@ def judge_block(a: Columns, b: Columns) -> Block:
         np.maximum(divergence, rel, out=divergence)
     has = (a.digest != None) & (b.digest != None)  # noqa: E711 - elementwise on objects
     same = a.digest == b.digest
-    digest_equal = np.where(has, same, None)
+    digest_equal = np.asarray(np.where(has, same, None), dtype=object)
     equal &= ~has | same
     values += has
     tensors = None

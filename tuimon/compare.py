@@ -32,7 +32,7 @@ from tuimon.align import (
 )
 from tuimon.clocks import is_clock
 from tuimon.errors import CompareError, ReplayError
-from tuimon.readers import Reading, ReaderError, log_lines, no_steps
+from tuimon.readers import ReaderError, Reading, log_lines, no_steps
 from tuimon.steplog import (
     HUGE,
     STEP_KEYS,
@@ -116,8 +116,6 @@ class _BlockReader:
     def __init__(self, side: str, log: SideLog, aligner: PairAligner, keep: bool) -> None:
         self.side, self.log, self.aligner, self.keep = side, log, aligner, keep
         self.select = aligner.select
-        self.records: list[Step] = []
-        """Step records, kept only for the record-by-record path."""
 
     def block(self, lines: list[bytes]) -> Columns | None:
         """The steps of a block of lines as columns (None when it holds no step)."""
@@ -170,7 +168,7 @@ class _BlockReader:
         a nested object); `_Suspect` when a number may be an integer beyond 64 bits."""
         if "step" not in keys or any(k in keys for k in STEP_KEYS[1:]):
             return None
-        columns = dict(zip(keys, zip(*map(itemgetter(*keys), rows)), strict=True))
+        columns = dict(zip(keys, zip(*map(itemgetter(*keys), rows), strict=True), strict=True))
         step = columns["step"]
         if set(map(type, step)) != {int} or max(step) >= 2**63 or min(step) < -(2**63):
             return None
@@ -238,7 +236,6 @@ class _BlockReader:
                 if self.log.first_text is None:
                     self.log.first_text = record.text
         self.log.steps += len(steps)
-        self.records += steps
         if not steps:
             return None
         return Columns.of_steps(steps, [0] * len(steps), self.select)
@@ -261,7 +258,7 @@ class Judged:
 
 def _read_both(
     logs: SavedLogs, aligner: PairAligner, keep: bool
-) -> tuple[tuple[SideLog, SideLog], ColumnMatcher, dict[str, _BlockReader]]:
+) -> tuple[tuple[SideLog, SideLog], ColumnMatcher]:
     """Stream both logs through a `ColumnMatcher`, a block of each side in turn."""
     sides = {side: SideLog(getattr(logs, side)) for side in SIDES}
     readers = {side: _BlockReader(side, sides[side], aligner, keep) for side in SIDES}
@@ -276,7 +273,7 @@ def _read_both(
             cols = readers[side].block(lines)
             if cols is not None and not matcher.repeated and not keep:
                 matcher.add(side, cols)
-    return (sides["a"], sides["b"]), matcher, readers
+    return (sides["a"], sides["b"]), matcher
 
 
 def judge(
@@ -284,7 +281,7 @@ def judge(
 ) -> Judged:
     """Compare two logs at once; `keep` also keeps every aligned step and the raw lines."""
     aligner = PairAligner(tolerance, select)
-    sides, matcher, readers = _read_both(logs, aligner, keep)
+    sides, matcher = _read_both(logs, aligner, keep)
     for log in sides:
         if not log.steps:
             raise CompareError(_no_steps(log, logs.reading))
@@ -343,10 +340,11 @@ def saved_select(doc: PairDoc) -> MetricFilter:
     chosen = doc.summary.get("select") if isinstance(doc.summary, dict) else None
     if not isinstance(chosen, dict):
         return MetricFilter()
-    globs = {k: chosen.get(k) for k in ("ignore", "only")}
-    return MetricFilter(
-        *(tuple(str(g) for g in v) if isinstance(v, list) else () for v in globs.values())
+    ignore, only = (
+        tuple(str(g) for g in v) if isinstance(v := chosen.get(k), list) else ()
+        for k in ("ignore", "only")
     )
+    return MetricFilter(ignore=ignore, only=only)
 
 
 def _how_it_ended(logs: SavedLogs, sides: tuple[SideLog, SideLog]) -> tuple[str | None, bool]:

@@ -8,9 +8,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tuimon.align import MetricFilter
 from tuimon.readers import Reading
 from tuimon.runner import RunSpec, expand_template
-from tuimon.align import MetricFilter
 from tuimon.session import Batch, LiveSource, PairOptions, PairSession, SideState
 from tuimon.store import SIDES, PairWriter
 
