@@ -318,10 +318,18 @@ class PairSession:
                 self.writer.raw(event.side, event.lines)
             if state.status == "starting" or state.status == "stalled":
                 state.status = "running"
+            steps: list[Step] = []
             for record in (
                 event.records if event.records is not None else map(parse_line, event.lines)
             ):
                 self._record(state, record)
+                if isinstance(record, Step):
+                    steps.append(record)
+            if steps:  # the whole event's steps aligned at once (column-wise)
+                for aligned in self.aligner.feed_batch(state.side, steps):
+                    if self.writer is not None:
+                        self.writer.aligned(aligned.to_dict())
+                    self._new_aligned.append(aligned)
         elif isinstance(event, Stderr):
             if self.writer:
                 self.writer.stderr(event.side, event.data)
@@ -357,11 +365,6 @@ class PairSession:
                 rates.popleft()
             if len(rates) > 1 and rates[-1][0] > rates[0][0]:
                 state.rate = (rates[-1][1] - rates[0][1]) / (rates[-1][0] - rates[0][0])
-            aligned = self.aligner.feed(state.side, record)
-            if aligned is not None:
-                if self.writer is not None:
-                    self.writer.aligned(aligned.to_dict())
-                self._new_aligned.append(aligned)
         elif isinstance(record, Header):
             state.header = record
             steps = record.hyper.get("steps")
