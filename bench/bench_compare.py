@@ -84,17 +84,27 @@ def end_log(path: Path, n: int) -> None:
         fh.write(orjson.dumps({"type": "end", "status": "ok", "steps": n, "wall_s": 1.0}) + b"\n")
 
 
+SPAWN = """\
+import os, subprocess, sys, time
+t0 = time.perf_counter()
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+err = proc.stderr.read()
+_, status, usage = os.wait4(proc.pid, 0)
+wall = time.perf_counter() - t0
+print(wall, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
+sys.stderr.buffer.write(err[-500:])
+"""
+"""Spawns one command from a small process, so its peak memory is its own (a child forked
+from this bench would count the bench's pages as well)."""
+
+
 def run(cmd: list[str]) -> tuple[float, int, int]:
     """Wall seconds, peak resident KiB and exit code of one whole process."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read() if proc.stderr else b""
-    if proc.returncode not in (0, 1, 3):
-        sys.exit(f"{cmd[:3]} failed ({proc.returncode}): {err.decode()[-500:]}")
-    return wall, usage.ru_maxrss, proc.returncode
+    got = subprocess.run([sys.executable, "-c", SPAWN, *cmd], capture_output=True, check=True)
+    wall, rss, code = got.stdout.split()
+    if int(code) not in (0, 1, 3):
+        sys.exit(f"{cmd[:3]} failed ({code}): {got.stderr.decode()}")
+    return float(wall), int(rss), int(code)
 
 
 def make_pair(folder: Path, n: int, chunk: int = 200_000) -> tuple[Path, Path, int]:

@@ -351,19 +351,20 @@ def judge_block(a: Columns, b: Columns) -> Block:
     values = np.zeros(n, np.int64)
     divergence = np.zeros(n, np.float64)
     metrics: dict[str, tuple[np.ndarray, ...]] = {}
-    for name in a.values:
-        if name not in b.values:
-            continue
-        both = a.present[name] & b.present[name]
-        if not both.any():
-            continue
-        eq, absd, rel, ulps = diff_arrays(a.values[name], b.values[name])
-        eq = eq | ~both
+    names = [k for k in a.values if k in b.values]
+    if names:  # every shared metric in one (metrics x rows) diff
+        both = np.stack([a.present[k] & b.present[k] for k in names])
+        eq, absd, rel, ulps = diff_arrays(
+            np.stack([a.values[k] for k in names]), np.stack([b.values[k] for k in names])
+        )
+        eq |= ~both
         rel = np.where(both, rel, 0.0)
-        metrics[name] = (both, eq, absd, rel, ulps)
-        equal &= eq
-        values += both
-        np.maximum(divergence, rel, out=divergence)
+        equal &= eq.all(axis=0)
+        values += both.sum(axis=0)
+        np.maximum(divergence, rel.max(axis=0), out=divergence)
+        for i, name in enumerate(names):
+            if both[i].any():
+                metrics[name] = (both[i], eq[i], absd[i], rel[i], ulps[i])
     has = (a.digest != None) & (b.digest != None)  # noqa: E711 - elementwise on objects
     same = a.digest == b.digest
     digest_equal = np.asarray(np.where(has, same, None), dtype=object)
@@ -438,6 +439,13 @@ class Tally:
         if not n:
             return
         steps, occ = block.a.steps, block.a.occ
+        order = np.lexsort((occ, steps)) if n > 1 else np.zeros(1, np.intp)
+
+        def least(mask: np.ndarray) -> int | None:  # the row of the least key where mask
+            ordered = mask[order]
+            i = int(ordered.argmax())
+            return int(order[i]) if ordered[i] else None
+
         self.steps_compared += n
         self.steps_equal += int(block.equal.sum())
         self.values_compared += int(block.values.sum())
@@ -446,7 +454,7 @@ class Tally:
         div = block.divergence
         if (div > self.tolerance).any() or (self.tolerance == 0 and differ.any()):
             self.beyond = True
-        if (i := _least(steps, occ, differ)) is not None and _before(
+        if (i := least(differ)) is not None and _before(
             (k := _key(steps, occ, i)), self.first_divergent
         ):
             self.first_divergent = k
@@ -454,53 +462,41 @@ class Tally:
                 name for name, m in block.metrics.items() if m[0][i] and not m[1][i]
             ]
         digest_differs = block.digest_equal == False  # noqa: E712 - elementwise on objects
-        if (i := _least(steps, occ, digest_differs)) is not None and _before(
+        if (i := least(digest_differs)) is not None and _before(
             (k := _key(steps, occ, i)), self.first_digest
         ):
             self.first_digest = k
         if block.tensors is not None:
             some = np.fromiter((bool(t) for t in block.tensors), bool, n)
-            if (i := _least(steps, occ, some)) is not None and _before(
+            if (i := least(some)) is not None and _before(
                 (k := _key(steps, occ, i)), self.first_tensor
             ):
                 self.first_tensor, self.first_tensors = k, block.tensors[i]
         top = float(div.max())
         if top > 0 and top >= self.max_divergence:
-            i = _least(steps, occ, div == top)
+            i = least(div == top)
             assert i is not None
             k = _key(steps, occ, i)
             if top > self.max_divergence or _before(k, self.max_step):
                 self.max_divergence, self.max_step = top, k
-        for name, (both, _, absd, rel, _) in block.metrics.items():
-            self._metric_max(name, both, absd, rel, steps, occ)
+        if block.metrics:
+            self._metric_max(block, order)
 
-    def _metric_max(
-        self,
-        name: str,
-        both: np.ndarray,
-        absd: np.ndarray,
-        rel: np.ndarray,
-        steps: np.ndarray,
-        occ: np.ndarray,
-    ) -> None:
-        masked = np.where(both, rel, -1.0)
-        top = float(masked.max())
-        i = _least(steps, occ, masked == top)
-        assert i is not None
-        cur = self.metric_max.get(name)
-        step = int(steps[i])
-        if cur is None or top > cur["rel"] or (top == cur["rel"] and step < cur["step"]):  # type: ignore[operator]
-            self.metric_max[name] = {"rel": top, "abs": float(absd[i]), "step": step}
-
-
-def _least(steps: np.ndarray, occ: np.ndarray, mask: np.ndarray) -> int | None:
-    """The index of the least (step, occurrence) where `mask` holds, or None."""
-    where = np.flatnonzero(mask)
-    if not len(where):
-        return None
-    s = steps[where]
-    best = where[s == s.min()]
-    return int(best[np.argmin(occ[best])])
+    def _metric_max(self, block: Block, order: np.ndarray) -> None:
+        """Each metric's largest relative difference (the least step among ties), all metrics
+        of the block at once."""
+        names = list(block.metrics)
+        both = np.stack([block.metrics[k][0] for k in names])
+        rel = np.stack([block.metrics[k][3] for k in names])
+        masked = np.where(both, rel, -1.0)[:, order]
+        tops = masked.max(axis=1)
+        rows = order[(masked == tops[:, None]).argmax(axis=1)]
+        steps = block.a.steps[rows].tolist()
+        for name, top, row, step in zip(names, tops.tolist(), rows.tolist(), steps, strict=True):
+            cur = self.metric_max.get(name)
+            if cur is None or top > cur["rel"] or (top == cur["rel"] and step < cur["step"]):  # type: ignore[operator]
+                absd = float(block.metrics[name][2][row])
+                self.metric_max[name] = {"rel": top, "abs": absd, "step": step}
 
 
 def _key(steps: np.ndarray, occ: np.ndarray, i: int) -> tuple[int, int]:

@@ -9,6 +9,7 @@ through `align.compare_steps` instead: the same judge, record by record.
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ _FLOATS = frozenset({float})
 _NUMBERS = frozenset({float, int})
 _SKIP = frozenset({"type", "step"})
 _TYPE = itemgetter("type")
+_STEP = itemgetter("step")
 
 
 @dataclass
@@ -168,17 +170,21 @@ class _BlockReader:
         a nested object); `_Suspect` when a number may be an integer beyond 64 bits."""
         if "step" not in keys or any(k in keys for k in STEP_KEYS[1:]):
             return None
-        columns = dict(zip(keys, zip(*map(itemgetter(*keys), rows), strict=True), strict=True))
-        step = columns["step"]
+        step = list(map(_STEP, rows))
         if set(map(type, step)) != {int} or max(step) >= 2**63 or min(step) < -(2**63):
             return None
         values: dict[str, np.ndarray] = {}
         digest: Any = None
         digests = None
         ignored = []
-        for name, col in columns.items():
+        for name in keys:
             if name in _SKIP:
                 continue
+            digest_field = name in ("param_digest", "param_digests")
+            if not digest_field and (is_clock(name) or not self.select.judged(name)):
+                ignored.append(name)
+                continue
+            col = list(map(itemgetter(name), rows))  # KeyError: rows differ in their keys
             if name == "param_digest":
                 if not set(map(type, col)) <= {str}:
                     return None
@@ -187,8 +193,6 @@ class _BlockReader:
                 if not all(type(d) is dict for d in col):
                     return None
                 digests = [{k: v for k, v in d.items() if isinstance(v, str)} for d in col]
-            elif is_clock(name) or not self.select.judged(name):
-                ignored.append(name)
             else:
                 kinds = set(map(type, col))
                 if not kinds <= _NUMBERS:
@@ -281,7 +285,11 @@ def judge(
 ) -> Judged:
     """Compare two logs at once; `keep` also keeps every aligned step and the raw lines."""
     aligner = PairAligner(tolerance, select)
-    sides, matcher = _read_both(logs, aligner, keep)
+    gc.disable()  # parsing makes many short-lived dicts and no cycles: no collector passes
+    try:
+        sides, matcher = _read_both(logs, aligner, keep)
+    finally:
+        gc.enable()
     for log in sides:
         if not log.steps:
             raise CompareError(_no_steps(log, logs.reading))
