@@ -494,7 +494,7 @@ class Tally:
         steps = block.a.steps[rows].tolist()
         for name, top, row, step in zip(names, tops.tolist(), rows.tolist(), steps, strict=True):
             cur = self.metric_max.get(name)
-            if cur is None or top > cur["rel"] or (top == cur["rel"] and step < cur["step"]):  # type: ignore[operator]
+            if cur is None or top > cur["rel"] or (top == cur["rel"] and step < cur["step"]):
                 absd = float(block.metrics[name][2][row])
                 self.metric_max[name] = {"rel": top, "abs": absd, "step": step}
 
