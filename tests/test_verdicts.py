@@ -27,7 +27,7 @@ from tuimon.align import (
     compare_steps,
 )
 from tuimon.cli import main
-from tuimon.readers import Reading
+from tuimon.readers import Reading, line_parser
 from tuimon.steplog import Step, dumps, parse_line
 from tuimon.store import SavedLogs
 
@@ -253,6 +253,8 @@ def test_a_number_that_does_not_fit_is_reported(tmp_path: Path, capsys, value: b
     good = b'{"type": "step", "step": 4, "loss": 1.0, "grad": 5.0}\n'
     record = parse_line(bad)
     assert isinstance(record, Step) and record.unreadable == (f"grad={value.decode()}",)
+    live = line_parser().feed([bad])  # a run's stdout, read live
+    assert isinstance(live[0], Step) and live[0].unreadable == record.unreadable
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     a.write_bytes(b"".join(rows) + good + dumps(END))
     b.write_bytes(b"".join(rows) + bad + dumps(END))
