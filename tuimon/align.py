@@ -36,6 +36,7 @@ PRECEDENCE = (
 )
 """The verdict rule, the same for headless, the TUI, pair.json, the browser and the README."""
 _FIRST_UNREADABLE = 5
+_NO_STEP = "no step logged by both runs"
 
 
 class MetricDiff(NamedTuple):
@@ -624,7 +625,8 @@ class PairAligner:
         t = self.tally
         cover = self._coverage_reasons(ua, ub)
         ok = complete and not cover
-        why = ([reason] if reason else [] if complete else ["the pair did not finish"]) + cover
+        why = [reason] if reason else [] if complete else ["the pair did not finish"]
+        why += [c for c in cover if not (why and c == _NO_STEP)]  # the headline says it
         fd = t.first_divergent
         only = {s: sorted(self.names[s] - self.names["b" if s == "a" else "a"]) for s in SIDES}
         return Summary(
@@ -661,7 +663,7 @@ class PairAligner:
         t = self.tally
         out = []
         if t.steps_compared == 0:
-            out.append("no step logged by both runs")
+            out.append(_NO_STEP)
         elif t.steps_without_values == t.steps_compared:
             out.append("the two logs share no metric")
         elif t.steps_without_values:
