@@ -116,6 +116,27 @@ def make_pair(folder: Path, n: int, chunk: int = 200_000) -> tuple[Path, Path, i
     return a, b, a.stat().st_size + b.stat().st_size
 
 
+def report(
+    args: argparse.Namespace, times: dict[str, list[float]], peak: dict[str, int], size: int
+) -> None:
+    """The medians, the ratios against the targets, and tuimon's peak memory."""
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"{platform.node()} · {os.cpu_count()} cores · {platform.python_version()} · "
+          f"{time.strftime('%Y-%m-%d')}")  # fmt: skip
+    print(f"2 logs x {args.steps} steps (7 metrics + digest), {size / 1e6:.1f} MB; "
+          f"median of {args.repeat}, whole processes, alternating")  # fmt: skip
+    for name in times:
+        print(f"  {name:<7} {med[name]:6.3f} s   peak {peak[name] / 1024:7.1f} MiB")
+    ratio_floor = med["tuimon"] / med["floor"]
+    line = f"tuimon / floor {ratio_floor:.2f}x (target <= 1.5)"
+    if "pandas" in med:
+        line += f"; tuimon / pandas {med['tuimon'] / med['pandas']:.2f}x (target <= 0.35)"
+    else:
+        line += "; pandas not installed: no pandas ratio"
+    print(line)
+    print(f"tuimon peak memory / input {peak['tuimon'] * 1024 / size:.2f}x (target <= 3)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=25_000)
@@ -147,21 +168,7 @@ def main() -> None:
                 wall, rss, _ = run(cmd)
                 times[name].append(wall)
                 peak[name] = max(peak[name], rss)
-        med = {k: statistics.median(v) for k, v in times.items()}
-        print(f"{platform.node()} · {os.cpu_count()} cores · {platform.python_version()} · "
-              f"{time.strftime('%Y-%m-%d')}")  # fmt: skip
-        print(f"2 logs x {args.steps} steps (7 metrics + digest), {size / 1e6:.1f} MB; "
-              f"median of {args.repeat}, whole processes, alternating")  # fmt: skip
-        for name in cmds:
-            print(f"  {name:<7} {med[name]:6.3f} s   peak {peak[name] / 1024:7.1f} MiB")
-        ratio_floor = med["tuimon"] / med["floor"]
-        line = f"tuimon / floor {ratio_floor:.2f}x (target <= 1.5)"
-        if have_pandas:
-            line += f"; tuimon / pandas {med['tuimon'] / med['pandas']:.2f}x (target <= 0.35)"
-        else:
-            line += "; pandas not installed: no pandas ratio"
-        print(line)
-        print(f"tuimon peak memory / input {peak['tuimon'] * 1024 / size:.2f}x (target <= 3)")
+        report(args, times, peak, size)
         for p in (a, b):
             p.unlink()
         if args.big_mb:

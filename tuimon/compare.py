@@ -193,18 +193,10 @@ class _BlockReader:
                 if not all(type(d) is dict for d in col):
                     return None
                 digests = [{k: v for k, v in d.items() if isinstance(v, str)} for d in col]
-            else:
-                kinds = set(map(type, col))
-                if not kinds <= _NUMBERS:
-                    return None
-                if kinds != _FLOATS and any(
-                    type(v) is int and not -(2**63) <= v < 2**63 for v in col
-                ):
-                    raise _Suspect
-                arr = np.array(col, dtype=np.float64)
-                if len(arr) and float(np.abs(arr).max()) >= HUGE:
-                    raise _Suspect
+            elif (arr := _numbers(col)) is not None:
                 values[name] = arr
+            else:
+                return None
 
         def counted() -> Columns:
             n = len(rows)
@@ -243,6 +235,20 @@ class _BlockReader:
         if not steps:
             return None
         return Columns.of_steps(steps, [0] * len(steps), self.select)
+
+
+def _numbers(col: list[Any]) -> np.ndarray | None:
+    """A column of JSON numbers as float64; None when it holds anything else; `_Suspect`
+    when a number may not fit (an int beyond int64, or one beyond 64 bits read as a float)."""
+    kinds = set(map(type, col))
+    if not kinds <= _NUMBERS:
+        return None
+    if kinds != _FLOATS and any(type(v) is int and not -(2**63) <= v < 2**63 for v in col):
+        raise _Suspect
+    arr = np.array(col, dtype=np.float64)
+    if len(arr) and float(np.abs(arr).max()) >= HUGE:
+        raise _Suspect
+    return arr
 
 
 class _Suspect(Exception):
