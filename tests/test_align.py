@@ -63,10 +63,14 @@ def ref_rel(x: float, y: float) -> float:
     return abs(x - y) / scale if scale > 0 else 0.0
 
 
-def first_by_step(records: Sequence[Step]) -> dict[int, Step]:
-    out: dict[int, Step] = {}
+def first_by_step(records: Sequence[Step]) -> dict[tuple[int, int], Step]:
+    """Each record keyed by (step, occurrence): the k-th record of a step is occurrence k."""
+    out: dict[tuple[int, int], Step] = {}
+    count: dict[int, int] = {}
     for r in records:
-        out.setdefault(r.step, r)
+        occ = count.get(r.step, 0)
+        count[r.step] = occ + 1
+        out[(r.step, occ)] = r
     return out
 
 
@@ -84,7 +88,7 @@ def ref_first_divergent(a: Sequence[Step], b: Sequence[Step]) -> int | None:
     fa, fb = first_by_step(a), first_by_step(b)
     for s in sorted(fa.keys() & fb.keys()):
         if not ref_step_equal(fa[s], fb[s]):
-            return s
+            return s[0]
     return None
 
 
@@ -319,7 +323,7 @@ def pair_logs(draw: st.DrawFn) -> tuple[list[Step], list[Step]]:
         return out
 
     a, b = make("a", n_a, skip_a), make("b", n_b, skip_b)
-    for log in (a, b):  # duplicates, with other values: the first record of a step wins
+    for log in (a, b):  # repeats, with other values: compared occurrence by occurrence
         for i in draw(st.lists(st.integers(0, max(len(log) - 1, 0)), max_size=3)):
             if log:
                 src = log[min(i, len(log) - 1)]
@@ -344,7 +348,7 @@ def feed_all(
     aligner = PairAligner(tol)
     its = {"a": iter(a), "b": iter(b)}
     got = [r for side in order if (r := aligner.feed(side, next(its[side]))) is not None]
-    return sorted(got, key=lambda s: s.step), aligner
+    return sorted(got, key=lambda s: (s.step, s.occurrence)), aligner
 
 
 def row(s: AlignedStep) -> dict[str, Any]:
@@ -355,12 +359,15 @@ def row(s: AlignedStep) -> dict[str, Any]:
 
 def normalised(summary: Summary, aligned: Sequence[AlignedStep]) -> dict[str, Any]:
     """A summary as a dict, checked against the aligned steps it was made from."""
-    by_step = {s.step: s for s in aligned}
+    by_step: dict[int, AlignedStep] = {}
+    for s in aligned:
+        by_step.setdefault(s.step, s)
     if summary.max_divergence_step is not None:
-        assert by_step[summary.max_divergence_step].divergence == summary.max_divergence
+        at = [s.divergence for s in aligned if s.step == summary.max_divergence_step]
+        assert summary.max_divergence in at
     for name, m in summary.metric_max.items():
-        diff = by_step[m["step"]].diffs[name]
-        assert (diff.rel, diff.abs) == (m["rel"], m["abs"])
+        diffs = [s.diffs[name] for s in aligned if s.step == m["step"] and name in s.diffs]
+        assert (m["rel"], m["abs"]) in [(d.rel, d.abs) for d in diffs]
         assert m["rel"] == max(s.diffs[name].rel for s in aligned if name in s.diffs)
     return summary.to_dict()
 
@@ -379,9 +386,11 @@ def test_any_interleaving_matches_compare_steps(
 
     assert [row(s) for s in got_aligned] == [row(s) for s in want_aligned]
     fa, fb = first_by_step(a), first_by_step(b)
-    assert [s.step for s in got_aligned] == sorted(fa.keys() & fb.keys())  # never invented
+    keys = [(s.step, s.occurrence) for s in got_aligned]
+    assert keys == sorted(fa.keys() & fb.keys())  # never invented
     assert got.unmatched() == want.unmatched() == (len(fa.keys() - fb), len(fb.keys() - fa))
-    assert got.duplicates == want.duplicates == {"a": len(a) - len(fa), "b": len(b) - len(fb)}
+    steps_a, steps_b = {s for s, _ in fa}, {s for s, _ in fb}
+    assert got.repeats == want.repeats == {"a": len(a) - len(steps_a), "b": len(b) - len(steps_b)}
 
     for complete in (True, False):
         sg, sw = got.summary(complete), want.summary(complete)
@@ -418,22 +427,25 @@ def test_unmatched_steps_are_counted_never_invented() -> None:
     assert summary.steps_compared == summary.steps_equal == 3
 
 
-def test_duplicates_counted_first_record_wins() -> None:
+def test_repeats_compared_in_order_never_dropped() -> None:
     aligner = PairAligner()
     assert aligner.feed("a", step(0, train_loss=1.0)) is None
     assert aligner.feed("a", step(0, train_loss=2.0)) is None
     got = aligner.feed("b", step(0, train_loss=1.0))
-    assert got is not None and got.equal
-    assert aligner.feed("b", step(0, train_loss=3.0)) is None
+    assert got is not None and got.equal and got.occurrence == 0
+    second = aligner.feed("b", step(0, train_loss=3.0))  # a's second record says 2.0
+    assert second is not None and not second.equal and second.occurrence == 1
     assert aligner.feed("a", step(0, train_loss=3.0)) is None
-    assert aligner.duplicates == {"a": 2, "b": 1}
-    assert aligner.steps_compared == 1
+    assert aligner.repeats == {"a": 2, "b": 1}
+    assert aligner.tally.steps_compared == 2
     _, whole = compare_steps(
         [step(0, train_loss=1.0), step(0, train_loss=2.0), step(0, train_loss=3.0)],
         [step(0, train_loss=1.0), step(0, train_loss=3.0)],
     )
-    assert whole.duplicates == {"a": 2, "b": 1}
-    assert whole.summary().verdict == IDENTICAL
+    summary = whole.summary()
+    assert (summary.repeats_a, summary.repeats_b) == (2, 1)
+    assert summary.verdict == DIVERGED and summary.first_divergent_step == 0
+    assert summary.unmatched_a == 1 and "one run only" in (summary.reason or "")
 
 
 def run_pair(kind: str, n: int = 10, at: int = 2) -> tuple[list[Step], list[Step]]:

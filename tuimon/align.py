@@ -1,15 +1,24 @@
 """Aligning two step logs and judging them: per-metric diffs, running divergence, verdicts.
 
-`PairAligner` is incremental (live runs, replay); `compare_steps` does a whole log at once with
-numpy. Both produce the same `AlignedStep`s and `Summary`.
+One implementation, column-wise: records of one side become `Columns` (numpy arrays over a
+block of steps), matched pairs are judged by `judge_block` and counted by `Tally`. The live
+`PairAligner` matches records as they come (`feed_batch`, one tick at a time) and judges the
+matches with those functions; whole logs go through the same aligner in one batch per side
+(`compare_steps`), or block by block without building records (`ColumnMatcher`,
+`tuimon compare`).
+
+Records of one step are matched by occurrence: the k-th record of step s on one side with the
+k-th of step s on the other (a key logged twice with other values is compared in order).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from fnmatch import fnmatchcase
+from itertools import chain
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -19,11 +28,19 @@ from tuimon.wording import headline
 
 IDENTICAL, CLOSE, DIVERGED, INCOMPLETE = "IDENTICAL", "CLOSE", "DIVERGED", "INCOMPLETE"
 VERDICTS = (IDENTICAL, CLOSE, DIVERGED, INCOMPLETE)
+PRECEDENCE = (
+    "DIVERGED as soon as a difference beyond tolerance was seen (even if a run was cut short); "
+    "otherwise INCOMPLETE unless both runs ended normally, every aligned step compared at least "
+    "one shared value and both sides logged the same steps; then IDENTICAL when bitwise equal, "
+    "else CLOSE"
+)
+"""The verdict rule, the same for headless, the TUI, pair.json, the browser and the README."""
+_FIRST_UNREADABLE = 5
+_NO_STEP = "no step logged by both runs"
 
 
-@dataclass(frozen=True, slots=True)
-class MetricDiff:
-    """One metric of one aligned step, on both sides."""
+class MetricDiff(NamedTuple):
+    """One metric of one aligned step, on both sides (a tuple: many are made per second)."""
 
     a: float
     b: float
@@ -46,6 +63,8 @@ class AlignedStep:
     """Parameter tensors whose per-tensor digests differ at this step."""
     divergence: float
     """The largest relative difference over the shared metrics; 0 when bitwise equal."""
+    occurrence: int = 0
+    """Which record of this step (0 the first): a step logged again is compared in order."""
 
     @property
     def equal(self) -> bool:
@@ -65,6 +84,8 @@ class AlignedStep:
             "digest_equal": self.digest_equal,
             "tensors_differ": list(self.tensors),
         }
+        if self.occurrence:
+            row["occurrence"] = self.occurrence
         for name, d in self.diffs.items():
             row[f"{name}_a"] = d.a
             row[f"{name}_b"] = d.b
@@ -76,9 +97,34 @@ class AlignedStep:
         return jsonable(row)
 
 
+@dataclass(frozen=True)
+class MetricFilter:
+    """Which metric names are judged: `--ignore GLOB` and `--only GLOB` (repeatable).
+
+    Clocks never reach here (`tuimon.clocks`: shown, never judged)."""
+
+    ignore: tuple[str, ...] = ()
+    only: tuple[str, ...] = ()
+    _cache: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
+
+    def judged(self, name: str) -> bool:
+        """True when `name` is compared between the runs."""
+        hit = self._cache.get(name)
+        if hit is None:
+            hit = not any(fnmatchcase(name, g) for g in self.ignore) and (
+                not self.only or any(fnmatchcase(name, g) for g in self.only)
+            )
+            self._cache[name] = hit
+        return hit
+
+    def to_dict(self) -> dict[str, list[str]]:
+        """For pair.json and `--json`."""
+        return {"ignore": list(self.ignore), "only": list(self.only)}
+
+
 @dataclass(slots=True)
 class Summary:
-    """What a pair comes to."""
+    """What a pair comes to, with its coverage (what was compared at all)."""
 
     verdict: str
     tolerance: float
@@ -95,6 +141,22 @@ class Summary:
     metric_max: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
     complete: bool = True
     reason: str | None = None
+    values_compared: int = 0
+    """Metric values and digests compared, over all aligned steps."""
+    steps_without_values: int = 0
+    """Aligned steps whose two records shared no value (they prove nothing)."""
+    metrics_only_a: list[str] = field(default_factory=list)
+    metrics_only_b: list[str] = field(default_factory=list)
+    repeats_a: int = 0
+    """Records of a step already logged by that side (compared occurrence by occurrence)."""
+    repeats_b: int = 0
+    ignored: list[str] = field(default_factory=list)
+    """Names shown but never judged: clocks, throughput, media metadata, `--ignore`/`--only`."""
+    select: dict[str, list[str]] = field(default_factory=lambda: {"ignore": [], "only": []})
+    unreadable: int = 0
+    """Values that do not fit a float64 or an int64 (`1e400`): reported, never judged."""
+    unreadable_first: list[str] = field(default_factory=list)
+    interrupted: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (non-finite floats as strings)."""
@@ -104,9 +166,31 @@ class Summary:
         """One line: the verdict and where the runs part (`wording.headline`)."""
         return headline(self)
 
+    def coverage_line(self) -> str:
+        """What was compared: steps, values, what one side only has, what was ignored."""
+        parts = [f"compared {self.steps_compared} steps, {self.values_compared} values"]
+        if self.unmatched_a or self.unmatched_b:
+            parts.append(f"steps on one side only: a {self.unmatched_a}, b {self.unmatched_b}")
+        for side, names in (("a", self.metrics_only_a), ("b", self.metrics_only_b)):
+            if names:
+                parts.append(f"metrics only {side} has: {_names(names)}")
+        if self.repeats_a or self.repeats_b:
+            parts.append(f"repeated steps: a {self.repeats_a}, b {self.repeats_b}")
+        if self.ignored:
+            parts.append(f"ignored: {_names(self.ignored)}")
+        return "; ".join(parts)
+
+
+def _names(names: Sequence[str], most: int = 6) -> str:
+    more = f", … ({len(names) - most} more)" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
+
+
+# --- the diff of two float64 columns ---------------------------------------------------------
+
 
 def _ordered(bits: np.ndarray) -> np.ndarray:
-    """float64 bit patterns mapped to integers that order like the floats (as Python ints)."""
+    """float64 bit patterns mapped to int64s that order like the floats."""
     return np.where(bits < 0, -(bits & np.int64(0x7FFFFFFFFFFFFFFF)), bits)
 
 
@@ -115,6 +199,7 @@ def diff_arrays(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
 
     Bitwise equality treats NaN == NaN (any NaN payload); 0.0 and -0.0 differ (by 1 ulp).
     NaN against a number, or inf against anything else, has rel = inf and ulps = -1 for NaN.
+    ulps is int64, or an object array of Python ints where a distance does not fit.
     """
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
@@ -130,166 +215,517 @@ def diff_arrays(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
     odd = (nan_a != nan_b) | (np.isinf(a) | np.isinf(b)) & ~equal
     absd = np.where(equal, 0.0, np.where(odd, np.inf, absd))
     rel = np.where(equal, 0.0, np.where(odd, np.inf, rel))
-    oa = _ordered(a.view(np.int64)).astype(object)
-    ob = _ordered(b.view(np.int64)).astype(object)
-    ulps = np.where(equal, 0, np.abs(oa - ob))
-    ulps = np.where(~equal & (ulps == 0), 1, ulps)  # 0.0 against -0.0
-    ulps = np.where(nan_a | nan_b, np.where(equal, 0, -1), ulps)
-    return equal, absd, rel, ulps
+    return equal, absd, rel, _ulps(a, b, equal, nan_a | nan_b)
 
 
-def _diff_one(a: float, b: float) -> MetricDiff:
-    eq, absd, rel, ulps = diff_arrays(np.array([a]), np.array([b]))
-    return MetricDiff(a, b, bool(eq[0]), float(absd[0]), float(rel[0]), int(ulps[0]))
+def _ulps(a: np.ndarray, b: np.ndarray, equal: np.ndarray, nan: np.ndarray) -> np.ndarray:
+    oa, ob = _ordered(a.view(np.int64)), _ordered(b.view(np.int64))
+    hi, lo = np.maximum(oa, ob).astype(np.uint64), np.minimum(oa, ob).astype(np.uint64)
+    dist = hi - lo  # exact modulo 2**64, and the true distance is below 2**64
+    dist = np.where(~equal & (dist == 0), np.uint64(1), dist)  # 0.0 against -0.0
+    dist = np.where(equal, np.uint64(0), dist)
+    if (dist >= np.uint64(2**63)).any():
+        out = dist.astype(object)
+        out[nan & ~equal] = -1
+        return out
+    signed = dist.astype(np.int64)
+    signed[nan & ~equal] = -1
+    return signed
 
 
-def align_step(a: Step, b: Step) -> AlignedStep:
-    """Compare the two records of one step."""
-    shared = [name for name in a.metrics if name in b.metrics]
-    if shared:
-        eq, absd, rel, ulps = diff_arrays(
-            np.fromiter((a.metrics[n] for n in shared), np.float64, len(shared)),
-            np.fromiter((b.metrics[n] for n in shared), np.float64, len(shared)),
+# --- columns of a block of records -----------------------------------------------------------
+
+
+@dataclass
+class Columns:
+    """A block of records of one side as columns: step, occurrence, each metric (NaN where a
+    record lacks it, with a `present` mask), the aggregate digest and per-tensor digests."""
+
+    steps: np.ndarray
+    occ: np.ndarray
+    values: dict[str, np.ndarray]
+    present: dict[str, np.ndarray]
+    digest: np.ndarray
+    digests: list[dict[str, str]] | None = None
+    records: list[Step] | None = None
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    @classmethod
+    def of_steps(cls, records: Sequence[Step], occ: Sequence[int], select: MetricFilter) -> Columns:
+        """Columns of step records (the live path and the general whole-log path)."""
+        n = len(records)
+        metrics = [r.metrics for r in records]
+        names = [k for k in dict.fromkeys(chain.from_iterable(metrics)) if select.judged(k)]
+        values, present = {}, {}
+        for name in names:
+            got = [m.get(name) for m in metrics]
+            mask = np.fromiter((v is not None for v in got), bool, n)
+            values[name] = np.fromiter((math.nan if v is None else v for v in got), float, n)
+            present[name] = mask
+        digest = np.empty(n, dtype=object)
+        digest[:] = [r.digest or None for r in records]
+        return cls(
+            steps=np.fromiter((r.step for r in records), np.int64, n),
+            occ=np.asarray(occ, dtype=np.int64),
+            values=values,
+            present=present,
+            digest=digest,
+            digests=[r.digests for r in records] if any(r.digests for r in records) else None,
+            records=list(records),
         )
-        diffs = {
-            n: MetricDiff(
-                a.metrics[n], b.metrics[n], bool(eq[i]), float(absd[i]), float(rel[i]), int(ulps[i])
+
+    def take(self, index: np.ndarray) -> Columns:
+        """The rows at `index` (an integer or boolean array)."""
+        return Columns(
+            steps=self.steps[index],
+            occ=self.occ[index],
+            values={k: v[index] for k, v in self.values.items()},
+            present={k: v[index] for k, v in self.present.items()},
+            digest=self.digest[index],
+            digests=None if self.digests is None else _pick(self.digests, index),
+            records=None if self.records is None else _pick(self.records, index),
+        )
+
+    @classmethod
+    def concat(cls, blocks: Sequence[Columns]) -> Columns:
+        """Blocks one after another; a metric a block lacks is absent there."""
+        if len(blocks) == 1:
+            return blocks[0]
+        names = dict.fromkeys(k for b in blocks for k in b.values)
+        values, present = {}, {}
+        for name in names:
+            values[name] = np.concatenate(
+                [b.values.get(name, np.full(len(b), math.nan)) for b in blocks]
             )
-            for i, n in enumerate(shared)
+            present[name] = np.concatenate(
+                [b.present.get(name, np.zeros(len(b), bool)) for b in blocks]
+            )
+        digests = None
+        if any(b.digests is not None for b in blocks):
+            digests = [d for b in blocks for d in (b.digests or [{}] * len(b))]
+        records = None
+        if all(b.records is not None for b in blocks):
+            records = [r for b in blocks for r in b.records or ()]
+        return cls(
+            steps=np.concatenate([b.steps for b in blocks]),
+            occ=np.concatenate([b.occ for b in blocks]),
+            values=values,
+            present=present,
+            digest=np.concatenate([b.digest for b in blocks]),
+            digests=digests,
+            records=records,
+        )
+
+
+def _pick(items: list[Any], index: np.ndarray) -> list[Any]:
+    if index.dtype == bool:
+        index = np.flatnonzero(index)
+    return [items[i] for i in index.tolist()]
+
+
+# --- judging matched rows --------------------------------------------------------------------
+
+
+@dataclass
+class Block:
+    """Matched rows of both sides judged: row i of `a` against row i of `b`."""
+
+    a: Columns
+    b: Columns
+    metrics: dict[str, tuple[np.ndarray, ...]]
+    """name -> (both present, equal, abs, rel, ulps), for the metrics both blocks have."""
+    equal: np.ndarray
+    values: np.ndarray
+    """Values compared per row (shared metrics, digests, per-tensor digests)."""
+    divergence: np.ndarray
+    digest_equal: np.ndarray
+    """Object array: True, False, or None where a side has no digest."""
+    tensors: list[tuple[str, ...]] | None
+
+
+def judge_block(a: Columns, b: Columns) -> Block:
+    """Judge matched rows: per-metric diffs, per-row equality, divergence, values compared."""
+    n = len(a)
+    equal = np.ones(n, bool)
+    values = np.zeros(n, np.int64)
+    divergence = np.zeros(n, np.float64)
+    metrics: dict[str, tuple[np.ndarray, ...]] = {}
+    names = [k for k in a.values if k in b.values]
+    if names:  # every shared metric in one (metrics x rows) diff
+        both = np.stack([a.present[k] & b.present[k] for k in names])
+        eq, absd, rel, ulps = diff_arrays(
+            np.stack([a.values[k] for k in names]), np.stack([b.values[k] for k in names])
+        )
+        eq |= ~both
+        rel = np.where(both, rel, 0.0)
+        equal &= eq.all(axis=0)
+        values += both.sum(axis=0)
+        np.maximum(divergence, rel.max(axis=0), out=divergence)
+        for i, name in enumerate(names):
+            if both[i].any():
+                metrics[name] = (both[i], eq[i], absd[i], rel[i], ulps[i])
+    has = (a.digest != None) & (b.digest != None)  # noqa: E711 - elementwise on objects
+    same = a.digest == b.digest
+    digest_equal = np.asarray(np.where(has, same, None), dtype=object)
+    equal &= ~has | same
+    values += has
+    tensors = None
+    if a.digests is not None and b.digests is not None:
+        tensors = []
+        for i, (da, db) in enumerate(zip(a.digests, b.digests, strict=True)):
+            shared = da.keys() & db.keys()
+            tensors.append(tuple(k for k in da if k in shared and db[k] != da[k]))
+            values[i] += len(shared)
+        equal &= np.fromiter((not t for t in tensors), bool, n)
+    return Block(a, b, metrics, equal, values, divergence, digest_equal, tensors)
+
+
+def aligned_steps(block: Block) -> list[AlignedStep]:
+    """The block as `AlignedStep`s (both sides' records needed)."""
+    ra, rb = block.a.records, block.b.records
+    assert ra is not None and rb is not None
+    cols = {
+        name: (both.tolist(), block.a.values[name].tolist(), block.b.values[name].tolist(),
+               eq.tolist(), absd.tolist(), rel.tolist(), ulps.tolist())
+        for name, (both, eq, absd, rel, ulps) in block.metrics.items()
+    }  # fmt: skip
+    out = []
+    digest_equal = block.digest_equal.tolist()
+    divergence = block.divergence.tolist()
+    occ = block.a.occ.tolist()
+    for i, (x, y) in enumerate(zip(ra, rb, strict=True)):
+        diffs = {
+            name: MetricDiff(c[1][i], c[2][i], c[3][i], c[4][i], c[5][i], c[6][i])
+            for name, c in cols.items()
+            if c[0][i]
         }
-    else:
-        diffs = {}
-    digest_equal = a.digest == b.digest if a.digest and b.digest else None
-    tensors = tuple(n for n, h in a.digests.items() if n in b.digests and b.digests[n] != h)
-    divergence = max((d.rel for d in diffs.values()), default=0.0)
-    return AlignedStep(a.step, a, b, diffs, digest_equal, tensors, divergence)
+        tensors = block.tensors[i] if block.tensors is not None else ()
+        out.append(
+            AlignedStep(x.step, x, y, diffs, digest_equal[i], tensors, divergence[i], occ[i])
+        )
+    return out
+
+
+def align_step(a: Step, b: Step, select: MetricFilter | None = None) -> AlignedStep:
+    """Compare the two records of one step (the same judge as a block)."""
+    select = select or MetricFilter()
+    block = judge_block(Columns.of_steps([a], [0], select), Columns.of_steps([b], [0], select))
+    return aligned_steps(block)[0]
+
+
+@dataclass
+class Tally:
+    """What judged blocks add up to; blocks may come in any order (firsts are least steps)."""
+
+    tolerance: float = 0.0
+    steps_compared: int = 0
+    steps_equal: int = 0
+    values_compared: int = 0
+    steps_without_values: int = 0
+    beyond: bool = False
+    first_divergent: tuple[int, int] | None = None
+    first_divergent_metrics: list[str] = field(default_factory=list)
+    first_digest: tuple[int, int] | None = None
+    first_tensor: tuple[int, int] | None = None
+    first_tensors: tuple[str, ...] = ()
+    max_divergence: float = 0.0
+    max_step: tuple[int, int] | None = None
+    metric_max: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
+
+    def add(self, block: Block) -> None:
+        """Count one judged block."""
+        n = len(block.equal)
+        if not n:
+            return
+        steps, occ = block.a.steps, block.a.occ
+        order = np.lexsort((occ, steps)) if n > 1 else np.zeros(1, np.intp)
+
+        def least(mask: np.ndarray) -> int | None:  # the row of the least key where mask
+            ordered = mask[order]
+            i = int(ordered.argmax())
+            return int(order[i]) if ordered[i] else None
+
+        self.steps_compared += n
+        self.steps_equal += int(block.equal.sum())
+        self.values_compared += int(block.values.sum())
+        self.steps_without_values += int((block.values == 0).sum())
+        differ = ~block.equal
+        div = block.divergence
+        if (div > self.tolerance).any() or (self.tolerance == 0 and differ.any()):
+            self.beyond = True
+        if (i := least(differ)) is not None and _before(
+            (k := _key(steps, occ, i)), self.first_divergent
+        ):
+            self.first_divergent = k
+            self.first_divergent_metrics = [
+                name for name, m in block.metrics.items() if m[0][i] and not m[1][i]
+            ]
+        digest_differs = block.digest_equal == False  # noqa: E712 - elementwise on objects
+        if (i := least(digest_differs)) is not None and _before(
+            (k := _key(steps, occ, i)), self.first_digest
+        ):
+            self.first_digest = k
+        if block.tensors is not None:
+            some = np.fromiter((bool(t) for t in block.tensors), bool, n)
+            if (i := least(some)) is not None and _before(
+                (k := _key(steps, occ, i)), self.first_tensor
+            ):
+                self.first_tensor, self.first_tensors = k, block.tensors[i]
+        top = float(div.max())
+        if top > 0 and top >= self.max_divergence:
+            i = least(div == top)
+            assert i is not None
+            k = _key(steps, occ, i)
+            if top > self.max_divergence or _before(k, self.max_step):
+                self.max_divergence, self.max_step = top, k
+        if block.metrics:
+            self._metric_max(block, order)
+
+    def _metric_max(self, block: Block, order: np.ndarray) -> None:
+        """Each metric's largest relative difference (the least step among ties), all metrics
+        of the block at once."""
+        names = list(block.metrics)
+        both = np.stack([block.metrics[k][0] for k in names])
+        rel = np.stack([block.metrics[k][3] for k in names])
+        masked = np.where(both, rel, -1.0)[:, order]
+        tops = masked.max(axis=1)
+        rows = order[(masked == tops[:, None]).argmax(axis=1)]
+        steps = block.a.steps[rows].tolist()
+        for name, top, row, step in zip(names, tops.tolist(), rows.tolist(), steps, strict=True):
+            cur = self.metric_max.get(name)
+            if cur is None or top > cur["rel"] or (top == cur["rel"] and step < cur["step"]):
+                absd = float(block.metrics[name][2][row])
+                self.metric_max[name] = {"rel": top, "abs": absd, "step": step}
+
+
+def _key(steps: np.ndarray, occ: np.ndarray, i: int) -> tuple[int, int]:
+    return int(steps[i]), int(occ[i])
+
+
+def _before(key: tuple[int, int], current: tuple[int, int] | None) -> bool:
+    return current is None or key < current
+
+
+# --- the aligner -----------------------------------------------------------------------------
 
 
 class PairAligner:
     """Aligns step records from two runs fed in any interleaving; judges the pair so far."""
 
-    def __init__(self, tolerance: float = 0.0) -> None:
+    def __init__(self, tolerance: float = 0.0, select: MetricFilter | None = None) -> None:
         if not tolerance >= 0:
             raise ValueError("tolerance must be >= 0")
         self.tolerance = tolerance
-        self._pending: dict[str, dict[int, Step]] = {"a": {}, "b": {}}
-        self._seen: dict[str, set[int]] = {"a": set(), "b": set()}
-        self.steps_compared = 0
-        self.steps_with_values = 0
-        """Aligned steps that had a metric or a digest in common (the rest prove nothing)."""
-        self.steps_equal = 0
-        self.duplicates = {"a": 0, "b": 0}
-        self.first_divergent: AlignedStep | None = None
-        self.first_digest: AlignedStep | None = None
-        self.first_tensors: tuple[str, ...] = ()
-        self._first_tensor_step: int | None = None
-        self.max_divergence = 0.0
-        self.max_step: int | None = None
-        self.metric_max: dict[str, dict[str, float | int | None]] = {}
+        self.select = select or MetricFilter()
+        self.tally = Tally(tolerance)
+        self._pending: dict[str, dict[tuple[int, int], Step]] = {"a": {}, "b": {}}
+        self._count: dict[str, dict[int, int]] = {"a": {}, "b": {}}
+        self.top = {"a": -1, "b": -1}
+        self.repeats = {"a": 0, "b": 0}
+        self.names: dict[str, set[str]] = {"a": set(), "b": set()}
+        """Metric names each side has logged (judged ones)."""
+        self.ignored: set[str] = set()
+        self.unreadable = 0
+        self.unreadable_first: list[str] = []
+        self.unmatched_extra = {"a": 0, "b": 0}
+        """Steps one side only has, counted by a whole-log matcher (`ColumnMatcher`)."""
+
+    # -- feeding --
 
     def feed(self, side: str, record: Step) -> AlignedStep | None:
         """Add one step record of `side`; return the aligned step when both now have it."""
-        other = "b" if side == "a" else "a"
-        if record.step in self._seen[side]:
-            self.duplicates[side] += 1
-            return None
-        self._seen[side].add(record.step)
-        match = self._pending[other].pop(record.step, None)
-        if match is None:
-            self._pending[side][record.step] = record
-            return None
-        pair = (record, match) if side == "a" else (match, record)
-        aligned = align_step(*pair)
-        self._account(aligned)
-        return aligned
+        got = self.feed_batch(side, [record])
+        return got[0] if got else None
 
-    def _account(self, s: AlignedStep) -> None:
-        self.steps_compared += 1
-        if s.diffs or s.digest_equal is not None or s.a.digests.keys() & s.b.digests.keys():
-            self.steps_with_values += 1
-        if s.equal:
-            self.steps_equal += 1
-        elif self.first_divergent is None or s.step < self.first_divergent.step:
-            self.first_divergent = s
-        if s.digest_equal is False and (
-            self.first_digest is None or s.step < self.first_digest.step
-        ):
-            self.first_digest = s
-        if s.tensors and (self._first_tensor_step is None or s.step < self._first_tensor_step):
-            self.first_tensors = s.tensors
-            self._first_tensor_step = s.step
-        if s.divergence > 0 and (
-            s.divergence > self.max_divergence
-            or (s.divergence == self.max_divergence and s.step < (self.max_step or 0))
-        ):
-            self.max_divergence = s.divergence
-            self.max_step = s.step
-        for name, d in s.diffs.items():
-            cur = self.metric_max.get(name)
-            if (
-                cur is None
-                or d.rel > cur["rel"]  # type: ignore[operator]
-                or (d.rel == cur["rel"] and s.step < cur["step"])  # type: ignore[operator]
-            ):
-                self.metric_max[name] = {"rel": d.rel, "abs": d.abs, "step": s.step}
+    def feed_batch(self, side: str, records: Iterable[Step]) -> list[AlignedStep]:
+        """Add a tick's records of `side` (in order); return the steps that now align, judged
+        together (column-wise), in the order they were fed."""
+        other = "b" if side == "a" else "a"
+        mine, theirs = self._pending[side], self._pending[other]
+        count = self._count[side]
+        pairs: list[tuple[Step, Step, int]] = []
+        for record in records:
+            occ = count.get(record.step, 0)
+            count[record.step] = occ + 1
+            if occ:
+                self.repeats[side] += 1
+            self.note(side, record)
+            key = (record.step, occ)
+            match = theirs.pop(key, None)
+            if match is None:
+                mine[key] = record
+            else:
+                pairs.append((record, match, occ) if side == "a" else (match, record, occ))
+        if not pairs:
+            return []
+        occs = [p[2] for p in pairs]
+        block = self.judge(
+            Columns.of_steps([p[0] for p in pairs], occs, self.select),
+            Columns.of_steps([p[1] for p in pairs], occs, self.select),
+        )
+        return aligned_steps(block)
+
+    def note(self, side: str, record: Step) -> None:
+        """What a record tells besides its match: its names, clocks, unreadable values."""
+        if record.step > self.top[side]:
+            self.top[side] = record.step
+        names = self.names[side]
+        for name in record.metrics:
+            if name not in names:
+                if self.select.judged(name):
+                    names.add(name)
+                else:
+                    self.ignored.add(name)
+        if record.clocks:
+            self.ignored.update(record.clocks)
+        if record.unreadable:
+            self.note_unreadable(side, record.step, record.unreadable)
+
+    def note_unreadable(self, side: str, step: int, values: Sequence[str]) -> None:
+        """Values of a record that do not fit float64/int64: counted and named, not judged."""
+        self.unreadable += len(values)
+        for value in values:
+            if len(self.unreadable_first) < _FIRST_UNREADABLE:
+                self.unreadable_first.append(f"{side} step {step}: {value[:80]}")
+
+    def judge(self, a: Columns, b: Columns) -> Block:
+        """Judge matched columns and count them in the tally."""
+        block = judge_block(a, b)
+        self.tally.add(block)
+        return block
+
+    # -- judging --
 
     def unmatched(self) -> tuple[int, int]:
         """Steps only one side has logged so far."""
-        return len(self._pending["a"]), len(self._pending["b"])
+        a, b = (len(self._pending[s]) + self.unmatched_extra[s] for s in SIDES)
+        return a, b
 
     def summary(
-        self, complete: bool = True, reason: str | None = None, *, running: bool = False
+        self,
+        complete: bool = True,
+        reason: str | None = None,
+        *,
+        running: bool = False,
+        interrupted: bool = False,
     ) -> Summary:
-        """The pair judged on what has been aligned; `complete=False` makes it INCOMPLETE.
+        """The pair judged on what has been aligned (`PRECEDENCE`); `complete=False` (a run
+        failed, was cut short or interrupted) makes it INCOMPLETE with `reason`, unless it
+        already DIVERGED.
 
         `running=True` judges a pair still under way: steps one side has not reached yet are
         not held against it.
         """
         ua, ub = self.unmatched()
         if running:  # only steps the other side has already gone past count
-            top_a, top_b = (max(self._seen[k], default=-1) for k in SIDES)
-            ua = sum(step < top_b for step in self._pending["a"])
-            ub = sum(step < top_a for step in self._pending["b"])
-        fd = self.first_divergent
-        if self.steps_compared and not self.steps_with_values:
-            complete, reason = False, reason or "the two logs share no metric"
+            ua = sum(step < self.top["b"] for step, _ in self._pending["a"])
+            ub = sum(step < self.top["a"] for step, _ in self._pending["b"])
+        t = self.tally
+        cover = self._coverage_reasons(ua, ub)
+        ok = complete and not cover
+        why = [reason] if reason else [] if complete else ["the pair did not finish"]
+        why += [c for c in cover if not (why and c == _NO_STEP)]  # the headline says it
+        fd = t.first_divergent
+        only = {s: sorted(self.names[s] - self.names["b" if s == "a" else "a"]) for s in SIDES}
         return Summary(
-            verdict=verdict(
-                self.steps_compared,
-                self.steps_equal,
-                self.max_divergence,
-                self.tolerance,
-                complete and ua == 0 and ub == 0,
-            ),
+            verdict=verdict(t.steps_compared, t.steps_equal, t.max_divergence, self.tolerance,
+                            ok, beyond=t.beyond),
             tolerance=self.tolerance,
-            steps_compared=self.steps_compared,
-            steps_equal=self.steps_equal,
+            steps_compared=t.steps_compared,
+            steps_equal=t.steps_equal,
             unmatched_a=ua,
             unmatched_b=ub,
-            first_divergent_step=fd.step if fd else None,
-            first_divergent_metrics=[n for n, d in fd.diffs.items() if not d.equal] if fd else [],
-            first_digest_step=self.first_digest.step if self.first_digest else None,
-            first_tensors=list(self.first_tensors),
-            max_divergence=self.max_divergence,
-            max_divergence_step=self.max_step,
-            metric_max=dict(self.metric_max),
-            complete=complete and ua == 0 and ub == 0,
-            reason=reason if reason else (None if ua == ub == 0 else _unmatched_reason(ua, ub)),
-        )
+            first_divergent_step=fd[0] if fd else None,
+            first_divergent_metrics=list(t.first_divergent_metrics) if fd else [],
+            first_digest_step=t.first_digest[0] if t.first_digest else None,
+            first_tensors=list(t.first_tensors),
+            max_divergence=t.max_divergence,
+            max_divergence_step=t.max_step[0] if t.max_step else None,
+            metric_max=dict(t.metric_max),
+            complete=ok,
+            reason="; ".join(why) or None,
+            values_compared=t.values_compared,
+            steps_without_values=t.steps_without_values,
+            metrics_only_a=only["a"],
+            metrics_only_b=only["b"],
+            repeats_a=self.repeats["a"],
+            repeats_b=self.repeats["b"],
+            ignored=sorted(self.ignored),
+            select=self.select.to_dict(),
+            unreadable=self.unreadable,
+            unreadable_first=list(self.unreadable_first),
+            interrupted=interrupted,
+        )  # fmt: skip
+
+    def _coverage_reasons(self, ua: int, ub: int) -> list[str]:
+        t = self.tally
+        out = []
+        if t.steps_compared == 0:
+            out.append(_NO_STEP)
+        elif t.steps_without_values == t.steps_compared:
+            out.append("the two logs share no metric")
+        elif t.steps_without_values:
+            out.append(
+                f"{t.steps_without_values} of {t.steps_compared} aligned steps share no value"
+            )
+        if ua or ub:
+            out.append(_unmatched_reason(ua, ub))
+        if self.unreadable:
+            out.append(
+                f"{self.unreadable} values do not fit a float64 or an int64 "
+                f"(first: {self.unreadable_first[0]})"
+            )
+        return out
+
+
+EXIT_CODES = {IDENTICAL: 0, CLOSE: 0, DIVERGED: 1}
+"""Exit code per verdict; anything else (INCOMPLETE, failed runs) is 3."""
+
+
+def exit_code(summary: Summary) -> int:
+    """0 IDENTICAL or CLOSE, 1 DIVERGED, 3 INCOMPLETE."""
+    return EXIT_CODES.get(summary.verdict, 3)
+
+
+def no_step_reason(side: str, lines: int, first: str | None) -> str:
+    """Why a run gave nothing to judge: how many lines it printed and what the first looked
+    like (escaped), and where the README says how to log steps."""
+    if not lines:
+        return f"run {side} printed no line"
+    shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in (first or "")[:80])
+    return (
+        f"run {side} printed {lines} lines, none a JSON object with a step key; "
+        f"first: `{shown}` (README: Use with your script)"
+    )
 
 
 def _unmatched_reason(ua: int, ub: int) -> str:
     return f"steps logged by one run only: a {ua}, b {ub}"
 
 
-def verdict(compared: int, equal: int, max_div: float, tolerance: float, complete: bool) -> str:
-    """IDENTICAL / CLOSE / DIVERGED / INCOMPLETE from the counts.
+def verdict(
+    compared: int,
+    equal: int,
+    max_div: float,
+    tolerance: float,
+    complete: bool,
+    *,
+    beyond: bool = False,
+) -> str:
+    """IDENTICAL / CLOSE / DIVERGED / INCOMPLETE from the counts (`PRECEDENCE`).
 
     Tolerance 0 means bitwise: any difference is DIVERGED. A divergence beyond tolerance is
     DIVERGED even when the pair is incomplete (that much is known); otherwise an incomplete pair
-    is INCOMPLETE.
+    (a run cut short, or coverage missing) is INCOMPLETE.
     """
-    beyond = max_div > tolerance or math.isnan(max_div) or (tolerance == 0 and equal < compared)
+    beyond = (
+        beyond
+        or max_div > tolerance
+        or math.isnan(max_div)
+        or (tolerance == 0 and equal < compared)
+    )
     if beyond:
         return DIVERGED
     if not complete or compared == 0:
@@ -298,45 +734,69 @@ def verdict(compared: int, equal: int, max_div: float, tolerance: float, complet
 
 
 def compare_steps(
-    a: Sequence[Step], b: Sequence[Step], tolerance: float = 0.0
+    a: Sequence[Step],
+    b: Sequence[Step],
+    tolerance: float = 0.0,
+    select: MetricFilter | None = None,
 ) -> tuple[list[AlignedStep], PairAligner]:
-    """Align two whole logs at once (numpy per metric), in step order."""
-    aligner = PairAligner(tolerance)
-    first_a = _first_by_step(a, aligner, "a")
-    first_b = _first_by_step(b, aligner, "b")
-    steps = sorted(first_a.keys() & first_b.keys())
-    names = dict.fromkeys(n for s in steps for n in first_a[s].metrics)
-    in_b = {n for s in steps for n in first_b[s].metrics}
-    cols: dict[str, tuple[list[Any], ...]] = {}
-    for n in (n for n in names if n in in_b):
-        va = np.array([first_a[s].metrics.get(n, np.nan) for s in steps], np.float64)
-        vb = np.array([first_b[s].metrics.get(n, np.nan) for s in steps], np.float64)
-        cols[n] = tuple(x.tolist() for x in (va, vb, *diff_arrays(va, vb)))
-    aligned = []
-    for i, s in enumerate(steps):
-        ra, rb = first_a[s], first_b[s]
-        diffs = {}
-        for n in ra.metrics:
-            if n in rb.metrics:
-                c = cols[n]
-                diffs[n] = MetricDiff(c[0][i], c[1][i], c[2][i], c[3][i], c[4][i], int(c[5][i]))
-        digest_equal = ra.digest == rb.digest if ra.digest and rb.digest else None
-        tensors = tuple(k for k, h in ra.digests.items() if k in rb.digests and rb.digests[k] != h)
-        divergence = max((d.rel for d in diffs.values()), default=0.0)
-        step = AlignedStep(s, ra, rb, diffs, digest_equal, tensors, divergence)
-        aligner._account(step)
-        aligned.append(step)
-    aligner._pending["a"] = {k: v for k, v in first_a.items() if k not in first_b}
-    aligner._pending["b"] = {k: v for k, v in first_b.items() if k not in first_a}
+    """Align two whole logs at once: each side goes through the aligner in one batch (judged
+    column-wise), exactly as a live pair fed in any interleaving. Rows of one step are merged
+    by the readers (`tuimon.readers.rows`); what reaches here as several records of one step
+    is compared occurrence by occurrence. Aligned steps come in step order."""
+    aligner = PairAligner(tolerance, select)
+    aligner.feed_batch("a", a)
+    aligned = aligner.feed_batch("b", b)
+    aligned.sort(key=lambda s: (s.step, s.occurrence))
     return aligned, aligner
 
 
-def _first_by_step(records: Sequence[Step], aligner: PairAligner, side: str) -> dict[int, Step]:
-    out: dict[int, Step] = {}
-    for r in records:
-        if r.step in out:
-            aligner.duplicates[side] += 1
-        else:
-            out[r.step] = r
-    aligner._seen[side] = set(out)
-    return out
+# --- whole logs, block by block --------------------------------------------------------------
+
+
+class ColumnMatcher:
+    """Two whole logs matched block by block on the step (a merge on step): columns of each
+    side wait until the other side has the same step, then are judged. Only unmatched rows
+    are held, so logs written in step order stream in bounded memory. Steps must not repeat
+    within a side (`ColumnMatcher.repeated` tells; use `compare_steps` then)."""
+
+    def __init__(self, aligner: PairAligner) -> None:
+        self.aligner = aligner
+        self._pending: dict[str, Columns | None] = {"a": None, "b": None}
+        self._seen: dict[str, set[int]] = {"a": set(), "b": set()}
+        self.repeated = False
+        self.on_block: list[Block] | None = None
+        """Set to a list to keep the judged blocks (to write aligned rows)."""
+
+    def add(self, side: str, block: Columns) -> None:
+        """A block of one side's rows (steps unique within the side)."""
+        steps = block.steps.tolist()
+        seen = self._seen[side]
+        if len(set(steps)) != len(steps) or not seen.isdisjoint(steps):
+            self.repeated = True
+            return
+        seen.update(steps)
+        for name in block.values:
+            self.aligner.names[side].add(name)
+        other = "b" if side == "a" else "a"
+        mine = self._pending[side]
+        mine = block if mine is None else Columns.concat([mine, block])
+        theirs = self._pending[other]
+        if theirs is None:
+            self._pending[side] = mine
+            return
+        _, i, j = np.intersect1d(mine.steps, theirs.steps, assume_unique=True, return_indices=True)
+        if len(i):
+            x, y = mine.take(i), theirs.take(j)
+            judged = self.aligner.judge(*((x, y) if side == "a" else (y, x)))
+            if self.on_block is not None:
+                self.on_block.append(judged)
+            keep_mine, keep_theirs = np.ones(len(mine), bool), np.ones(len(theirs), bool)
+            keep_mine[i], keep_theirs[j] = False, False
+            mine, theirs = mine.take(keep_mine), theirs.take(keep_theirs)
+        self._pending[side], self._pending[other] = mine, theirs
+
+    def finish(self) -> None:
+        """Count what is left on each side as steps one side only has."""
+        for side in SIDES:
+            rest = self._pending[side]
+            self.aligner.unmatched_extra[side] = len(rest) if rest is not None else 0

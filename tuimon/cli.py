@@ -204,6 +204,31 @@ def _reading(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return reading
 
 
+def _add_select(p: argparse.ArgumentParser) -> None:
+    """--ignore / --only: which metrics are judged (clocks never are)."""
+    p.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="show but never judge metrics matching GLOB, e.g. 'eval_*' (repeatable)",
+    )
+    p.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="judge only metrics matching GLOB (repeatable)",
+    )
+
+
+def _select(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """The `MetricFilter` of --ignore / --only."""
+    from tuimon.align import MetricFilter
+
+    return MetricFilter(tuple(args.ignore), tuple(args.only))
+
+
 def _add_store(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--store",
@@ -303,6 +328,7 @@ def _add_pair_options(p: argparse.ArgumentParser) -> None:
         "substituted)",
     )
     _add_reading(p)
+    _add_select(p)
     p.add_argument(
         "--shell",
         action="store_true",
@@ -422,6 +448,7 @@ def _pair_plan(
         label=args.label,
         reading=_reading(args),
         launch=launch,
+        select=_select(args),
     )
     if template and not args.shell:
         _check_programs(plan)
@@ -581,6 +608,7 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--save", action="store_true", help="save the comparison as a pair")
     _add_reading(p)
+    _add_select(p)
     _add_store(p)
     p.set_defaults(handler=_run_compare, help_prog=p.prog)
 
@@ -597,6 +625,7 @@ def _run_compare(args: argparse.Namespace) -> int:
         save_to=args.store if args.save else None,
         save=args.save,
         reading=_reading(args),
+        select=_select(args),
     )
 
 
@@ -661,6 +690,7 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--headless", action="store_true", help="no TUI: progress, then the verdict")
     p.add_argument("--json", action="store_true", help="(headless) print the summary as JSON")
     _add_reading(p)
+    _add_select(p)
     p.set_defaults(handler=_run_replay, help_prog=p.prog)
 
 
@@ -682,6 +712,7 @@ def _run_replay(args: argparse.Namespace) -> int:
             realtime=args.realtime,
             tolerance=args.tolerance,
             on_batch=on_batch,
+            select=_select(args) if args.ignore or args.only else None,
         )
 
     if headless:

@@ -31,3 +31,9 @@ def is_clock(name: str) -> bool:
     """True for a clock or a throughput (`t`, `time`, `train_runtime`, `eval_samples_per_second`,
     `step_time_ms`, `mfu` ...), which depends on the machine, not on the computation."""
     return name in CLOCK_NAMES or name.lower() in CLOCK_NAMES or bool(_CLOCK.search(name))
+
+
+def is_media(value: object) -> bool:
+    """True for a W&B media object (an image, a table, a histogram file ...): a mapping with a
+    string `_type`; its fields (`size`, `sha256`, `path` ...) describe a file, not the run."""
+    return isinstance(value, dict) and isinstance(value.get("_type"), str)

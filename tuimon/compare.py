@@ -1,94 +1,416 @@
-"""`tuimon compare`: judge two existing logs (or a saved pair) at once, optionally save a pair."""
+"""`tuimon compare`: judge two existing logs (or a saved pair) at once, optionally save a pair.
+
+Logs are read block by block (`CHUNK` bytes of lines at a time, one orjson call per block),
+turned into columns without building a record per step, and matched on the step by
+`align.ColumnMatcher` as they stream: memory holds the unmatched rows, not the logs. A log
+whose steps repeat, or a saved comparison (`--save`, which writes every aligned row), goes
+through `align.compare_steps` instead: the same judge, record by record.
+"""
 
 from __future__ import annotations
 
+import gc
 import sys
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from operator import itemgetter
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import orjson
 
-from tuimon.align import AlignedStep, Summary, compare_steps
+from tuimon.align import (
+    AlignedStep,
+    ColumnMatcher,
+    Columns,
+    MetricFilter,
+    PairAligner,
+    Summary,
+    compare_steps,
+    exit_code,
+)
+from tuimon.clocks import is_clock
 from tuimon.errors import CompareError, ReplayError, StoreError
-from tuimon.headless import exit_code
-from tuimon.readers import Reading, no_steps
-from tuimon.replay import read_lines, resolve_logs
-from tuimon.session import env_diff
-from tuimon.steplog import End, Header, Step, parse_line
-from tuimon.store import SIDES, PairDoc, PairWriter, RunDoc, SavedLogs, resolve_store
+from tuimon.readers import ReaderError, Reading, log_lines, no_steps
+from tuimon.steplog import (
+    HUGE,
+    STEP_KEYS,
+    End,
+    Header,
+    Step,
+    Text,
+    parse_line,
+    parse_obj,
+    suspect,
+)
+from tuimon.store import SIDES, PairDoc, RunDoc, SavedLogs
 from tuimon.wording import headline, metric_max_line
 
+CHUNK = 1 << 20
+"""Bytes of lines parsed at a time."""
+_FLOATS = frozenset({float})
+_NUMBERS = frozenset({float, int})
+_SKIP = frozenset({"type", "step"})
+_TYPE = itemgetter("type")
+_STEP = itemgetter("step")
 
-def _read(
-    path: Path, reading: Reading | None = None, side: str = "a"
-) -> tuple[list[bytes], list[Step], Header | None, End | None]:
+
+@dataclass
+class SideLog:
+    """What one log held besides its steps: header, end record, lines, text lines."""
+
+    path: Path
+    header: Header | None = None
+    end: End | None = None
+    steps: int = 0
+    texts: int = 0
+    first_text: str | None = None
+    lines: list[bytes] = field(default_factory=list)
+    """All lines, kept only when the pair is saved."""
+    native: bool = False
+    """A tuimon step log (its runs write an end record), not another tool's format."""
+
+
+def _log_lines(path: Path, reading: Reading, side: str) -> list[bytes]:
+    """Any format the readers know as step-log lines (`tuimon.readers.log_lines`)."""
     try:
-        lines = read_lines(path, reading, side)
+        return log_lines(path, reading, side)
+    except ReaderError as exc:
+        raise CompareError(str(exc)) from None
+
+
+def _resolve(paths: list[str], reading: Reading | None) -> SavedLogs:
+    """Two log files as they are (without importing the replay machinery), or whatever
+    `tuimon.replay.resolve_logs` makes of the paths (a pair directory)."""
+    if len(paths) == 2 and all(Path(p).is_file() for p in paths):
+        return SavedLogs(Path(paths[0]), Path(paths[1]), reading=reading or Reading())
+    from tuimon.replay import resolve_logs
+
+    try:
+        return resolve_logs(paths, reading)
     except ReplayError as exc:
         raise CompareError(str(exc)) from None
-    records = [parse_line(line) for line in lines]
-    steps = [r for r in records if isinstance(r, Step)]
-    if not steps:
-        raise CompareError(no_steps(path, reading))
-    header = next((r for r in records if isinstance(r, Header)), None)
-    end = next((r for r in reversed(records) if isinstance(r, End)), None)
-    return lines, steps, header, end
+
+
+def _line_source(logs: SavedLogs, side: str, log: SideLog) -> Iterator[list[bytes]]:
+    """A log's lines in blocks: a tuimon step log straight from the file, any other format
+    as step-log lines from `tuimon.readers`."""
+    path: Path = getattr(logs, side)
+    if not logs.reading.renames(side) and path.is_file():
+        with open(path, "rb") as fh:
+            first = fh.readline(1 << 20)
+            if b'"header"' in first and b"tuimon.steplog" in first:
+                log.native = True
+                yield [first]
+                while block := fh.readlines(CHUNK):
+                    yield block
+                return
+    lines = _log_lines(path, logs.reading, side)
+    for i in range(0, len(lines), 4096):
+        yield lines[i : i + 4096]
+
+
+class _BlockReader:
+    """Lines of one side -> `Columns` of its steps (plus the header, end and text lines)."""
+
+    def __init__(self, side: str, log: SideLog, aligner: PairAligner, keep: bool) -> None:
+        self.side, self.log, self.aligner, self.keep = side, log, aligner, keep
+        self.select = aligner.select
+
+    def block(self, lines: list[bytes]) -> Columns | None:
+        """The steps of a block of lines as columns (None when it holds no step)."""
+        if self.keep:
+            self.log.lines += lines
+        try:
+            rows = orjson.loads(b"[" + b",".join(lines) + b"]")
+            return self._rows(rows)
+        except (orjson.JSONDecodeError, _Suspect):  # text lines, NaN tokens, huge numbers
+            return self._slow([parse_line(line) for line in lines if line.strip()])
+
+    def _rows(self, rows: list[Any]) -> Columns | None:
+        """Parsed rows: the step rows that share their keys column-wise, the rest as records.
+        Raises `_Suspect` (before counting anything) when a value needs its line read again."""
+        try:
+            kinds = list(map(_TYPE, rows))
+        except (KeyError, TypeError, IndexError):
+            kinds = [r.get("type") if r.__class__ is dict else None for r in rows]
+        if kinds.count("step") == len(rows):
+            steps, others = rows, []
+        else:
+            steps = [r for r, k in zip(rows, kinds, strict=True) if k == "step"]
+            others = [r for r, k in zip(rows, kinds, strict=True) if k != "step"]
+        uniform = None
+        if steps:
+            keys = tuple(steps[0])
+            if set(map(len, steps)) == {len(keys)}:
+                try:
+                    uniform = self._uniform(steps, keys)
+                except KeyError:  # not every row has these keys
+                    uniform = None
+            if uniform is None:
+                others += steps
+        records = [self._record(r) for r in others]
+        if any(isinstance(r, Step) and suspect(r) for r in records):
+            raise _Suspect
+        cols = [c for c in (uniform and uniform(), self._slow(records)) if c is not None]
+        return Columns.concat(cols) if cols else None
+
+    def _record(self, row: Any) -> Step | Header | End | Text:
+        if isinstance(row, dict):
+            got = parse_obj(row)
+            if got is not None:
+                return got
+        return parse_line(orjson.dumps(row))
+
+    def _uniform(self, rows: list[dict[str, Any]], keys: tuple[str, ...]) -> Any:
+        """Step rows with the same keys, column by column: a function that counts them and
+        gives their `Columns`; None when a value needs the record-by-record reader (a string,
+        a nested object); `_Suspect` when a number may be an integer beyond 64 bits."""
+        if "step" not in keys or any(k in keys for k in STEP_KEYS[1:]):
+            return None
+        step = list(map(_STEP, rows))
+        if set(map(type, step)) != {int} or max(step) >= 2**63 or min(step) < -(2**63):
+            return None
+        values: dict[str, np.ndarray] = {}
+        digest: Any = None
+        digests = None
+        ignored = []
+        for name in keys:
+            if name in _SKIP:
+                continue
+            digest_field = name in ("param_digest", "param_digests")
+            if not digest_field and (is_clock(name) or not self.select.judged(name)):
+                ignored.append(name)
+                continue
+            col = list(map(itemgetter(name), rows))  # KeyError: rows differ in their keys
+            if name == "param_digest":
+                if not set(map(type, col)) <= {str}:
+                    return None
+                digest = col
+            elif name == "param_digests":
+                if not all(type(d) is dict for d in col):
+                    return None
+                digests = [{k: v for k, v in d.items() if isinstance(v, str)} for d in col]
+            elif (arr := _numbers(col)) is not None:
+                values[name] = arr
+            else:
+                return None
+
+        def counted() -> Columns:
+            n = len(rows)
+            self.log.steps += n
+            self.aligner.names[self.side].update(values)
+            self.aligner.ignored.update(ignored)
+            self.aligner.top[self.side] = max(self.aligner.top[self.side], max(step))
+            digest_array = np.empty(n, dtype=object)
+            digest_array[:] = list(digest) if digest is not None else [None] * n
+            return Columns(
+                steps=np.array(step, dtype=np.int64),
+                occ=np.zeros(n, np.int64),
+                values=values,
+                present={k: np.ones(n, bool) for k in values},
+                digest=digest_array,
+                digests=digests,
+            )
+
+        return counted
+
+    def _slow(self, records: list[Any]) -> Columns | None:
+        steps = []
+        for record in records:
+            if isinstance(record, Step):
+                steps.append(record)
+                self.aligner.note(self.side, record)
+            elif isinstance(record, Header):
+                self.log.header = self.log.header or record
+            elif isinstance(record, End):
+                self.log.end = record
+            else:
+                self.log.texts += 1
+                if self.log.first_text is None:
+                    self.log.first_text = record.text
+        self.log.steps += len(steps)
+        if not steps:
+            return None
+        return Columns.of_steps(steps, [0] * len(steps), self.select)
+
+
+def _numbers(col: list[Any]) -> np.ndarray | None:
+    """A column of JSON numbers as float64; None when it holds anything else; `_Suspect`
+    when a number may not fit (an int beyond int64, or one beyond 64 bits read as a float)."""
+    kinds = set(map(type, col))
+    if not kinds <= _NUMBERS:
+        return None
+    if kinds != _FLOATS and any(type(v) is int and not -(2**63) <= v < 2**63 for v in col):
+        raise _Suspect
+    arr = np.array(col, dtype=np.float64)
+    if len(arr) and float(np.abs(arr).max()) >= HUGE:
+        raise _Suspect
+    return arr
+
+
+class _Suspect(Exception):
+    """A block holds a number that its line must tell (an integer beyond 64 bits)."""
 
 
 @dataclass
 class Judged:
-    """Two logs compared: the summary, the aligned steps, the pair document, the raw lines."""
+    """Two logs compared: the summary, the aligned steps (when kept), the pair document, the
+    logs' raw lines (when kept)."""
 
     summary: Summary
     aligned: list[AlignedStep]
     doc: PairDoc
-    lines: tuple[list[bytes], list[bytes]]
+    logs: tuple[SideLog, SideLog]
 
 
-def judge(logs: SavedLogs, tolerance: float) -> Judged:
-    """Compare two logs at once."""
-    la, sa, ha, ea = _read(logs.a, logs.reading, "a")
-    lb, sb, hb, eb = _read(logs.b, logs.reading, "b")
-    aligned, aligner = compare_steps(sa, sb, tolerance)
-    reason = None
-    for side, end in zip(SIDES, (ea, eb), strict=True):
-        if end is not None and end.status != "ok":
-            reason = f"run {side} ended with status {end.status}"
+def _read_both(
+    logs: SavedLogs, aligner: PairAligner, keep: bool
+) -> tuple[tuple[SideLog, SideLog], ColumnMatcher]:
+    """Stream both logs through a `ColumnMatcher`, a block of each side in turn."""
+    sides = {side: SideLog(getattr(logs, side)) for side in SIDES}
+    readers = {side: _BlockReader(side, sides[side], aligner, keep) for side in SIDES}
+    matcher = ColumnMatcher(aligner)
+    sources = {side: _line_source(logs, side, sides[side]) for side in SIDES}
+    while sources:
+        for side in list(sources):
+            lines = next(sources[side], None)
+            if lines is None:
+                del sources[side]
+                continue
+            cols = readers[side].block(lines)
+            if cols is not None and not matcher.repeated and not keep:
+                matcher.add(side, cols)
+    return (sides["a"], sides["b"]), matcher
+
+
+def judge(
+    logs: SavedLogs, tolerance: float, select: MetricFilter | None = None, *, keep: bool = False
+) -> Judged:
+    """Compare two logs at once; `keep` also keeps every aligned step and the raw lines."""
+    aligner = PairAligner(tolerance, select)
+    gc.disable()  # parsing makes many short-lived dicts and no cycles: no collector passes
+    try:
+        sides, matcher = _read_both(logs, aligner, keep)
+    finally:
+        gc.enable()
+    for log in sides:
+        if not log.steps:
+            raise CompareError(_no_steps(log, logs.reading))
+    aligned: list[AlignedStep] = []
+    if keep or matcher.repeated:  # record by record, every row (repeats in order)
+        aligned, aligner = _by_records(logs, tolerance, select, sides, keep)
+    else:
+        matcher.finish()
+    reason, interrupted = _how_it_ended(logs, sides)
+    summary = aligner.summary(complete=reason is None, reason=reason, interrupted=interrupted)
+    return Judged(summary, aligned, _doc(logs, sides, summary), sides)
+
+
+def _by_records(
+    logs: SavedLogs,
+    tolerance: float,
+    select: MetricFilter | None,
+    sides: tuple[SideLog, SideLog],
+    keep: bool,
+) -> tuple[list[AlignedStep], PairAligner]:
+    steps = []
+    for side, log in zip(SIDES, sides, strict=True):
+        lines = log.lines if keep else _log_lines(log.path, logs.reading, side)
+        steps.append([r for r in map(parse_line, lines) if isinstance(r, Step)])
+    return compare_steps(steps[0], steps[1], tolerance, select)
+
+
+def _no_steps(log: SideLog, reading: Reading) -> str:
+    message = no_steps(log.path, reading)
+    if log.first_text is not None:
+        shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in log.first_text[:80])
+        message += f"; {log.texts} lines, first: `{shown}`"
+    return message
+
+
+def saved_ending(logs: SavedLogs) -> tuple[list[str], bool]:
+    """What a saved pair's pair.json says of how it ended: the reasons it is not complete
+    (none when both runs finished), and whether it was interrupted. A pair directory without
+    pair.json did not finish."""
+    reasons = []
+    interrupted = logs.doc.status == "interrupted"
+    if logs.pair_dir is not None and not (logs.pair_dir / "pair.json").is_file():
+        reasons.append("the pair has no pair.json: its monitor did not finish (killed?)")
     for side in SIDES:
         status = logs.doc.run(side).status
         if status not in (None, "finished"):
-            reason = reason or f"run {side} {status}"
-    summary = aligner.summary(complete=reason is None, reason=reason)
+            interrupted = interrupted or status == "interrupted"
+            reasons.append(f"run {side} {status}")
+    if interrupted and not reasons:
+        reasons.append("interrupted")
+    return reasons, interrupted
+
+
+def saved_select(doc: PairDoc) -> MetricFilter:
+    """The `--ignore`/`--only` choice a saved pair was judged with (its summary's `select`)."""
+    chosen = doc.summary.get("select") if isinstance(doc.summary, dict) else None
+    if not isinstance(chosen, dict):
+        return MetricFilter()
+    ignore, only = (
+        tuple(str(g) for g in v) if isinstance(v := chosen.get(k), list) else ()
+        for k in ("ignore", "only")
+    )
+    return MetricFilter(ignore=ignore, only=only)
+
+
+def _how_it_ended(logs: SavedLogs, sides: tuple[SideLog, SideLog]) -> tuple[str | None, bool]:
+    """Why the pair is not complete (None when both runs ended normally), and whether it was
+    interrupted: pair.json (`saved_ending`), then the logs' own end records."""
+    reasons, interrupted = saved_ending(logs)
+    for side, log in zip(SIDES, sides, strict=True):
+        if logs.doc.run(side).status not in (None, "finished"):
+            continue
+        if log.end is not None and log.end.status != "ok":
+            reasons.append(f"run {side} ended with status {log.end.status}")
+        elif log.native and log.end is None and logs.pair_dir is None:
+            reasons.append(f"run {side}'s log has no end record (cut short?)")
+    return "; ".join(dict.fromkeys(reasons)) or None, interrupted
+
+
+def _doc(logs: SavedLogs, sides: tuple[SideLog, SideLog], summary: Summary) -> PairDoc:
+    ha, hb = (log.header for log in sides)
     seed = ha.run.get("seed") if ha else None
-    device_a, device_b = (str((h.env.get("device") if h else None) or "?") for h in (ha, hb))
-    doc = PairDoc(
+    env_a, env_b = (h.env if h else {} for h in (ha, hb))
+    hyper_a, hyper_b = (h.hyper if h else {} for h in (ha, hb))
+    diff: dict[str, dict[str, list[Any]]] = {"env": {}, "hyper": {}}
+    if env_a != env_b or hyper_a != hyper_b:
+        from tuimon.session import env_diff
+
+        diff = {"env": env_diff(env_a, env_b), "hyper": env_diff(hyper_a, hyper_b)}
+    return PairDoc(
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        status="finished" if reason is None else "failed",
+        status="finished" if summary.complete or summary.reason is None else "failed",
         seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
-        devices=(device_a, device_b),
-        tolerance=tolerance,
+        devices=tuple(str((h.env.get("device") if h else None) or "?") for h in (ha, hb)),  # type: ignore[arg-type]
+        tolerance=summary.tolerance,
         more={
             "compared_from": [str(logs.a), str(logs.b)],
             "reading": logs.reading.to_dict(),
         },
         runs={
             side: RunDoc(
-                device=(h.env.get("device") if h else None),
-                command=str(path),
-                status="finished" if e is None or e.status == "ok" else "failed",
+                device=(log.header.env.get("device") if log.header else None),
+                command=str(log.path),
+                status="finished" if log.end is None or log.end.status == "ok" else "failed",
                 exit_code=None,
-                steps=len(s),
-                env=h.env if h else None,
-                hyper=h.hyper if h else None,
+                steps=log.steps,
+                env=log.header.env if log.header else None,
+                hyper=log.header.hyper if log.header else None,
             )
-            for side, h, e, s, path in (("a", ha, ea, sa, logs.a), ("b", hb, eb, sb, logs.b))
+            for side, log in zip(SIDES, sides, strict=True)
         },
-        env_diff=env_diff(ha.env if ha else {}, hb.env if hb else {}),
-        hyper_diff=env_diff(ha.hyper if ha else {}, hb.hyper if hb else {}),
+        env_diff=diff["env"],
+        hyper_diff=diff["hyper"],
         summary=summary.to_dict(),
     )
-    return Judged(summary, aligned, doc, (la, lb))
 
 
 def compare_paths(
@@ -99,28 +421,19 @@ def compare_paths(
     save: bool,
     save_to: str | None,
     reading: Reading | None = None,
+    select: MetricFilter | None = None,
 ) -> int:
     """The `compare` command; returns the exit code."""
-    judged = judge(resolve_logs(paths, reading), tolerance)
+    logs = _resolve(paths, reading)
+    judged = judge(logs, tolerance, select, keep=save)
     summary, doc = judged.summary, judged.doc
     saved = None
     save_error: str | None = None
     if save:
-        writer = PairWriter.create(
-            resolve_store(save_to),
-            seed=doc.seed,
-            devices=doc.devices or ("?", "?"),
-            label="compare",
-        )
-        for side, lines in zip(SIDES, judged.lines, strict=True):
-            writer.raw(side, lines)
-        for step in judged.aligned:
-            writer.aligned(step.to_dict())
         try:
-            saved = writer.finish(doc).parent
+            saved = _save(judged, save_to)
         except StoreError as exc:  # the judgement stands; the save failed: exit 3, say why
             save_error = str(exc)
-            writer.close()
     if as_json:
         out = {
             "pair": str(saved) if saved else None,
@@ -131,6 +444,7 @@ def compare_paths(
         sys.stdout.write(orjson.dumps(out).decode() + "\n")
     else:
         print(headline(summary))
+        print(f"  {summary.coverage_line()}")
         for name, m in summary.metric_max.items():
             print(metric_max_line(name, m))
         if doc.env_diff:
@@ -141,3 +455,21 @@ def compare_paths(
         elif save_error:
             print(f"pair NOT saved: {save_error}")
     return 3 if save_error else exit_code(summary)
+
+
+def _save(judged: Judged, save_to: str | None) -> Path:
+    from tuimon.store import PairWriter, resolve_store
+
+    doc = judged.doc
+    writer = PairWriter.create(
+        resolve_store(save_to), seed=doc.seed, devices=doc.devices or ("?", "?"), label="compare"
+    )
+    for side, log in zip(SIDES, judged.logs, strict=True):
+        writer.raw(side, log.lines)
+    for step in judged.aligned:
+        writer.aligned(step.to_dict())
+    try:
+        return writer.finish(doc).parent
+    except StoreError:
+        writer.close()
+        raise

@@ -16,20 +16,13 @@ from rich.progress import Progress, TaskID, TextColumn
 from rich.table import Column
 from rich.text import Text
 
-from tuimon.align import CLOSE, DIVERGED, IDENTICAL, Summary
+from tuimon.align import Summary, exit_code
 from tuimon.hints import likely_causes
 from tuimon.session import Batch, PairSession
 from tuimon.wording import divergence_line, first_divergence_event, headline, side_line
 
 PLAIN_EVERY = 15.0
 """Seconds between plain progress lines when stderr is not a terminal."""
-EXIT_CODES = {IDENTICAL: 0, CLOSE: 0, DIVERGED: 1}
-"""Exit code per verdict; anything else (INCOMPLETE, failed runs) is 3."""
-
-
-def exit_code(summary: Summary) -> int:
-    """0 IDENTICAL or CLOSE, 1 DIVERGED, 3 INCOMPLETE."""
-    return EXIT_CODES.get(summary.verdict, 3)
 
 
 class HeadlessReporter:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from tuimon.align import MetricFilter
 from tuimon.readers import Reading
 from tuimon.runner import RunSpec, substitute
 from tuimon.session import Batch, LiveSource, PairOptions, PairSession, SideState
@@ -99,6 +100,8 @@ class PairPlan:
     """A launcher prefix per side (`ssh mac-mini`, `srun -p gpu`): that run goes through it."""
     sweep: str | None = None
     """The sweep this pair belongs to (pair.json `sweep`)."""
+    select: MetricFilter = field(default_factory=MetricFilter)
+    """Which metrics are judged (`--ignore`, `--only`)."""
 
     def env(self, side: str, device: str) -> dict[str, str]:
         """The child's environment additions: the same on both sides but for the device."""
@@ -206,6 +209,7 @@ class PairPlan:
             sides = tuple(SideState(s.side, s.device, s.command_text()) for s in specs)
             options = PairOptions(
                 tolerance=self.tolerance,
+                select=self.select,
                 stall_timeout=self.stall_timeout,
                 stop_on_fail=self.stop_on_fail,
                 totals=(self.steps, self.steps),

@@ -8,7 +8,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tuimon.align import compare_steps
+from tuimon.align import MetricFilter, compare_steps
+from tuimon.compare import saved_select
 from tuimon.errors import ReplayError, StoreError
 from tuimon.readers import ReaderError, Reading, log_lines
 from tuimon.runner import Exited, Lines, SourceEvent, Stderr
@@ -60,12 +61,15 @@ def steps_of(lines: list[bytes]) -> list[Step]:
     return [r for r in map(parse_line, lines) if isinstance(r, Step)]
 
 
-def first_divergence(logs: SavedLogs, tolerance: float = 0.0) -> int | None:
+def first_divergence(
+    logs: SavedLogs, tolerance: float = 0.0, select: MetricFilter | None = None
+) -> int | None:
     """The first divergent step of two saved logs (vectorised compare)."""
     _, aligner = compare_steps(
         steps_of(read_lines(logs.a, logs.reading, "a")),
         steps_of(read_lines(logs.b, logs.reading, "b")),
         tolerance,
+        select or saved_select(logs.doc),
     )
     return aligner.summary().first_divergent_step
 
@@ -238,15 +242,17 @@ def replay_session(
     realtime: bool = False,
     tolerance: float | None = None,
     on_batch: Callable[[Batch], None] | None = None,
+    select: MetricFilter | None = None,
 ) -> PairSession:
-    """A session that replays saved logs (nothing is written); its source has the controls."""
+    """A session that replays saved logs (nothing is written); its source has the controls.
+    The pair's own tolerance and `--ignore`/`--only` choice unless others are given."""
     if tolerance is None:
         tolerance = logs.doc.tolerance or 0.0
     source = ReplaySource(logs, speed=speed, realtime=realtime)
     session = PairSession(
         source,
         (_side_state("a", logs), _side_state("b", logs)),
-        options=PairOptions(tolerance=tolerance),
+        options=PairOptions(tolerance=tolerance, select=select or saved_select(logs.doc)),
         on_batch=on_batch,
     )
     session.pair_path = logs.pair_dir

@@ -16,11 +16,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-from tuimon.align import PairAligner, Summary
+from tuimon.align import MetricFilter, PairAligner, Summary, no_step_reason
 from tuimon.applied import pair_applied
 from tuimon.artifacts import compare_artifacts, describe
 from tuimon.hints import likely_causes
-from tuimon.livebatch import feed_steps
 from tuimon.runner import (
     Exited,
     LaunchError,
@@ -31,7 +30,7 @@ from tuimon.runner import (
     SourceEvent,
     Stderr,
 )
-from tuimon.steplog import End, Header, Record, Step, parse_line
+from tuimon.steplog import End, Header, Record, Step, Text, parse_line
 from tuimon.store import SIDES, PairDoc, PairWriter, RunDoc, SavedLogs, StoreError
 from tuimon.wording import exit_text
 
@@ -184,6 +183,8 @@ class PairOptions:
     """How a session judges and saves."""
 
     tolerance: float = 0.0
+    select: MetricFilter = field(default_factory=MetricFilter)
+    """Which metrics are judged (`--ignore`, `--only`); clocks never are."""
     stall_timeout: float | None = None
     stop_on_fail: bool = False
     batch_interval: float = 0.1
@@ -213,7 +214,7 @@ class PairSession:
         self.sides = {s.side: s for s in sides}
         for state, total in zip(sides, self.options.totals, strict=True):
             state.total = state.total or total
-        self.aligner = PairAligner(self.options.tolerance)
+        self.aligner = PairAligner(self.options.tolerance, self.options.select)
         self.interrupted = False
         self.ended = False
         """The session is over and its pair saved (or the save failed)."""
@@ -225,6 +226,7 @@ class PairSession:
         self._new_aligned: list[Any] = []
         self._err_split = {k: LineSplitter() for k in self.sides}
         self._messages: list[str] = []
+        self._first_text: dict[str, str] = {}
         self._stop_requested = asyncio.Event()
         self._store_error_told = False
         self.summary: Summary = self.aligner.summary(complete=False)
@@ -372,6 +374,8 @@ class PairSession:
                 state.end = record
             else:
                 state.texts += 1
+                if isinstance(record, Text):
+                    self._first_text.setdefault(state.side, record.text)
         if not steps:
             return
         state.records += len(steps)
@@ -383,7 +387,7 @@ class PairSession:
             rates.popleft()
         if len(rates) > 1 and rates[-1][0] > rates[0][0]:
             state.rate = (rates[-1][1] - rates[0][1]) / (rates[-1][0] - rates[0][0])
-        aligned = feed_steps(self.aligner, state.side, steps)
+        aligned = self.aligner.feed_batch(state.side, steps)
         if self.writer is not None:
             for row in aligned:
                 self.writer.aligned(row.to_dict())
@@ -420,6 +424,8 @@ class PairSession:
                 )
             if s.end is not None and s.end.status != "ok":
                 return False, f"run {side} ended with status {s.end.status}"
+            if not s.records:  # nothing to judge: say what the lines looked like
+                return False, no_step_reason(side, s.texts, self._first_text.get(side))
         return True, None
 
     def _flush(self, *, done: bool = False, message: str | None = None) -> None:
@@ -452,7 +458,9 @@ class PairSession:
 
     def _finish(self) -> Summary:
         complete, reason = self._complete()
-        self.summary = self.aligner.summary(complete=complete, reason=reason)
+        self.summary = self.aligner.summary(
+            complete=complete, reason=reason, interrupted=self.interrupted
+        )
         ends = [self.sides[k].end for k in SIDES]
         if ends[0] is not None and ends[1] is not None:
             self.artifacts = compare_artifacts(ends[0].artifacts, ends[1].artifacts)

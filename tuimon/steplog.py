@@ -21,7 +21,7 @@ from typing import IO, Any
 import orjson
 
 from tuimon.clocks import TIME_KEYS as _TIME_KEYS
-from tuimon.clocks import is_clock
+from tuimon.clocks import is_clock, is_media
 
 FORMAT = "tuimon.steplog/1"
 STEP_KEYS = ("step", "_step", "global_step", "iteration")
@@ -52,6 +52,11 @@ class Step:
     t: float | None = None
     digest: str | None = None
     digests: dict[str, str] = field(default_factory=dict)
+    clocks: dict[str, float] = field(default_factory=dict, compare=False)
+    """Clocks, throughput and media metadata of the record: shown, never judged."""
+    unreadable: tuple[str, ...] = ()
+    """`name=text` of values that do not fit a float64 (`1e400`, an integer beyond int64):
+    reported by the judge, never silently dropped."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,13 +99,42 @@ def _as_text(line: bytes) -> Text:
     return Text(text)
 
 
+class Unreadable(str):
+    """The text of a JSON number that does not fit a float64 or an int64 (kept to report)."""
+
+
+def _checked_float(text: str) -> float | Unreadable:
+    value = float(text)
+    return Unreadable(text) if math.isinf(value) else value
+
+
+def _checked_int(text: str) -> int | Unreadable:
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else Unreadable(text)
+
+
+HUGE = float(2**64)
+"""orjson reads an integer beyond 64 bits as a float without a word: a value this large is
+read again by Python's json (which tells) before it is believed."""
+
+
 def _loads(line: bytes) -> Any:
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
-        if b"NaN" not in line and b"Infinity" not in line:
-            raise
-    return json.loads(line)  # Python's json takes NaN / Infinity tokens
+        return loads_checked(line)
+
+
+def loads_checked(line: bytes) -> Any:
+    """Python's json: takes NaN / Infinity tokens, and keeps numbers that do not fit a float64
+    or an int64 as `Unreadable` text."""
+    return json.loads(line, parse_float=_checked_float, parse_int=_checked_int)
+
+
+def suspect(step: Step) -> bool:
+    """A metric so large that it may be an integer beyond 64 bits read as a float."""
+    values = step.metrics.values()
+    return bool(values) and max(map(abs, values)) >= HUGE and not all(map(math.isinf, values))
 
 
 def parse_obj(obj: Mapping[str, Any]) -> Record | None:
@@ -128,10 +162,12 @@ def parse_obj(obj: Mapping[str, Any]) -> Record | None:
     else:
         return None
     metrics: dict[str, float] = {}
+    clocks: dict[str, float] = {}
+    bad: list[str] = []
     for name, value in obj.items():
-        if name in STEP_KEYS or name in ("type", "param_digests") or is_clock(name):
+        if name in STEP_KEYS or name in ("type", "param_digests"):
             continue
-        _add_metrics(metrics, name, value)
+        _add_metrics(metrics, clocks, bad, name, value)
     digests = obj.get("param_digests")
     digest = obj.get("param_digest")
     clock = next((_float(obj[k]) for k in ("t", "_runtime", "time") if k in obj), None)
@@ -143,19 +179,38 @@ def parse_obj(obj: Mapping[str, Any]) -> Record | None:
         digests={k: v for k, v in digests.items() if isinstance(v, str)}
         if isinstance(digests, dict)
         else {},
+        clocks=clocks,
+        unreadable=tuple(bad),
     )
 
 
-def _add_metrics(out: dict[str, float], name: str, value: Any, depth: int = 0) -> None:
-    """A number as a metric; a nested object's numbers as dotted names (`train.loss`)."""
+def _add_metrics(
+    out: dict[str, float],
+    clocks: dict[str, float],
+    bad: list[str],
+    name: str,
+    value: Any,
+    depth: int = 0,
+    shown: bool = False,
+) -> None:
+    """A number as a metric, or into `clocks` when it is a clock or media metadata (or under
+    one); a nested object's numbers as dotted names (`train.loss`); a number too big for a
+    float64 or an int64 into `bad`."""
+    shown = shown or is_clock(name)
     if isinstance(value, dict):
         if depth < 4:
+            shown = shown or is_media(value)
             for key, inner in value.items():
-                _add_metrics(out, f"{name}.{key}", inner, depth + 1)
+                _add_metrics(out, clocks, bad, f"{name}.{key}", inner, depth + 1, shown)
+        return
+    if isinstance(value, Unreadable) or (
+        isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63
+    ):
+        bad.append(f"{name}={value}")
         return
     number = _float(value)
     if number is not None:
-        out[name] = number
+        (clocks if shown else out)[name] = number
 
 
 def _str(value: Any, default: str) -> str:
@@ -178,7 +233,10 @@ def parse_line(line: bytes) -> Record:
     if not isinstance(obj, dict):
         return _as_text(line)
     try:
-        return parse_obj(obj) or _as_text(line)
+        record = parse_obj(obj) or _as_text(line)
+        if isinstance(record, Step) and suspect(record):
+            record = parse_obj(loads_checked(stripped)) or record
+        return record
     except RecursionError:
         return _as_text(line)
 

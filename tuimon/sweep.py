@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from tuimon.align import CLOSE, DIVERGED, IDENTICAL
+from tuimon.align import CLOSE, DIVERGED, IDENTICAL, MetricFilter
 from tuimon.hints import likely_causes
 from tuimon.plan import SIDES, PairPlan
 from tuimon.readers import Reading
@@ -168,6 +168,7 @@ class Job:
 def _plan_to_dict(plan: PairPlan) -> dict[str, Any]:
     out = dataclasses.asdict(plan)
     out["reading"] = plan.reading.to_dict()
+    out["select"] = plan.select.to_dict()
     return out
 
 
@@ -180,6 +181,12 @@ def _plan_from_dict(d: Mapping[str, Any]) -> PairPlan:
     if "launch" in kwargs:
         kwargs["launch"] = tuple(tuple(x) if x else None for x in kwargs["launch"])
     kwargs["reading"] = Reading.from_dict(kwargs.get("reading"))
+    raw = kwargs.get("select")
+    select: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    kwargs["select"] = MetricFilter(
+        tuple(str(g) for g in select.get("ignore") or ()),
+        tuple(str(g) for g in select.get("only") or ()),
+    )
     return PairPlan(**kwargs)
 
 

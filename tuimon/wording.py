@@ -122,14 +122,22 @@ def parting_line(
 def headline(summary: Summary) -> str:
     """One line: the verdict and where the runs part."""
     s = summary
+    verdict = f"{s.verdict} (interrupted)" if s.interrupted else s.verdict
     if s.steps_compared == 0:
-        text = f"{s.verdict}: no step logged by both runs"
-    elif s.first_divergent_step is None:
-        text = f"{s.verdict}: {s.steps_compared} steps bitwise equal"
+        text = f"{verdict}: no step logged by both runs"
+        if s.reason == "no step logged by both runs":
+            return text
+    elif s.first_divergent_step is None and s.complete:
+        text = f"{verdict}: {s.steps_compared} steps bitwise equal"
+    elif s.first_divergent_step is None:  # no claim of equality where coverage is missing
+        text = (
+            f"{verdict}: no difference in {s.values_compared} values compared "
+            f"over {s.steps_compared} steps"
+        )
     else:
         what = ", ".join(s.first_divergent_metrics or s.first_tensors or ["digest"])
         text = (
-            f"{s.verdict}: first divergent step {s.first_divergent_step} ({what}); "
+            f"{verdict}: first divergent step {s.first_divergent_step} ({what}); "
             f"max divergence {s.max_divergence:.3g} at step {s.max_divergence_step}"
         )
         if s.first_tensors:

@@ -17,7 +17,6 @@ everything else here is for them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -26,12 +25,23 @@ from typing import Any
 
 import orjson
 
+from tuimon.clocks import is_clock
 from tuimon.readers.documents import read_document
 from tuimon.readers.rows import StreamMerger, merge, renamed, row_step, step_key
 from tuimon.readers.tabular import csv_columns, read_csv
 from tuimon.readers.tensorboard import MissingExtra, event_dirs, read_events
 from tuimon.readers.text import PatternError, compile_pattern, last_state, parse_text
-from tuimon.steplog import End, Header, Record, Step, dumps, parse_line, parse_obj
+from tuimon.steplog import (
+    End,
+    Header,
+    Record,
+    Step,
+    dumps,
+    loads_checked,
+    parse_line,
+    parse_obj,
+    suspect,
+)
 
 __all__ = [
     "FORMATS_TRIED",
@@ -117,9 +127,7 @@ def _loads(data: bytes) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
-        if b"NaN" not in data and b"Infinity" not in data:
-            raise
-    return json.loads(data)
+        return loads_checked(data)  # NaN / Infinity tokens; 1e400 kept as unreadable text
 
 
 class LineParser:
@@ -152,6 +160,8 @@ class LineParser:
                     kind = obj.get("type")
                     if kind in ("header", "end", "step"):
                         record = parse_obj(obj)
+                        if isinstance(record, Step) and suspect(record):  # an int > 64 bits?
+                            record = parse_obj(loads_checked(stripped)) or record
                         if isinstance(record, Header) and record.format.startswith("tuimon"):
                             self.tuimon = True
                         if record is not None:
@@ -297,7 +307,9 @@ def to_line(record: Record) -> bytes:
              "hyper": record.hyper, "env": record.env}
         )  # fmt: skip
     if isinstance(record, Step):
-        obj: dict[str, Any] = {"type": "step", "step": record.step, **record.metrics}
+        obj: dict[str, Any] = {"type": "step", "step": record.step}
+        obj.update((k, v) for k, v in record.clocks.items() if is_clock(k))
+        obj.update(record.metrics)
         if record.t is not None:
             obj["t"] = record.t
         if record.digest is not None:

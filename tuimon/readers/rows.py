@@ -15,7 +15,7 @@ import struct
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from tuimon.clocks import is_clock
+from tuimon.clocks import is_clock, is_media
 from tuimon.steplog import NONFINITE, Record, Step
 
 STEP_KEYS = ("step", "_step", "global_step", "iteration", "iter", "epoch")
@@ -94,7 +94,7 @@ def row_step(row: Mapping[str, Any], rename: Mapping[str, str] | None = None) ->
         if name == key or name in _SKIP or (name in STEP_KEYS and name != "epoch"):
             continue
         for metric, number in numbers(str(name), value):
-            if is_clock(metric):
+            if is_clock(metric) or is_media(value):
                 clocks[metric] = number
             else:
                 metrics[(rename or {}).get(metric, metric)] = number
@@ -108,6 +108,7 @@ def row_step(row: Mapping[str, Any], rename: Mapping[str, str] | None = None) ->
         digests={str(k): v for k, v in digests.items() if isinstance(v, str)}
         if isinstance(digests, Mapping)
         else {},
+        clocks=clocks,
     )
 
 
@@ -116,7 +117,7 @@ def renamed(step: Step, rename: Mapping[str, str]) -> Step:
     if not rename or not any(name in rename for name in step.metrics):
         return step
     metrics = {rename.get(k, k): v for k, v in step.metrics.items()}
-    return Step(step.step, metrics, step.t, step.digest, step.digests)
+    return Step(step.step, metrics, step.t, step.digest, step.digests, step.clocks, step.unreadable)
 
 
 def _same(a: float, b: float) -> bool:
@@ -139,6 +140,8 @@ def combine(a: Step, b: Step) -> Step | None:
         t=a.t if a.t is not None else b.t,
         digest=a.digest or b.digest,
         digests={**a.digests, **b.digests},
+        clocks={**a.clocks, **b.clocks},
+        unreadable=a.unreadable + b.unreadable,
     )
 
 

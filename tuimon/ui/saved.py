@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tuimon.align import compare_steps
+from tuimon.compare import saved_ending, saved_select
 from tuimon.explain import saved_line
 from tuimon.replay import SavedLogs, read_lines, resolve_logs
 from tuimon.session import SideState
@@ -73,16 +74,21 @@ def load_saved(path: Path, max_lines: int = 2000) -> SavedPair:
     }
     steps = {side: [r for r in recs if isinstance(r, Step)] for side, recs in records.items()}
     doc = logs.doc
-    aligned, aligner = compare_steps(steps["a"], steps["b"], doc.tolerance or 0.0)
-    reason = doc.summary.get("reason")
-    complete = doc.status in (None, "finished")
+    aligned, aligner = compare_steps(
+        steps["a"], steps["b"], doc.tolerance or 0.0, saved_select(doc)
+    )
+    ending, interrupted = saved_ending(logs)
+    reason = "; ".join(ending) or doc.summary.get("reason")
+    complete = not ending and doc.status in (None, "finished")
     model = PairModel(saved=doc, pair_path=logs.pair_dir)
     for side, recs in records.items():
         model.add_records(side, recs)
     for start in range(0, len(aligned), ALIGN_CHUNK):
         model.add_aligned(aligned[start : start + ALIGN_CHUNK])
     del aligned
-    model.summary = aligner.summary(complete=complete, reason=reason if not complete else None)
+    model.summary = aligner.summary(
+        complete=complete, reason=reason if not complete else None, interrupted=interrupted
+    )
     model.sides = {side: side_state(side, doc, recs) for side, recs in records.items()}
     model.done = True
     model.message = f"saved pair {logs.pair_dir}" if logs.pair_dir else None

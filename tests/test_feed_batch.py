@@ -6,7 +6,6 @@ import math
 import random
 
 from tuimon.align import PairAligner
-from tuimon.livebatch import feed_steps
 from tuimon.steplog import Step
 
 
@@ -42,7 +41,7 @@ def test_batches_align_as_one_by_one() -> None:
         while i < len(events) and events[i][0] == side and len(run) < size:
             run.append(events[i][1])
             i += 1
-        got += feed_steps(batched, side, run)
+        got += batched.feed_batch(side, run)
     assert [x.to_dict() for x in got] == [x.to_dict() for x in expected]
     assert batched.summary().to_dict() == one.summary().to_dict()
     assert batched.duplicates == one.duplicates == {"a": 1, "b": 0}

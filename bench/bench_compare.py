@@ -1,0 +1,185 @@
+"""Benchmark: `tuimon compare` as a whole process, side by side in one run.
+
+    python bench/bench_compare.py [--steps 25000] [--repeat 5] [--big-mb 200]
+
+Writes two step logs of N steps (7 metrics + a parameter digest, parting halfway), then runs,
+alternating, R times each, as whole processes (interpreter start included):
+
+  tuimon   python -m tuimon compare A B
+  pandas   (only where pandas is installed) the 10-line script a user would write:
+           read_json(lines=True) both, merge on step, relative diffs, first divergent step
+  floor    the interpreter plus orjson parsing every line of both files, nothing else
+
+and prints the median wall times, the ratios tuimon/pandas and tuimon/floor, and the peak
+resident memory of tuimon against the size of the logs. With --big-mb M it also writes two
+logs of about M MB each and times one `tuimon compare` of them (wall time, peak memory).
+Prints; never asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+METRICS = ("train_loss", "test_loss", "train_acc", "test_acc", "lr", "grad_norm", "weight_norm")
+PANDAS = """\
+import sys, numpy as np, pandas as pd
+a = pd.read_json(sys.argv[1], lines=True); a = a[a["type"] == "step"]
+b = pd.read_json(sys.argv[2], lines=True); b = b[b["type"] == "step"]
+m = a.merge(b, on="step", suffixes=("_a", "_b"))
+names = [c[:-2] for c in m.columns if c.endswith("_a") and c[:-2] not in ("t", "type")]
+differs = np.zeros(len(m), dtype=bool)
+for n in names:
+    xa, xb = m[n + "_a"], m[n + "_b"]
+    if xa.dtype.kind == "f": m[n + "_rel"] = (xa - xb).abs() / np.maximum(xa.abs(), xb.abs())
+    differs |= (xa != xb).to_numpy()
+print(m.loc[differs, "step"].min() if differs.any() else None)
+"""
+FLOOR = """\
+import sys, orjson
+for path in sys.argv[1:]:
+    with open(path, "rb") as fh:
+        rows = [orjson.loads(line) for line in fh]
+"""
+
+
+def write_log(path: Path, n: int, side: str, part_at: int, start: int = 0) -> int:
+    """A tuimon step log of steps [start, start + n); side b parts from `part_at` on."""
+    rng = np.random.default_rng(start)
+    steps = np.arange(start, start + n)
+    cols = {m: 1.0 + rng.random(n) for m in METRICS}
+    apart = steps >= part_at
+    if side == "b":
+        for m in METRICS:
+            cols[m] = np.where(apart, cols[m] * (1 + 1e-9 * (1 + steps - part_at)), cols[m])
+    values = zip(*(c.tolist() for c in cols.values()), strict=True)
+    rows = [dict(zip(METRICS, vals, strict=True)) for vals in values]
+    with open(path, "ab") as fh:
+        if start == 0:
+            header = {"type": "header", "format": "tuimon.steplog/1", "run": {"seed": 0}}
+            fh.write(orjson.dumps({**header, "hyper": {}, "env": {"device": "cpu"}}) + b"\n")
+        out = []
+        for s, metrics in zip(steps.tolist(), rows, strict=True):
+            tag = f"{side if s >= part_at else 'a'}{s}".encode()
+            digest = hashlib.blake2b(tag, digest_size=16).hexdigest()
+            out.append(orjson.dumps({"type": "step", "step": s, "t": 0.01 * s, **metrics,
+                                     "param_digest": digest}))  # fmt: skip
+        fh.write(b"\n".join(out) + b"\n")
+    return path.stat().st_size
+
+
+def end_log(path: Path, n: int) -> None:
+    with open(path, "ab") as fh:
+        fh.write(orjson.dumps({"type": "end", "status": "ok", "steps": n, "wall_s": 1.0}) + b"\n")
+
+
+SPAWN = """\
+import os, subprocess, sys, time
+t0 = time.perf_counter()
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+err = proc.stderr.read()
+_, status, usage = os.wait4(proc.pid, 0)
+wall = time.perf_counter() - t0
+print(wall, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
+sys.stderr.buffer.write(err[-500:])
+"""
+"""Spawns one command from a small process, so its peak memory is its own (a child forked
+from this bench would count the bench's pages as well)."""
+
+
+def run(cmd: list[str]) -> tuple[float, int, int]:
+    """Wall seconds, peak resident KiB and exit code of one whole process."""
+    got = subprocess.run([sys.executable, "-c", SPAWN, *cmd], capture_output=True, check=True)
+    wall, rss, code = got.stdout.split()
+    if int(code) not in (0, 1, 3):
+        sys.exit(f"{cmd[:3]} failed ({code}): {got.stderr.decode()}")
+    return float(wall), int(rss), int(code)
+
+
+def make_pair(folder: Path, n: int, chunk: int = 200_000) -> tuple[Path, Path, int]:
+    a, b = folder / "a.jsonl", folder / "b.jsonl"
+    for side, path in (("a", a), ("b", b)):
+        for start in range(0, n, chunk):
+            write_log(path, min(chunk, n - start), side, n // 2, start)
+        end_log(path, n)
+    return a, b, a.stat().st_size + b.stat().st_size
+
+
+def report(
+    args: argparse.Namespace, times: dict[str, list[float]], peak: dict[str, int], size: int
+) -> None:
+    """The medians, the ratios against the targets, and tuimon's peak memory."""
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"{platform.node()} · {os.cpu_count()} cores · {platform.python_version()} · "
+          f"{time.strftime('%Y-%m-%d')}")  # fmt: skip
+    print(f"2 logs x {args.steps} steps (7 metrics + digest), {size / 1e6:.1f} MB; "
+          f"median of {args.repeat}, whole processes, alternating")  # fmt: skip
+    for name in times:
+        print(f"  {name:<7} {med[name]:6.3f} s   peak {peak[name] / 1024:7.1f} MiB")
+    ratio_floor = med["tuimon"] / med["floor"]
+    line = f"tuimon / floor {ratio_floor:.2f}x (target <= 1.5)"
+    if "pandas" in med:
+        line += f"; tuimon / pandas {med['tuimon'] / med['pandas']:.2f}x (target <= 0.35)"
+    else:
+        line += "; pandas not installed: no pandas ratio"
+    print(line)
+    print(f"tuimon peak memory / input {peak['tuimon'] * 1024 / size:.2f}x (target <= 3)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=25_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--big-mb", type=float, default=0, help="also two logs of M MB each")
+    args = ap.parse_args()
+    py = sys.executable
+    try:
+        import pandas  # noqa: F401
+
+        have_pandas = True
+    except ImportError:
+        have_pandas = False
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        a, b, size = make_pair(folder, args.steps)
+        (folder / "pandas_script.py").write_text(PANDAS)
+        (folder / "floor.py").write_text(FLOOR)
+        cmds = {
+            "tuimon": [py, "-m", "tuimon", "compare", str(a), str(b)],
+            "floor": [py, str(folder / "floor.py"), str(a), str(b)],
+        }
+        if have_pandas:
+            cmds["pandas"] = [py, str(folder / "pandas_script.py"), str(a), str(b)]
+        times: dict[str, list[float]] = {k: [] for k in cmds}
+        peak: dict[str, int] = {k: 0 for k in cmds}
+        for _ in range(args.repeat):  # alternating, so load on the machine hits all alike
+            for name, cmd in cmds.items():
+                wall, rss, _ = run(cmd)
+                times[name].append(wall)
+                peak[name] = max(peak[name], rss)
+        report(args, times, peak, size)
+        for p in (a, b):
+            p.unlink()
+        if args.big_mb:
+            per_step = size / 2 / args.steps
+            n = int(args.big_mb * 1e6 / per_step)
+            a, b, size = make_pair(folder, n)
+            wall, rss, _ = run(cmds["tuimon"])
+            print(f"2 logs x {n} steps, {size / 1e6:.0f} MB: tuimon compare {wall:.2f} s "
+                  f"(target <= 10), peak {rss / 1024:.0f} MiB = {rss * 1024 / size:.2f}x the "
+                  f"input (target <= 3)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
