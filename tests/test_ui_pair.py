@@ -113,7 +113,7 @@ async def test_finished_replay_shows_both_runs_and_where_they_part(tmp_path: Pat
         assert screen.query_one("#verdict").has_class("verdict-diverged")
         for side in ("a", "b"):
             header = screen.query_one(f"#header-{side}", SideHeader)
-            assert header.status_text == "finished · step 39/39 · exit 0"
+            assert header.status_text == "finished · 40/40 steps · exit 0"
         lines_b = pane_lines(screen, "b")
         # untrusted text is shown literally, escapes made visible; the app did not quit
         assert MARKUP in lines_b
@@ -230,7 +230,9 @@ async def test_live_pair_is_saved_and_says_where(tmp_path: Path) -> None:
         await pilot.pause()
         [saved] = (tmp_path / "store").iterdir()
         assert (saved / "pair.json").is_file()
-        assert str(screen.query_one("#message").render()) == f"saved to {saved}"
+        assert str(screen.query_one("#message").render()) == f"pair saved in {saved}"
+        assert app.summary_lines[0].startswith("DIVERGED: first divergent step 3")
+        assert app.summary_lines[-1] == f"pair saved in {saved}"  # printed after the app exits
         assert "first divergence: step 3 (train_loss, test_loss)" in str(
             screen.query_one("#first-divergence").render()
         )

@@ -17,6 +17,7 @@ from rich.table import Column
 from rich.text import Text
 
 from tuimon.align import CLOSE, DIVERGED, IDENTICAL, Summary
+from tuimon.sanitize import clean
 from tuimon.session import Batch, PairSession
 from tuimon.wording import divergence_line, first_divergence_event, headline, side_line
 
@@ -38,7 +39,9 @@ class HeadlessReporter:
         self.console = console
         self.progress = Progress(
             TextColumn(
-                "{task.description}  {task.fields[info]}", table_column=Column(no_wrap=True)
+                "{task.description}  {task.fields[info]}",
+                markup=False,  # names and devices come from the runs: never markup
+                table_column=Column(no_wrap=True),
             ),
             console=console,
             transient=False,
@@ -58,7 +61,7 @@ class HeadlessReporter:
     def __call__(self, batch: Batch) -> None:
         for side, s in batch.sides.items():
             if side not in self.tasks:
-                label = f"{side} {s.device}"
+                label = f"{side} {clean(s.device, 80)}"
                 self.tasks[side] = self.progress.add_task(label, total=s.total, info="")
             done = (s.step + 1) if s.step is not None else 0
             self.progress.update(self.tasks[side], total=s.total, completed=done, info=side_line(s))
@@ -70,13 +73,13 @@ class HeadlessReporter:
         if not self.console.is_terminal and time.monotonic() >= self.next_plain:
             self.next_plain = time.monotonic() + PLAIN_EVERY
             for side, s in batch.sides.items():  # a log file or CI job sees no live display
-                self.console.print(Text(f"{side} {s.device}  {side_line(s)}"))
+                self.console.print(Text(f"{side} {clean(s.device, 80)}  {side_line(s)}"))
         summary = batch.summary
         if summary.first_divergent_step is not None and not self.first_told:
             self.first_told = True
-            self.console.print(first_divergence_event(summary))
+            self.console.print(Text(first_divergence_event(summary)))
         if batch.message:
-            self.console.print(Text(batch.message))
+            self.console.print(Text(clean(batch.message, None)))
 
 
 def run_headless(
@@ -87,7 +90,7 @@ def run_headless(
 ) -> int:
     """Run pairs one after another (`--repeat`), report each, return the worst exit code."""
     out = out or sys.stdout
-    console = Console(stderr=True)
+    console = Console(stderr=True, highlight=False)
     codes = []
     for i, make in enumerate(sessions):
         if len(sessions) > 1:
@@ -106,7 +109,7 @@ def run_headless(
         else:
             out.write(headline(summary) + "\n")
             if session.pair_path and session.writer is not None:
-                out.write(f"pair saved in {session.pair_path}\n")
+                out.write(f"pair saved in {clean(session.pair_path, None)}\n")
         out.flush()
         if session.interrupted:
             break

@@ -6,9 +6,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from textual.app import App
+from textual.binding import Binding
 
 from tuimon.session import Batch, PairSession
 from tuimon.ui.browser import BrowserScreen
+from tuimon.ui.modals import HelpScreen
 from tuimon.ui.pair_screen import PairScreen, SessionStarted
 from tuimon.ui.workers import ReportsWorkerErrors
 
@@ -20,6 +22,10 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
 
     CSS_PATH = "tuimon.tcss"
     TITLE = "tuimon"
+    BINDINGS = [  # noqa: RUF012
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+        Binding("f1", "help", "Help", show=False),
+    ]
 
     def __init__(
         self,
@@ -36,6 +42,8 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
         self.title = title
         self.sessions: list[PairSession] = []
         """Sessions started by pair views (so no child run outlives the app)."""
+        self.summary_lines: list[str] = []
+        """What the shell shows after the app exits (the pair view's summary, as headless)."""
 
     def on_mount(self) -> None:
         """The first screen: a pair view for a session, else the browser."""
@@ -56,6 +64,11 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
                 return
         self.exit(0)
 
+    def action_help(self) -> None:
+        """F1 (and ? in the pair view): the keys of the screen shown."""
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen.active_bindings))
+
     async def action_help_quit(self) -> None:  # type: ignore[override]  # textual awaits it
         """ctrl+c quits too (a live pair asks first), as in any terminal program."""
         await self.action_quit()
@@ -74,6 +87,8 @@ def run_app(
         result = app.run()
     finally:
         terminate_leftovers(app.sessions)
+        for line in app.summary_lines:  # the alternate screen is gone: the shell keeps these
+            print(line)
     if isinstance(result, int):
         return result
     return app.return_code or 0

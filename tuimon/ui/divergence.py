@@ -11,6 +11,7 @@ from tuimon.align import VERDICTS
 from tuimon.ui.pair_model import DIVERGENCE, PairModel
 from tuimon.ui.series import EQUAL_LEVEL, ZERO_LEVEL
 from tuimon.ui.text import clean, sci
+from tuimon.wording import WAITING
 
 
 def spark_data(levels: list[float]) -> tuple[list[float], float | None, float | None]:
@@ -66,13 +67,16 @@ class DivergencePanel(Vertical):
 
         summary = model.summary
         numbers = Text(no_wrap=True, overflow="ellipsis")
-        numbers.append(f"now {sci(model.current)}")
-        if summary is not None:
+        waiting = model.aligned_count == 0 and not model.done
+        if not waiting:
+            numbers.append(f"now {sci(model.current)}")
+        if summary is not None and not waiting:
             at = summary.max_divergence_step
             numbers.append(f" · max {sci(summary.max_divergence)}")
             if at is not None and summary.max_divergence:
                 numbers.append(f" at step {at}")
-        numbers.append(f" · {model.aligned_count} steps compared")
+        if not waiting:
+            numbers.append(f" · {model.aligned_count} steps compared")
         if bucket.width > 1:
             numbers.append(f" · {bucket.width} steps/bar")
         self.query_one("#numbers", Static).update(numbers)
@@ -80,7 +84,10 @@ class DivergencePanel(Vertical):
         verdict_widget = self.query_one("#verdict", Static)
         verdict = summary.verdict if summary is not None else None
         label = "verdict" if model.done else "verdict so far"
-        verdict_widget.update(Text(f"{label}: {verdict or '–'}", no_wrap=True))
+        if waiting:
+            verdict = None
+        shown = WAITING if waiting else f"{label}: {verdict or '–'}"
+        verdict_widget.update(Text(shown, no_wrap=True))
         for name in VERDICTS:
             verdict_widget.set_class(verdict == name, f"verdict-{name.lower()}")
         if model.message:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from tuimon.align import AlignedStep, Summary
+from tuimon.artifacts import describe
 from tuimon.session import Batch, SideState, flatten
 from tuimon.steplog import End, Header, Record, Step, Text
 from tuimon.store import PairDoc
@@ -189,6 +190,8 @@ class PairModel:
     pair_path: Path | None = None
     message: str | None = None
     done: bool = False
+    artifacts: dict[str, Any] = field(default_factory=dict)
+    """What both runs saved at the end, compared (pair.json's `artifacts`, e.g. W_E)."""
 
     def __post_init__(self) -> None:
         self.spark.setdefault(DIVERGENCE, BucketSeries(SPARK_BUCKETS))
@@ -294,6 +297,19 @@ class PairModel:
             ]
         return rows
 
+    def artifact_lines(self) -> list[str]:
+        """One line per compared artifact: `emb at the end: bitwise equal`."""
+        return [
+            describe(clean(name, 80), result)
+            for name, result in self.artifacts.items()
+            if isinstance(result, dict)
+        ]
+
+    def planned(self) -> int | None:
+        """Steps planned (the larger of the sides' totals), when known."""
+        totals = [s.total for s in self.sides.values() if s.total]
+        return max(totals) if totals else None
+
     def first_line(self) -> str:
         """Where the runs part, in one line."""
         summary, first = self.summary, self.first
@@ -306,4 +322,6 @@ class PairModel:
         tensors = list(summary.first_tensors) if summary and summary.first_tensors else []
         if not tensors and first is not None:
             tensors = list(first.tensors)
-        return parting_line(step, metrics, tensors, self.aligned_count)
+        return parting_line(
+            step, metrics, tensors, self.aligned_count, complete=self.done, planned=self.planned()
+        )

@@ -19,6 +19,7 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Header
 from textual.worker import Worker, WorkerState
 
+from tuimon.artifacts import describe
 from tuimon.errors import ReplayError
 from tuimon.replay import resolve_logs
 from tuimon.session import Batch, PairSession
@@ -27,12 +28,14 @@ from tuimon.store import SIDES, SavedLogs
 from tuimon.ui.chart import CurvesView
 from tuimon.ui.commands import ScreenActions
 from tuimon.ui.divergence import DivergencePanel
-from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen
+from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen, HelpScreen
 from tuimon.ui.pair_model import DIVERGENCE, PairModel
 from tuimon.ui.panes import SideHeader, StepPane
 from tuimon.ui.replay_controls import ReplayControls
 from tuimon.ui.saved import SavedPair, load_saved, window
+from tuimon.ui.text import clean
 from tuimon.ui.workers import ReportsWorkerErrors
+from tuimon.wording import headline
 
 MAX_LINES = 2000
 STOP_QUESTION = "Stop both runs? The partial pair is saved."
@@ -99,6 +102,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
             tooltip="Show and copy the saved pair's folder",
         ),
         Binding("escape", "back", "Back", id="back", tooltip="Back to the list of pairs"),
+        Binding("question_mark", "help", "Help", key_display="?", id="help", tooltip="Keys"),
         Binding("q", "quit", "Quit", id="quit", tooltip="Quit tuimon"),
     ]
     COMMANDS = {ScreenActions}  # noqa: RUF012
@@ -162,7 +166,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         try:
             self.session = self.make_session(self._post_batch)
         except Exception as exc:
-            self.notify(f"cannot start the pair: {exc}", severity="error", markup=False)
+            self.notify(f"cannot start the pair: {clean(exc)}", severity="error", markup=False)
             self.query_one(DivergencePanel).say(f"cannot start the pair: {exc}")
             return
         for side in SIDES:
@@ -241,6 +245,18 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         if self.query_one("#views", ContentSwitcher).current == "curves":
             self._draw_curves()
         self.update_subtitle()
+        self._remember_summary()
+
+    def _remember_summary(self) -> None:
+        """What the shell shows after the app exits (as headless prints it)."""
+        summary = self.model.summary
+        if summary is None:
+            return
+        lines = [headline(summary)]
+        lines += [describe(clean(k, 80), v) for k, v in self.model.artifacts.items()]
+        if self.model.pair_path is not None:
+            lines.append(f"pair saved in {clean(self.model.pair_path, None)}")
+        self.app.summary_lines = lines  # type: ignore[attr-defined]
 
     def _draw_curves(self) -> None:
         if self._curves_dirty:
@@ -252,12 +268,28 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
             self.app.exit(130, return_code=130)
             return
         self.refresh_bindings()
-        if self.mode == "replay" and not batch.message:
-            self.model.message = "replay finished"
-            self.query_one(DivergencePanel).say(self.model.message)
+        if self.mode == "replay" and self.session is not None and self.session.logs is not None:
+            if not self.model.artifacts and self.session.logs.doc.artifacts:
+                self.model.artifacts = dict(self.session.logs.doc.artifacts)
+            self.model.message = "; ".join(
+                [*self.model.artifact_lines(), batch.message or "replay finished"]
+            )
+            self._refresh_views()
+        if self.mode == "live" and self.session is not None:
+            self.model.artifacts = dict(self.session.artifacts)
+            told = [p for p in (batch.message or "").split("; ") if p and "at the end:" not in p]
+            if batch.pair_path is not None:
+                told = [p for p in told if not p.startswith("saved to ")]
+                told.insert(0, f"pair saved in {batch.pair_path}")
+            self.model.message = "; ".join([*told, *self.model.artifact_lines()]) or None
+            self._refresh_views()
         if self.mode == "live" and batch.pair_path is not None:
+            verdict = self.model.summary.verdict if self.model.summary else "–"
             self.notify(
-                batch.message or f"saved to {batch.pair_path}", title="pair finished", markup=False
+                f"verdict {verdict} · the folder is on the bottom line (o copies it)",
+                title="pair finished",
+                markup=False,
+                timeout=4,
             )
 
     def _show_saved(self, saved: SavedPair) -> None:
@@ -269,12 +301,20 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         self._refresh_views()
 
     def update_subtitle(self) -> None:
-        parts = {"live": ["live pair"], "replay": ["replay"], "static": ["saved pair"]}[self.mode]
-        parts += self.replay.words()
+        """The header: the state first (finished, following), the app's title cut to fit."""
+        parts = [{"live": "live pair", "replay": "replay", "static": "saved pair"}[self.mode]]
         if self.model.done and self.mode != "static":
-            parts.append("finished")
-        parts.append("following" if self.follow else "scroll held (f follows)")
+            parts.insert(0, "finished")
+        parts += self.replay.words()
+        parts.append("following" if self.follow else "held (f follows)")
         self.sub_title = " · ".join(parts)
+        room = max(12, (self.size.width or 120) - len(self.sub_title) - 8)
+        title = clean(self.app.title, None)
+        self.title = title if len(title) <= room else title[: room - 1] + "…"
+
+    def on_resize(self) -> None:
+        """The title is cut to what the width leaves after the state."""
+        self.update_subtitle()
 
     def _session_running(self) -> bool:
         worker = next(iter(w for w in self.workers if w.group == "session"), None)
@@ -338,7 +378,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         step = self._first_step()
         if step is not None:
             if self.scroll_panes_to(step):
-                self.notify(f"first divergence: step {step}")
+                self.notify(f"first divergence: step {step}", timeout=2)
             elif (logs := self._logs_on_disk()) is not None:
                 self._load_window(step, logs)
             else:
@@ -349,7 +389,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
                 )
             return
         if not self.replay.find_and_jump():
-            self.notify("no divergence so far")
+            self.notify(self.model.first_line(), markup=False, timeout=3)
 
     def _logs_on_disk(self) -> SavedLogs | None:
         """The two logs to read a window from: a saved pair's, a replay's, a finished pair's."""
@@ -401,7 +441,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
             else DIVERGENCE
         )
         self.query_one(DivergencePanel).show(self.model, self.series)
-        self.notify(f"sparkline follows {self.series}", markup=False, timeout=2)
+        self.notify(f"sparkline follows {clean(self.series, 80)}", markup=False, timeout=2)
 
     def action_curves(self) -> None:
         """Switch between the panes and the loss curves."""
@@ -421,12 +461,24 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         if path is None:
             logs = self.session.logs if self.session is not None else None
             if logs is not None:
-                self.notify(f"not a saved pair: replaying {logs.a} and {logs.b}", markup=False)
+                self.notify(
+                    f"not a saved pair: replaying {clean(logs.a)} and {clean(logs.b)}", markup=False
+                )
             else:
                 self.notify("this pair is not saved", severity="warning")
             return
+        path = path.resolve()
         self.app.copy_to_clipboard(str(path))
-        self.notify(f"{path}\n(path copied to the clipboard)", title="pair folder", markup=False)
+        self.notify(
+            f"{clean(path, None)}\n(copied to the clipboard)",
+            title="pair folder",
+            markup=False,
+            timeout=4,
+        )
+
+    def action_help(self) -> None:
+        """The keys of this view and what the panel shows (Esc, ? or q closes it)."""
+        self.app.push_screen(HelpScreen(self.active_bindings))  # as the app's F1
 
     def action_pause(self) -> None:
         """Pause or resume the replay."""
@@ -444,6 +496,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         """Back to the browser (a replay is stopped)."""
         if self.session is not None and not self.model.done:
             self.session.stop()
+        self.app.summary_lines = []  # type: ignore[attr-defined]
         self.dismiss(None)
 
     def action_quit(self) -> None:
@@ -452,6 +505,9 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
 
     def request_quit(self) -> None:
         """Quit now, or (live pair running) confirm, stop both runs, wait for the save, exit."""
+        if isinstance(self.app.screen, ConfirmScreen):
+            return  # ctrl+c again while the question is shown
+        self._remember_summary()
         if self.mode != "live" or self.model.done or not self._session_running():
             self.app.exit(0)
             return

@@ -84,7 +84,9 @@ def load_saved(path: Path, max_lines: int = 2000) -> SavedPair:
     model.summary = aligner.summary(complete=complete, reason=reason if not complete else None)
     model.sides = {side: side_state(side, doc, recs) for side, recs in records.items()}
     model.done = True
-    model.message = f"saved pair {logs.pair_dir}" if logs.pair_dir else None
+    model.artifacts = dict(doc.artifacts or {})
+    told = [f"saved pair {logs.pair_dir}"] if logs.pair_dir else []
+    model.message = "; ".join([*model.artifact_lines(), *told]) or None
     tails = {side: recs[-max_lines:] for side, recs in records.items()}
     stderr = {side: _stderr_tail(logs, side, max_lines // 4) for side in records}
     return SavedPair(logs=logs, model=model, tails=tails, stderr=stderr)
