@@ -238,7 +238,7 @@ async def test_live_pair_is_saved_and_says_where(tmp_path: Path) -> None:
         )
         for side in ("a", "b"):
             assert screen.query_one(f"#header-{side}", SideHeader).status_text == (
-                "finished · step 11/11 · exit 0"
+                "finished · 12/12 steps · exit 0"
             )
             lines = pane_lines(screen, side)
             assert f"[bold red]boom[/] from {side}" in lines

@@ -29,7 +29,7 @@ from tuimon.ui.chart import CurvesView
 from tuimon.ui.commands import ScreenActions
 from tuimon.ui.divergence import DivergencePanel
 from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen, HelpScreen
-from tuimon.ui.pair_model import DIVERGENCE, PairModel
+from tuimon.ui.pair_model import DIVERGENCE, PairModel, PairRows
 from tuimon.ui.panes import SideHeader, StepPane
 from tuimon.ui.replay_controls import ReplayControls
 from tuimon.ui.saved import SavedPair, load_saved, window
@@ -125,6 +125,8 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         self.session: PairSession | None = None
         self.saved: SavedPair | None = None
         self.model = PairModel()
+        self.rows = PairRows(max_lines)
+        """The rows of both panes, aligned by step."""
         self.series = DIVERGENCE
         self.follow = True
         self.stopping = False
@@ -141,7 +143,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
                 for side in SIDES:
                     with Vertical(classes="side", id=f"side-{side}"):
                         yield SideHeader(side, id=f"header-{side}")
-                        yield StepPane(side, max_lines=self.max_lines, id=f"pane-{side}")
+                        yield StepPane(side, rows=self.rows, id=f"pane-{side}")
             yield CurvesView(id="curves")
         yield DivergencePanel(id="divergence")
         yield Footer(compact=True)
@@ -230,14 +232,17 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
             for side in SIDES:
                 self.pane(side).set_columns(self._columns)
         first = self.model.first.step if self.model.first else None
+        dropped = 0
+        for side in SIDES:
+            if stderr_first:  # a saved pair: its stderr file's tail, then the log's tail
+                dropped += self.rows.add(side, [], stderr.get(side, []))
+                dropped += self.rows.add(side, records.get(side, []))
+            else:
+                dropped += self.rows.add(side, records.get(side, []), stderr.get(side, []))
         for side in SIDES:
             pane = self.pane(side)
             pane.marked = first
-            if stderr_first:  # a saved pair: its stderr file's tail, then the log's tail
-                pane.add([], stderr.get(side, []))
-                pane.add(records.get(side, []))
-            else:
-                pane.add(records.get(side, []), stderr.get(side, []))
+            pane.rows_added(dropped)
 
     def _refresh_views(self) -> None:
         self.query_one(DivergencePanel).show(self.model, self.series)
@@ -419,8 +424,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         )
 
     def _show_window(self, step: int, lines: dict[str, list[Record]]) -> None:
-        for side in SIDES:
-            self.pane(side).clear()
+        self.rows.clear()
         self.set_follow(False)
         self._fill_panes(lines, {})
         self.call_after_refresh(self.scroll_panes_to, step)

@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from tuimon.session import SideState
 from tuimon.steplog import Record
-from tuimon.ui.pair_model import LineBuffer
+from tuimon.ui.pair_model import PairRows, SideRows
 from tuimon.ui.text import cell, clean, fit
 from tuimon.wording import side_status
 
@@ -29,11 +29,15 @@ MAX_TEXT_WIDTH = 1000
 
 
 class StepPane(ScrollView, can_focus=True):
-    """The last `max_lines` lines of one run, drawn only where visible (Line API).
+    """One run's side of the shared rows (`PairRows`), drawn only where visible (Line API).
 
-    A sticky first row names the columns. In each number the first digit that differs from the
-    other pane's value for the same step is highlighted from there on. Text lines from the run
-    (stdout that is not a record, stderr) are drawn in their own styles, never as markup.
+    Both panes draw the same rows, so a row in A is the same step as the row beside it in B
+    (blank where a side has not logged it), and they scroll together, up and down and sideways.
+    The step column stays put when scrolling sideways; a number cut at the pane's edge ends
+    in "…". A sticky first row names the columns. In each number the first digit that
+    differs from the other pane's value for the same step is highlighted from there on. Text
+    lines from the run (stdout that is not a record, stderr) are drawn in their own styles,
+    never as markup.
     """
 
     COMPONENT_CLASSES = {  # noqa: RUF012 - Textual's own declaration style
@@ -52,10 +56,18 @@ class StepPane(ScrollView, can_focus=True):
     class UserScrolledEnd(Message):
         """The user went to the end: the view follows new lines again."""
 
-    def __init__(self, side: str, *, max_lines: int = 2000, id: str | None = None) -> None:
+    def __init__(
+        self,
+        side: str,
+        *,
+        rows: PairRows | None = None,
+        max_lines: int = 2000,
+        id: str | None = None,
+    ) -> None:
         super().__init__(id=id)
         self.side = side
-        self.buffer = LineBuffer(max_lines)
+        self.rows = rows if rows is not None else PairRows(max_lines)
+        self.buffer = SideRows(self.rows, side)
         self.columns: list[str] = []
         self.partner: StepPane | None = None
         self.follow = True
@@ -74,8 +86,12 @@ class StepPane(ScrollView, can_focus=True):
             self.refresh()
 
     def add(self, records: Sequence[Record], stderr: Sequence[str] = ()) -> None:
-        """Append one batch of a side's records and stderr lines."""
-        dropped = self.buffer.add(records, stderr)
+        """Append one batch of this side's records and stderr lines (tests; the screen feeds
+        the shared rows once for both panes, then calls `rows_added` on each)."""
+        self.rows_added(self.rows.add(self.side, records, stderr))
+
+    def rows_added(self, dropped: int) -> None:
+        """The shared rows grew (and lost `dropped` old rows): follow or hold the view."""
         self._resize_virtual()
         if self.follow:  # now (forced: scrollbars may not be laid out yet) and after layout
             self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
@@ -91,8 +107,8 @@ class StepPane(ScrollView, can_focus=True):
             self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
 
     def clear(self) -> None:
-        """Forget every line."""
-        self.buffer.clear()
+        """Forget every row (of both panes: the rows are shared)."""
+        self.rows.clear()
         self._resize_virtual()
         self.refresh()
 
@@ -115,8 +131,8 @@ class StepPane(ScrollView, can_focus=True):
 
     def _resize_virtual(self) -> None:
         width = self.scrollable_content_region.width or self.size.width
-        wide = max(self._table_width(width), min(self.buffer.widest + 1, MAX_TEXT_WIDTH))
-        self.virtual_size = Size(wide, len(self.buffer) + 1)
+        wide = max(self._table_width(width), min(self.rows.widest + 1, MAX_TEXT_WIDTH))
+        self.virtual_size = Size(wide, len(self.rows) + 1)
 
     def on_resize(self) -> None:
         """Column widths follow the pane's width."""
@@ -135,8 +151,17 @@ class StepPane(ScrollView, can_focus=True):
         self.scroll_to(y=max(0, index - rows // 2), animate=False, immediate=True, force=True)
         return True
 
+    def watch_scroll_x(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_x(old_value, new_value)
+        partner = self.partner
+        if partner is not None and partner.is_mounted and partner.scroll_x != new_value:
+            partner.scroll_to(x=new_value, animate=False, immediate=True, force=True)
+
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
+        partner = self.partner
+        if partner is not None and partner.is_mounted and partner.scroll_y != new_value:
+            partner.scroll_to(y=new_value, animate=False, immediate=True, force=True)
         user_up = new_value < old_value and new_value < self.max_scroll_y  # not a resize clamp
         if user_up and self.follow and self.is_mounted:
             self.post_message(self.UserScrolledUp())
@@ -149,13 +174,20 @@ class StepPane(ScrollView, can_focus=True):
     # -- drawing ------------------------------------------------------------------------------
 
     def line_text(self, index: int) -> Text:
-        """Entry `index` of the kept lines as styled text (also what tests read)."""
-        kind, payload, metrics = self.buffer.entries[index]
-        if kind != "step":
+        """Row `index` of the kept rows as this side shows it (also what tests read)."""
+        step, slots = self.rows.entries[index]
+        if step is None:
+            slot = slots.get(self.side)
+            if slot is None:
+                return Text("", no_wrap=True, end="")
+            kind, payload = slot
             style = self.get_component_rich_style(f"step-pane--{kind}")
             prefix = "! " if kind == "stderr" else ("· " if kind == "note" else "")
             return Text(prefix + payload, style=style, no_wrap=True, end="")
-        return self._step_text(payload, metrics or {})
+        metrics = self.buffer.metrics_of(step)
+        if metrics is None:  # the other side logged this step, this one not (yet)
+            return Text("", no_wrap=True, end="")
+        return self._step_text(step, metrics)
 
     def _step_text(self, step: int, metrics: dict[str, float]) -> Text:
         width = self.scrollable_content_region.width or self.size.width
@@ -188,20 +220,44 @@ class StepPane(ScrollView, can_focus=True):
         return text
 
     def render_line(self, y: int) -> Strip:
-        """Row 0 names the columns; the rows below show the kept lines from the scroll offset."""
+        """Row 0 names the columns; the rows below show the kept rows from the scroll offset.
+
+        On a table row the step column stays put and the metrics scroll sideways under it; a
+        number cut at either edge shows "…" there, so a cut number never reads as a value.
+        """
         scroll_x, scroll_y = self.scroll_offset
-        width = self.size.width
+        width = self.scrollable_content_region.width or self.size.width
         base = self.rich_style
+        table = True
         if y == 0:
             text = self._header_text()
             text.stylize(self.get_component_rich_style("step-pane--header"))
         else:
             index = scroll_y + y - 1
-            if index >= len(self.buffer):
+            if index >= len(self.rows):
                 return Strip.blank(width, base)
             text = self.line_text(index)
+            table = self.rows.entries[index][0] is not None
+        if table and len(text) > STEP_WIDTH and width > STEP_WIDTH:
+            fixed, rest = text[:STEP_WIDTH], text[STEP_WIDTH:]
+            text = fixed + _visible(rest, scroll_x, width - STEP_WIDTH)
+            scroll_x = 0
         strip = Strip(list(text.render(self.app.console)), text.cell_len)
         return strip.crop_extend(scroll_x, scroll_x + width, base).apply_style(base)
+
+
+def _visible(text: Text, start: int, width: int) -> Text:
+    """`width` cells of `text` from `start`; a word cut at either edge shows "…" there."""
+    plain = text.plain
+    end = start + width
+    out = text[start:end]
+    if len(out) == 0:
+        return out
+    if start > 0 and plain[start - 1 : start].strip() and plain[start : start + 1].strip():
+        out = Text("…", end="") + out[1:]
+    if end < len(plain) and plain[end - 1 : end].strip() and plain[end : end + 1].strip():
+        out = out[:-1] + Text("…", end="")
+    return out
 
 
 class SideHeader(Vertical):

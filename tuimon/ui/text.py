@@ -73,7 +73,7 @@ def cell(
             text = fmt_number(mine, digits)
             if len(text) <= width:
                 return text, None
-        return text[:width], None
+        return text[: width - 1] + "…", None
     digits = _digits_to_differ(mine, other, sig) or MAX_SIG
     text = fmt_number(mine, digits, zeros=True)
     if len(text) <= width:
