@@ -175,3 +175,36 @@ def headline(summary: Summary) -> str:
 def metric_max_line(name: str, worst: Mapping[str, Any]) -> str:
     """One metric's largest relative difference (`tuimon compare`): `Summary.metric_max` item."""
     return f"  {clean(name, 80):<16} max rel diff {worst['rel']:.3g} at step {worst['step']}"
+
+
+def short_command(command: str) -> list[str]:
+    """A run's command from the script on: `/x/.venv/bin/python3 -m tuimon train --seed 0` is
+    `tuimon train --seed 0`, `python my_train.py --lr 1` is `my_train.py --lr 1`."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    for i, word in enumerate(words):
+        if word == "-m" and i + 1 < len(words):
+            return words[i + 1 :]
+        if word.endswith(".py") or (i == 0 and "python" not in word.rsplit("/", 1)[-1]):
+            return [word.rsplit("/", 1)[-1], *words[i + 1 :]]
+    return words
+
+
+def differing_words(mine: Sequence[str], other: Sequence[str]) -> list[str]:
+    """The words of `mine` that differ from `other` (with the option they belong to):
+    `--threads 2` when only the thread count differs."""
+    if list(mine) == list(other):
+        return []
+    if len(mine) != len(other):
+        return [w for w in mine if w not in other]
+    out: list[str] = []
+    for i, (x, y) in enumerate(zip(mine, other, strict=True)):
+        if x != y:
+            if i and mine[i - 1].startswith("-") and mine[i - 1] not in out:
+                out.append(mine[i - 1])
+            out.append(x)
+    return out

@@ -126,13 +126,14 @@ class EnvDiffScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
-HELP_TEXT = """\
-The two panes show the same steps side by side: a row in A is the same step as the row beside
-it in B (a blank where a side has not logged it). In each number the first digit that differs
-from the other side is lit; a number cut to fit ends in … (press w for every digit).
-▶ marks the first divergent step. The panel below: where the runs part, a sparkline of the
-log10 divergence (▁ = bitwise equal), now/max, steps done / planned, and the verdict.
-Counts are steps done / steps planned. Text from the runs is shown escaped (^[ is ESC)."""
+HELP_TEXT = (
+    "The two panes show the same steps side by side: a row in A is the same step as the row "
+    "beside it in B (blank where a side has not logged it). The first digit that differs from "
+    "the other side is lit; a number cut to fit ends in … (w shows every digit). ▶ marks the "
+    "first divergent step. Below: where the runs part, the log10 divergence (▁ bitwise equal), "
+    "now / max, and the verdict. Counts are steps done / steps planned. Text from the runs is "
+    "shown escaped (^[ is ESC)."
+)
 
 
 class HelpScreen(ModalScreen[None]):
@@ -156,7 +157,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="help-box"):
-            yield Static(Text("Keys", style=Style(bold=True)), id="help-title")
+            yield Static(Text("Keys · Esc closes", style=Style(bold=True)), id="help-title")
             table = Text(no_wrap=False)
             for key, what in self.keys:
                 table.append(f"{key:>7}  ", Style(bold=True))
@@ -164,10 +165,9 @@ class HelpScreen(ModalScreen[None]):
             table.append(f"{'ctrl+c':>7}  ", Style(bold=True))
             table.append("Quit, as q (a running pair asks first)\n")
             table.append(f"{'ctrl+p':>7}  ", Style(bold=True))
-            table.append("Every command, searchable\n")
+            table.append("Every command, searchable")
             yield Static(table, id="help-keys")
             yield Static(Text(HELP_TEXT, style=Style(dim=True)), id="help-text")
-            yield Static(Text("Esc closes", style=Style(italic=True)), id="help-close")
 
     def action_close(self) -> None:
         """Back to the view."""

@@ -338,6 +338,9 @@ class PairModel:
                 for k, v in sorted(self.saved.env_diff.items())
                 if isinstance(v, list) and len(v) == 2
             ]
+        a, b = self.sides.get("a"), self.sides.get("b")
+        if rows and a is not None and b is not None:  # the full commands (titles are short)
+            rows.insert(0, EnvRow("command", a.command, b.command))
         return rows
 
     def artifact_lines(self) -> list[str]:

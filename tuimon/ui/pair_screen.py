@@ -146,7 +146,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
                         yield StepPane(side, rows=self.rows, id=f"pane-{side}")
             yield CurvesView(id="curves")
         yield DivergencePanel(id="divergence")
-        yield Footer(compact=True)
+        yield Footer(compact=True, show_command_palette=False)  # every key fits 80 columns
 
     def pane(self, side: str) -> StepPane:
         """The step pane of a side."""
@@ -172,7 +172,10 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
             self.query_one(DivergencePanel).say(f"cannot start the pair: {exc}")
             return
         for side in SIDES:
-            self.query_one(f"#header-{side}", SideHeader).show(self.session.sides[side])
+            other = self.session.sides["b" if side == "a" else "a"]
+            self.query_one(f"#header-{side}", SideHeader).show(
+                self.session.sides[side], other=other
+            )
         self.model.pair_path = self.session.pair_path
         self.post_message(SessionStarted(self.session))
         self.run_worker(
@@ -214,7 +217,8 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         self.model.apply(batch)
         self._fill_panes(batch.records, batch.stderr)
         for side, state in batch.sides.items():
-            self.query_one(f"#header-{side}", SideHeader).show(state)
+            other = batch.sides.get("b" if side == "a" else "a")
+            self.query_one(f"#header-{side}", SideHeader).show(state, other=other)
         self.replay.land_jump()
         self._refresh_views()
         if batch.done:
@@ -302,7 +306,8 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         self.model = saved.model
         self._fill_panes(saved.tails, saved.stderr, stderr_first=True)
         for side, state in saved.model.sides.items():
-            self.query_one(f"#header-{side}", SideHeader).show(state, live=False)
+            other = saved.model.sides.get("b" if side == "a" else "a")
+            self.query_one(f"#header-{side}", SideHeader).show(state, live=False, other=other)
         self._refresh_views()
 
     def update_subtitle(self) -> None:

@@ -18,7 +18,7 @@ from tuimon.session import SideState
 from tuimon.steplog import Record
 from tuimon.ui.pair_model import PairRows, SideRows
 from tuimon.ui.text import cell, clean, fit
-from tuimon.wording import side_status
+from tuimon.wording import differing_words, short_command, side_status
 
 STEP_WIDTH = 8
 MIN_COLUMN = 11
@@ -268,19 +268,32 @@ class SideHeader(Vertical):
         self.side = side
         self._status = "starting"
         self._state: SideState | None = None
+        self._other: SideState | None = None
         self._live = True
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"{self.side.upper()} · …", no_wrap=True), classes="side-title")
         yield Static(Text("starting", no_wrap=True), classes="side-status status-starting")
 
-    def show(self, state: SideState, *, live: bool = True) -> None:
-        """Update the title and the status line from a side's state."""
+    def show(self, state: SideState, *, live: bool = True, other: SideState | None = None) -> None:
+        """Update the title and the status line from a side's state.
+
+        The title shows the device, what differs from the other side's command (lit), then the
+        command from the script on; the full command is in the environment view (e).
+        """
         self._state, self._live = state, live
+        self._other = other if other is not None else self._other
         title = Text(no_wrap=True, overflow="ellipsis", end="")
         title.append(f"{self.side.upper()} ", Style(bold=True))
-        title.append(f"· {clean(state.device)} · ")
-        title.append(clean(state.command), Style(italic=True))
+        title.append(f"· {clean(state.device, 40)} · ")
+        words = short_command(state.command)
+        if self._other is not None:
+            differ = differing_words(words, short_command(self._other.command))
+            if differ:
+                shown = " ".join(w.rsplit("/", 1)[-1] for w in differ)  # a path: its name
+                title.append(clean(shown, 60), Style(bold=True, reverse=True))
+                title.append(" · ")
+        title.append(clean(" ".join(words), 300), Style(italic=True))
         self.query_one(".side-title", Static).update(title)
         line, status = side_status(state, live=live)
         width = self.content_size.width
