@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from tuimon import __version__
 from tuimon.errors import TuimonError, UsageError
+from tuimon.sanitize import clean
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -455,7 +456,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args))
     except TuimonError as exc:  # every one-line error of tuimon: the message, exit 2
-        print(f"tuimon: error: {exc}", file=sys.stderr)
+        print(f"tuimon: error: {clean(exc, None)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("tuimon: interrupted", file=sys.stderr)
@@ -466,6 +467,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a bug or an OS error nobody foresaw: one line, not a traceback
         if os.environ.get("TUIMON_DEBUG"):
             raise
-        print(f"tuimon: error: {type(exc).__name__}: {exc} (TUIMON_DEBUG=1 shows where)",
-              file=sys.stderr)  # fmt: skip
+        why = f"{type(exc).__name__}: {clean(exc, None)}"
+        print(f"tuimon: error: {why} (TUIMON_DEBUG=1 shows where)", file=sys.stderr)
         return 1
