@@ -314,13 +314,21 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         """The header: the state first (finished, following), the app's title cut to fit."""
         parts = [{"live": "live pair", "replay": "replay", "static": "saved pair"}[self.mode]]
         if self.model.done and self.mode != "static":
-            parts.insert(0, "finished")
+            parts.insert(0, self._ended())
         parts += self.replay.words()
         parts.append("following" if self.follow else "held (f follows)")
         self.sub_title = " · ".join(parts)
         room = max(12, (self.size.width or 120) - len(self.sub_title) - 8)
         title = clean(self.app.title, None)
         self.title = title if len(title) <= room else title[: room - 1] + "…"
+
+    def _ended(self) -> str:
+        """How the pair ended, in a word or two: finished, interrupted, run b failed."""
+        statuses = {side: state.status for side, state in self.model.sides.items()}
+        if "interrupted" in statuses.values():
+            return "interrupted"
+        failed = [side for side, status in statuses.items() if status == "failed"]
+        return f"run {' and '.join(failed)} failed" if failed else "finished"
 
     def on_resize(self) -> None:
         """The title is cut to what the width leaves after the state."""
