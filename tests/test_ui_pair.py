@@ -167,7 +167,7 @@ async def test_metric_curves_env_and_palette(tmp_path: Path) -> None:
         assert isinstance(app.screen, EnvDiffScreen)
         table = app.screen.query_one(DataTable)
         keys = [str(table.get_row_at(i)[0]).strip("≠ ") for i in range(table.row_count)]
-        assert keys == ["env.env_vars.OMP_NUM_THREADS", "env.threads"]
+        assert keys == ["command", "env.env_vars.OMP_NUM_THREADS", "env.threads"]
         await pilot.press("a")
         assert table.row_count > 2
         await pilot.press("escape")

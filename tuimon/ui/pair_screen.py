@@ -7,6 +7,7 @@ feeds its `PairModel` and panes with the whole batch at once.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,13 +17,14 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Footer, Header
 from textual.worker import Worker, WorkerState
 
 from tuimon.artifacts import describe
 from tuimon.errors import ReplayError
 from tuimon.replay import resolve_logs
-from tuimon.session import Batch, PairSession
+from tuimon.session import Batch, PairSession, SideState
 from tuimon.steplog import Record
 from tuimon.store import SIDES, SavedLogs
 from tuimon.ui.chart import CurvesView
@@ -38,6 +40,8 @@ from tuimon.ui.workers import ReportsWorkerErrors
 from tuimon.wording import headline
 
 MAX_LINES = 2000
+DRAW_EVERY = 0.2
+"""Seconds between two draws of a streaming pair (batches in between are taken, not drawn)."""
 STOP_QUESTION = "Stop both runs? The partial pair is saved."
 SessionFactory = Callable[[Callable[[Batch], None]], PairSession]
 
@@ -133,6 +137,10 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         self.replay = ReplayControls(self)
         self._curves_dirty = True
         self._columns: list[str] = []
+        self._sides: dict[str, SideState] = {}
+        self._dropped = 0
+        self._last_draw = 0.0
+        self._draw_timer: Timer | None = None
 
     # -- layout -------------------------------------------------------------------------------
 
@@ -213,16 +221,57 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
 
     @on(BatchArrived)
     def _on_batch(self, message: BatchArrived) -> None:
+        """Take the batch now; draw at most `DRAW_EVERY` apart (the last batch at once)."""
         batch = message.batch
         self.model.apply(batch)
-        self._fill_panes(batch.records, batch.stderr)
-        for side, state in batch.sides.items():
-            other = batch.sides.get("b" if side == "a" else "a")
+        self._add_rows(batch.records, batch.stderr)
+        self._sides = batch.sides
+        wait = self._last_draw + DRAW_EVERY - time.monotonic()
+        if batch.done or wait <= 0 or self.replay.pending_jump is not None:
+            self._draw()
+        elif self._draw_timer is None:
+            self._draw_timer = self.set_timer(wait, self._draw)
+        if batch.done:
+            self._on_done(batch)
+
+    def _draw(self) -> None:
+        """Show what the batches taken since the last draw brought."""
+        if self._draw_timer is not None:
+            self._draw_timer.stop()
+            self._draw_timer = None
+        self._last_draw = time.monotonic()
+        self._show_rows()
+        for side, state in self._sides.items():
+            other = self._sides.get("b" if side == "a" else "a")
             self.query_one(f"#header-{side}", SideHeader).show(state, other=other)
         self.replay.land_jump()
         self._refresh_views()
-        if batch.done:
-            self._on_done(batch)
+
+    def _add_rows(
+        self,
+        records: dict[str, list[Record]],
+        stderr: dict[str, list[str]],
+        *,
+        stderr_first: bool = False,
+    ) -> None:
+        for side in SIDES:
+            if stderr_first:  # a saved pair: its stderr file's tail, then the log's tail
+                self._dropped += self.rows.add(side, [], stderr.get(side, []))
+                self._dropped += self.rows.add(side, records.get(side, []))
+            else:
+                self._dropped += self.rows.add(side, records.get(side, []), stderr.get(side, []))
+
+    def _show_rows(self) -> None:
+        if self.model.columns != self._columns:
+            self._columns = list(self.model.columns)
+            for side in SIDES:
+                self.pane(side).set_columns(self._columns)
+        first = self.model.first.step if self.model.first else None
+        dropped, self._dropped = self._dropped, 0
+        for side in SIDES:
+            pane = self.pane(side)
+            pane.marked = first
+            pane.rows_added(dropped)
 
     def _fill_panes(
         self,
@@ -231,22 +280,8 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         *,
         stderr_first: bool = False,
     ) -> None:
-        if self.model.columns != self._columns:
-            self._columns = list(self.model.columns)
-            for side in SIDES:
-                self.pane(side).set_columns(self._columns)
-        first = self.model.first.step if self.model.first else None
-        dropped = 0
-        for side in SIDES:
-            if stderr_first:  # a saved pair: its stderr file's tail, then the log's tail
-                dropped += self.rows.add(side, [], stderr.get(side, []))
-                dropped += self.rows.add(side, records.get(side, []))
-            else:
-                dropped += self.rows.add(side, records.get(side, []), stderr.get(side, []))
-        for side in SIDES:
-            pane = self.pane(side)
-            pane.marked = first
-            pane.rows_added(dropped)
+        self._add_rows(records, stderr, stderr_first=stderr_first)
+        self._show_rows()
 
     def _refresh_views(self) -> None:
         self.query_one(DivergencePanel).show(self.model, self.series)

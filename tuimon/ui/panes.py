@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.cache import LRUCache
 from textual.containers import Vertical
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -73,6 +74,11 @@ class StepPane(ScrollView, can_focus=True):
         self.follow = True
         self.marked: int | None = None
         """A step whose number is marked (the first divergence)."""
+        self._styles: dict[str, Style] = {}
+        self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
+        """Rows already drawn, by what their look depends on."""
+        self._other = "b" if side == "a" else "a"
+        self._columns_key = 0
         self.wide = False
         """Every digit (wide columns, scroll sideways) instead of what fits."""
 
@@ -82,6 +88,7 @@ class StepPane(ScrollView, can_focus=True):
         """The metrics shown, in order."""
         if list(columns) != self.columns:
             self.columns = list(columns)
+            self._columns_key += 1
             self._resize_virtual()
             self.refresh()
 
@@ -132,7 +139,20 @@ class StepPane(ScrollView, can_focus=True):
     def _resize_virtual(self) -> None:
         width = self.scrollable_content_region.width or self.size.width
         wide = max(self._table_width(width), min(self.rows.widest + 1, MAX_TEXT_WIDTH))
-        self.virtual_size = Size(wide, len(self.rows) + 1)
+        size, old = Size(wide, len(self.rows) + 1), self.virtual_size
+        if size == old:
+            return
+        view = self.size
+        same_bars = (old.width > view.width) == (size.width > view.width) and (
+            old.height > view.height
+        ) == (size.height > view.height)
+        if same_bars and self.is_mounted and view.area:
+            # the scrollbars stay as they are: no layout of the whole screen, only the bars
+            self.set_reactive(StepPane.virtual_size, size)
+            self._scroll_update(size)
+            self.refresh()
+        else:
+            self.virtual_size = size
 
     def on_resize(self) -> None:
         """Column widths follow the pane's width."""
@@ -173,6 +193,28 @@ class StepPane(ScrollView, can_focus=True):
 
     # -- drawing ------------------------------------------------------------------------------
 
+    def _style(self, component: str) -> Style:
+        """A component's style ("" for the pane's own), kept for one frame (the DOM walk behind
+        it costs more than drawing the line)."""
+        style = self._styles.get(component)
+        if style is None:
+            style = self.get_component_rich_style(component) if component else self.rich_style
+            self._styles[component] = style
+        return style
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """One frame: styles are looked up afresh; a change of style forgets the drawn rows."""
+        styles = self._styles
+        self._styles = {}
+        if styles and styles.get("") != self._style(""):
+            self._strips.clear()
+        return super().render_lines(crop)
+
+    def notify_style_update(self) -> None:
+        """A theme or CSS change: draw every row afresh."""
+        super().notify_style_update()
+        self._strips.clear()
+
     def line_text(self, index: int) -> Text:
         """Row `index` of the kept rows as this side shows it (also what tests read)."""
         step, slots = self.rows.entries[index]
@@ -181,7 +223,7 @@ class StepPane(ScrollView, can_focus=True):
             if slot is None:
                 return Text("", no_wrap=True, end="")
             kind, payload = slot
-            style = self.get_component_rich_style(f"step-pane--{kind}")
+            style = self._style(f"step-pane--{kind}")
             prefix = "! " if kind == "stderr" else ("· " if kind == "note" else "")
             return Text(prefix + payload, style=style, no_wrap=True, end="")
         metrics = self.buffer.metrics_of(step)
@@ -193,10 +235,10 @@ class StepPane(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width or self.size.width
         col = self._column_width(width)
         sig = 17 if self.wide else max(3, min(10, col - 6))
-        diff_style = self.get_component_rich_style("step-pane--diff")
+        diff_style = self._style("step-pane--diff")
         mark = step == self.marked
         text = Text(no_wrap=True, end="")
-        step_style = self.get_component_rich_style("step-pane--mark" if mark else "step-pane--step")
+        step_style = self._style("step-pane--mark" if mark else "step-pane--step")
         text.append(f"{'▶' if mark else ' '}{step:>{STEP_WIDTH - 2}} ", step_style)
         other = self.partner.buffer.metrics_of(step) if self.partner is not None else None
         for name in self.columns:
@@ -227,23 +269,41 @@ class StepPane(ScrollView, can_focus=True):
         """
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width or self.size.width
-        base = self.rich_style
+        base = self._style("")
         table = True
         if y == 0:
             text = self._header_text()
-            text.stylize(self.get_component_rich_style("step-pane--header"))
+            text.stylize(self._style("step-pane--header"))
         else:
             index = scroll_y + y - 1
             if index >= len(self.rows):
                 return Strip.blank(width, base)
+            step, slots = self.rows.entries[index]
+            key = (  # what the row's look depends on: a row once drawn is drawn again for free
+                self.rows.start + index,
+                step is not None and self.buffer.metrics_of(step) is not None,
+                step is not None and self.rows.metrics_of(step, self._other) is not None,
+                len(slots),
+                step is not None and step == self.marked,
+                width,
+                scroll_x,
+                self.wide,
+                self._columns_key,
+            )
+            strip = self._strips.get(key)
+            if strip is not None:
+                return strip
             text = self.line_text(index)
-            table = self.rows.entries[index][0] is not None
+            table = step is not None
         if table and len(text) > STEP_WIDTH and width > STEP_WIDTH:
             fixed, rest = text[:STEP_WIDTH], text[STEP_WIDTH:]
             text = fixed + _visible(rest, scroll_x, width - STEP_WIDTH)
             scroll_x = 0
         strip = Strip(list(text.render(self.app.console)), text.cell_len)
-        return strip.crop_extend(scroll_x, scroll_x + width, base).apply_style(base)
+        strip = strip.crop_extend(scroll_x, scroll_x + width, base).apply_style(base)
+        if y:
+            self._strips[key] = strip
+        return strip
 
 
 def _visible(text: Text, start: int, width: int) -> Text:
@@ -294,7 +354,7 @@ class SideHeader(Vertical):
                 title.append(clean(shown, 60), Style(bold=True, reverse=True))
                 title.append(" · ")
         title.append(clean(" ".join(words), 300), Style(italic=True))
-        self.query_one(".side-title", Static).update(title)
+        self.query_one(".side-title", Static).update(title, layout=False)
         line, status = side_status(state, live=live)
         width = self.content_size.width
         for compact in (1, 2):
@@ -302,7 +362,7 @@ class SideHeader(Vertical):
                 break
             line, status = side_status(state, live=live, compact=compact)
         widget = self.query_one(".side-status", Static)
-        widget.update(Text(line, no_wrap=True, overflow="ellipsis", end=""))
+        widget.update(Text(line, no_wrap=True, overflow="ellipsis", end=""), layout=False)
         if status != self._status:
             widget.remove_class(f"status-{self._status}")
             widget.add_class(f"status-{status}")
