@@ -15,6 +15,7 @@ from tuimon.demo import write_demo
 from tuimon.replay import ReplaySource, replay_session, resolve_logs
 from tuimon.runner import RunSpec
 from tuimon.session import Batch, LiveSource, PairOptions, PairSession, SideState
+from tuimon.steplog import Step
 from tuimon.store import PairWriter
 from tuimon.ui.app import TuimonApp, terminate_leftovers
 from tuimon.ui.chart import LossChart
@@ -327,3 +328,42 @@ async def test_finished_live_pair_jump_reads_its_saved_logs(tmp_path: Path) -> N
         await pilot.press("g")
         await wait_for(pilot, lambda: view.pane("b").buffer.index_of(5) is not None)
         assert view.pane("a").buffer.index_of(5) is not None
+
+
+async def test_help_opens_with_question_mark_and_f1_and_ctrl_c_quits(tmp_path: Path) -> None:
+    from tuimon.ui.modals import HelpScreen
+
+    app = replay_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = pair_screen(app)
+        await wait_for(pilot, lambda: screen.model.done)
+        for key in ("question_mark", "f1"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert isinstance(app.screen, HelpScreen)
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.screen is screen
+        await pilot.press("ctrl+c")  # a finished pair: ctrl+c quits as q does
+        await pilot.pause()
+    assert app.return_code == 0
+    assert app.summary_lines[0].startswith("DIVERGED: first divergent step 2")
+
+
+async def test_a_side_behind_leaves_blank_rows_beside_the_other(tmp_path: Path) -> None:
+    app = replay_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = pair_screen(app)
+        await wait_for(pilot, lambda: screen.model.done)
+        a, b = screen.pane("a"), screen.pane("b")
+        assert a.buffer.index_of(10) == b.buffer.index_of(10)  # one row, both sides
+        screen.set_follow(False)
+        await pilot.pause()
+        a.scroll_to(y=5, animate=False, immediate=True)
+        await pilot.pause()
+        assert b.scroll_y == a.scroll_y == 5  # the panes scroll together
+        rows = screen.rows
+        rows.add("a", [Step(10_000, {"train_loss": 1.0})])
+        last = len(rows) - 1
+        assert a.line_text(last).plain.strip().startswith("10000")
+        assert b.line_text(last).plain == ""  # b has not logged it: a blank beside it

@@ -573,6 +573,10 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
     def _stop_answer(self, stop: bool | None) -> None:
         if not stop or self.session is None:
             return
+        if self.model.done:  # the pair ended while the question was shown: nothing to stop
+            self._remember_summary()
+            self.app.exit(0)
+            return
         self.stopping = True
         self.session.stop()
         self.query_one(DivergencePanel).say("stopping both runs … the partial pair is saved")

@@ -44,6 +44,11 @@ def side_state(side: str, doc: PairDoc, records: list[Record]) -> SideState:
     state.status = status
     state.exit_code = run.exit_code
     state.step = steps[-1].step if steps else None
+    planned = header.hyper.get("steps") if header is not None else None
+    if isinstance(planned, int) and planned > 0:  # steps done / steps planned, as live
+        state.total = planned
+    elif end is not None and end.steps is not None:
+        state.total = end.steps
     state.records = len(steps)
     state.header = header
     state.end = end
