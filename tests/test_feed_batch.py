@@ -44,4 +44,3 @@ def test_batches_align_as_one_by_one() -> None:
         got += batched.feed_batch(side, run)
     assert [x.to_dict() for x in got] == [x.to_dict() for x in expected]
     assert batched.summary().to_dict() == one.summary().to_dict()
-    assert batched.duplicates == one.duplicates == {"a": 1, "b": 0}

@@ -15,6 +15,7 @@ from tuimon.demo import write_demo
 from tuimon.replay import ReplaySource, replay_session, resolve_logs
 from tuimon.runner import RunSpec
 from tuimon.session import Batch, LiveSource, PairOptions, PairSession, SideState
+from tuimon.steplog import Step
 from tuimon.store import PairWriter
 from tuimon.ui.app import TuimonApp, terminate_leftovers
 from tuimon.ui.chart import LossChart
@@ -113,7 +114,7 @@ async def test_finished_replay_shows_both_runs_and_where_they_part(tmp_path: Pat
         assert screen.query_one("#verdict").has_class("verdict-diverged")
         for side in ("a", "b"):
             header = screen.query_one(f"#header-{side}", SideHeader)
-            assert header.status_text == "finished · step 39/39 · exit 0"
+            assert header.status_text == "finished · 40/40 steps · exit 0"
         lines_b = pane_lines(screen, "b")
         # untrusted text is shown literally, escapes made visible; the app did not quit
         assert MARKUP in lines_b
@@ -167,7 +168,7 @@ async def test_metric_curves_env_and_palette(tmp_path: Path) -> None:
         assert isinstance(app.screen, EnvDiffScreen)
         table = app.screen.query_one(DataTable)
         keys = [str(table.get_row_at(i)[0]).strip("≠ ") for i in range(table.row_count)]
-        assert keys == ["env.env_vars.OMP_NUM_THREADS", "env.threads"]
+        assert keys == ["command", "env.env_vars.OMP_NUM_THREADS", "env.threads"]
         await pilot.press("a")
         assert table.row_count > 2
         await pilot.press("escape")
@@ -230,13 +231,15 @@ async def test_live_pair_is_saved_and_says_where(tmp_path: Path) -> None:
         await pilot.pause()
         [saved] = (tmp_path / "store").iterdir()
         assert (saved / "pair.json").is_file()
-        assert str(screen.query_one("#message").render()) == f"saved to {saved}"
+        assert str(screen.query_one("#message").render()) == f"pair saved in {saved}"
+        assert app.summary_lines[0].startswith("DIVERGED: first divergent step 3")
+        assert app.summary_lines[-1] == f"pair saved in {saved}"  # printed after the app exits
         assert "first divergence: step 3 (train_loss, test_loss)" in str(
             screen.query_one("#first-divergence").render()
         )
         for side in ("a", "b"):
             assert screen.query_one(f"#header-{side}", SideHeader).status_text == (
-                "finished · step 11/11 · exit 0"
+                "finished · 12/12 steps · exit 0"
             )
             lines = pane_lines(screen, side)
             assert f"[bold red]boom[/] from {side}" in lines
@@ -325,3 +328,42 @@ async def test_finished_live_pair_jump_reads_its_saved_logs(tmp_path: Path) -> N
         await pilot.press("g")
         await wait_for(pilot, lambda: view.pane("b").buffer.index_of(5) is not None)
         assert view.pane("a").buffer.index_of(5) is not None
+
+
+async def test_help_opens_with_question_mark_and_f1_and_ctrl_c_quits(tmp_path: Path) -> None:
+    from tuimon.ui.modals import HelpScreen
+
+    app = replay_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = pair_screen(app)
+        await wait_for(pilot, lambda: screen.model.done)
+        for key in ("question_mark", "f1"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert isinstance(app.screen, HelpScreen)
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.screen is screen
+        await pilot.press("ctrl+c")  # a finished pair: ctrl+c quits as q does
+        await pilot.pause()
+    assert app.return_code == 0
+    assert app.summary_lines[0].startswith("DIVERGED: first divergent step 2")
+
+
+async def test_a_side_behind_leaves_blank_rows_beside_the_other(tmp_path: Path) -> None:
+    app = replay_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = pair_screen(app)
+        await wait_for(pilot, lambda: screen.model.done)
+        a, b = screen.pane("a"), screen.pane("b")
+        assert a.buffer.index_of(10) == b.buffer.index_of(10)  # one row, both sides
+        screen.set_follow(False)
+        await pilot.pause()
+        a.scroll_to(y=5, animate=False, immediate=True)
+        await pilot.pause()
+        assert b.scroll_y == a.scroll_y == 5  # the panes scroll together
+        rows = screen.rows
+        rows.add("a", [Step(10_000, {"train_loss": 1.0})])
+        last = len(rows) - 1
+        assert a.line_text(last).plain.strip().startswith("10000")
+        assert b.line_text(last).plain == ""  # b has not logged it: a blank beside it

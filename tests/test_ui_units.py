@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from tuimon.align import compare_steps
 from tuimon.demo import write_demo
 from tuimon.replay import read_lines, steps_of
-from tuimon.steplog import Step, Text
+from tuimon.steplog import Header, Step, Text
 from tuimon.ui.divergence import spark_data
-from tuimon.ui.pair_model import DIVERGENCE, LineBuffer, PairModel, choose_columns, env_rows
+from tuimon.ui.pair_model import DIVERGENCE, PairModel, PairRows, choose_columns, env_rows
 from tuimon.ui.series import EQUAL_LEVEL, BucketSeries, CurveSeries, levels
 from tuimon.ui.text import cell, clean, fmt_number
 
@@ -99,16 +99,28 @@ def test_levels_put_equal_steps_below_every_real_difference() -> None:
     assert values[0] < -9.0
 
 
-def test_line_buffer_is_bounded_and_indexes_steps() -> None:
-    buffer = LineBuffer(100)
-    buffer.add([Step(i, {"x": float(i)}) for i in range(50)], ["warn"])
-    buffer.add([Text("[bold]x[/]")])
-    dropped = buffer.add([Step(i, {"x": float(i)}) for i in range(50, 25_000)])
-    assert len(buffer) == 100
-    assert dropped == 52 + 24_950 - 100
-    assert buffer.index_of(24_999) == 99
-    assert buffer.index_of(10) is None
-    assert len(buffer.by_step) == 100
+def test_pair_rows_are_bounded_and_indexes_steps() -> None:
+    rows = PairRows(100)
+    rows.add("a", [Step(i, {"x": float(i)}) for i in range(50)], ["warn"])
+    rows.add("a", [Text("[bold]x[/]")])
+    dropped = rows.add("a", [Step(i, {"x": float(i)}) for i in range(50, 25_000)])
+    assert len(rows) == 100
+    assert dropped == 52  # a huge batch keeps only its last max_lines records
+    assert rows.index_of(24_999) == 99
+    assert rows.index_of(10) is None
+    assert len(rows.rows_of) == 100
+
+
+def test_pair_rows_align_the_two_sides_by_step() -> None:
+    rows = PairRows(100)
+    rows.add("a", [Header({}, {}, {}), *(Step(i, {"x": 1.0}) for i in range(5))])
+    rows.add("b", [Header({}, {}, {}), Step(0, {"x": 1.0})], ["warn b"])
+    rows.add("b", [Step(i, {"x": 2.0}) for i in range(1, 3)])
+    assert len(rows) == 1 + 5 + 1  # both headers share a row; b's stderr sits after step 4
+    assert rows.index_of(2, "a") == rows.index_of(2, "b") == 3
+    assert rows.index_of(4, "a") == 5 and rows.index_of(4, "b") is None
+    assert rows.entries[0][1].keys() == {"a", "b"}
+    assert rows.entries[6][1] == {"b": ("stderr", "warn b")}
 
 
 def test_columns_put_losses_first() -> None:

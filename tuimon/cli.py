@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from tuimon import __version__
 from tuimon.errors import TuimonError, UsageError
+from tuimon.sanitize import clean
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -821,7 +822,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tuimon: error: {exc}\ntry: {prog} --help", file=sys.stderr)
         return 2
     except TuimonError as exc:  # every one-line error of tuimon: the message, exit 2
-        print(f"tuimon: error: {exc}", file=sys.stderr)
+        print(f"tuimon: error: {clean(exc, None)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("tuimon: interrupted", file=sys.stderr)
@@ -832,6 +833,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a bug or an OS error nobody foresaw: one line, not a traceback
         if os.environ.get("TUIMON_DEBUG"):
             raise
-        print(f"tuimon: error: {type(exc).__name__}: {exc} (TUIMON_DEBUG=1 shows where)",
-              file=sys.stderr)  # fmt: skip
+        why = f"{type(exc).__name__}: {clean(exc, None)}"
+        print(f"tuimon: error: {why} (TUIMON_DEBUG=1 shows where)", file=sys.stderr)
         return 1

@@ -20,7 +20,7 @@ import orjson
 from tuimon.align import DIVERGED, IDENTICAL, INCOMPLETE, diff_arrays, verdict
 from tuimon.errors import EmbCheckError
 from tuimon.freqs import TOP, FreqError, agreement, as_embedding, key_frequencies
-from tuimon.ui.text import clean
+from tuimon.sanitize import clean
 
 EXIT_CODES = {IDENTICAL: 0, "CLOSE": 0, DIVERGED: 1, INCOMPLETE: 3}
 _SEED = re.compile(r"(?:^|[^a-z0-9])(?:s|seed[-_]?)(\d+)(?=$|[^0-9])", re.IGNORECASE)

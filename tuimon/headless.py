@@ -18,6 +18,7 @@ from rich.text import Text
 
 from tuimon.align import Summary, exit_code
 from tuimon.hints import likely_causes
+from tuimon.sanitize import clean
 from tuimon.session import Batch, PairSession
 from tuimon.wording import divergence_line, first_divergence_event, headline, side_line
 
@@ -32,7 +33,9 @@ class HeadlessReporter:
         self.console = console
         self.progress = Progress(
             TextColumn(
-                "{task.description}  {task.fields[info]}", table_column=Column(no_wrap=True)
+                "{task.description}  {task.fields[info]}",
+                markup=False,  # names and devices come from the runs: never markup
+                table_column=Column(no_wrap=True),
             ),
             console=console,
             transient=False,
@@ -52,7 +55,7 @@ class HeadlessReporter:
     def __call__(self, batch: Batch) -> None:
         for side, s in batch.sides.items():
             if side not in self.tasks:
-                label = f"{side} {s.device}"
+                label = f"{side} {clean(s.device, 80)}"
                 self.tasks[side] = self.progress.add_task(label, total=s.total, info="")
             done = (s.step + 1) if s.step is not None else 0
             self.progress.update(self.tasks[side], total=s.total, completed=done, info=side_line(s))
@@ -64,13 +67,13 @@ class HeadlessReporter:
         if not self.console.is_terminal and time.monotonic() >= self.next_plain:
             self.next_plain = time.monotonic() + PLAIN_EVERY
             for side, s in batch.sides.items():  # a log file or CI job sees no live display
-                self.console.print(Text(f"{side} {s.device}  {side_line(s)}"))
+                self.console.print(Text(f"{side} {clean(s.device, 80)}  {side_line(s)}"))
         summary = batch.summary
         if summary.first_divergent_step is not None and not self.first_told:
             self.first_told = True
-            self.console.print(first_divergence_event(summary))
+            self.console.print(Text(first_divergence_event(summary)))
         if batch.message:
-            self.console.print(Text(batch.message))
+            self.console.print(Text(clean(batch.message, None)))
 
 
 def run_headless(
@@ -82,7 +85,7 @@ def run_headless(
 ) -> int:
     """Run pairs one after another (`--repeat`), report each, return the worst exit code."""
     out = out or sys.stdout
-    console = Console(stderr=True)
+    console = Console(stderr=True, highlight=False)
     codes = []
     for i, make in enumerate(sessions):
         if len(sessions) > 1:
@@ -119,11 +122,11 @@ def run_headless(
             if explained is not None:
                 from tuimon.explain import describe
 
-                out.write(describe(explained) + "\n")
+                out.write(clean(describe(explained), None) + "\n")
             if saved:
-                out.write(f"pair saved in {session.pair_path}\n")
+                out.write(f"pair saved in {clean(session.pair_path, None)}\n")
             elif save_error:
-                out.write(f"pair NOT saved: {save_error}\n")
+                out.write(f"pair NOT saved: {clean(save_error, None)}\n")
         out.flush()
         if session.interrupted:
             break

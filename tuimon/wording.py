@@ -2,7 +2,9 @@
 
 One owner for each phrase, so the headless reporter, the Textual view and `tuimon compare` say
 the same thing the same way. Plain strings only (no markup); nothing from tuimon is imported at
-run time, so any module may use this one.
+run time, so any module may use this one except `tuimon.sanitize` (a leaf): every name that
+comes from a run (metric, tensor, device, reason) passes `clean` here, so what these functions
+return is safe to print as plain text (never as markup).
 """
 
 from __future__ import annotations
@@ -11,11 +13,28 @@ import signal
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tuimon.sanitize import clean
+
 if TYPE_CHECKING:
     from tuimon.align import Summary
     from tuimon.session import SideState
 
 NO_ETA = "--:--"
+WAITING = "waiting for the first step"
+
+
+def names(items: Sequence[str]) -> str:
+    """Names from a run (metrics, tensors), cleaned and joined."""
+    return ", ".join(clean(x, 80) for x in items)
+
+
+def count(step: int | None, total: int | None) -> str:
+    """Steps done / steps planned, the one count convention: `100/300`, `41` when no plan.
+
+    Steps count from 0, so a run whose last step is 299 has done 300.
+    """
+    done = 0 if step is None else step + 1
+    return f"{done}/{total}" if total else str(done)
 
 
 def si(value: float) -> str:
@@ -52,27 +71,25 @@ def exit_text(code: int | None) -> str:
 
 
 def side_line(s: SideState) -> str:
-    """`step 41/300 · 3.2 steps/s · ETA 1:20 · running` for one side (headless progress)."""
-    total = f"/{s.total}" if s.total else ""
-    step = "-" if s.step is None else str(s.step)
+    """`42/300 steps · 3.2 steps/s · ETA 1:20 · running` for one side (headless progress)."""
     rate = "- steps/s" if not s.rate else f"{s.rate:.{1 if s.rate < 100 else 0}f} steps/s"
     status = s.status + (f" ({exit_text(s.exit_code)})" if s.exit_code not in (None, 0) else "")
-    return f"step {step}{total} · {rate} · ETA {eta(s.eta)} · {status}"
+    return f"{count(s.step, s.total)} steps · {rate} · ETA {eta(s.eta)} · {status}"
 
 
 def side_status(state: SideState, *, live: bool = True, compact: int = 0) -> tuple[str, str]:
     """One line on a side's progress for a pane, and its status name (for styling).
 
-    `compact` 1 drops words for a narrow pane ("running · 137/2999 · 41/s · ETA 1:10"), 2 also
-    the total ("running · 137 · 41/s · ETA 1:10").
+    `compact` 1 drops words for a narrow pane ("running · 138/3000 · 41/s · ETA 1:10"), 2 also
+    the total ("running · 138 · 41/s · ETA 1:10"). Counts are steps done / steps planned.
     """
     status = state.status
     parts = [status]
     if status == "failed" and state.exit_code is not None:
         parts[0] = f"failed ({exit_text(state.exit_code)})"
     if state.step is not None:
-        total = f"/{state.total - 1}" if state.total and compact < 2 else ""
-        parts.append(f"{state.step}{total}" if compact else f"step {state.step}{total}")
+        done = count(state.step, state.total if compact < 2 else None)
+        parts.append(done if compact else f"{done} steps")
     if live and not state.over:
         if state.rate:
             rate = si(state.rate) if state.rate < 10 else si(round(state.rate))
@@ -87,9 +104,11 @@ def side_status(state: SideState, *, live: bool = True, compact: int = 0) -> tup
 def divergence_line(summary: Summary, last: float | None) -> str:
     """The running divergence and the verdict so far (headless progress)."""
     first = summary.first_divergent_step
+    if summary.steps_compared == 0 and first is None:
+        return WAITING
     where = "none yet" if first is None else f"step {first}"
     if first is not None and summary.first_tensors:
-        where += f" ({', '.join(summary.first_tensors)})"
+        where += f" ({names(summary.first_tensors)})"
     now = "-" if last is None else f"{last:.3g}"
     return (
         f"div {now} · max {summary.max_divergence:.3g} · first divergent {where} · "
@@ -99,23 +118,37 @@ def divergence_line(summary: Summary, last: float | None) -> str:
 
 def first_divergence_event(summary: Summary) -> str:
     """The one-off line told when the runs first part."""
-    tensors = f" (tensors: {', '.join(summary.first_tensors)})" if summary.first_tensors else ""
-    metrics = ", ".join(summary.first_divergent_metrics) or "parameters"
+    tensors = f" (tensors: {names(summary.first_tensors)})" if summary.first_tensors else ""
+    metrics = names(summary.first_divergent_metrics) or "parameters"
     return f"first divergent step: {summary.first_divergent_step} in {metrics}{tensors}"
 
 
 def parting_line(
-    step: int | None, metrics: Sequence[str], tensors: Sequence[str], compared: int
+    step: int | None,
+    metrics: Sequence[str],
+    tensors: Sequence[str],
+    compared: int,
+    *,
+    complete: bool = False,
+    planned: int | None = None,
 ) -> str:
-    """Where the runs part, in one line, for the pair view."""
+    """Where the runs part, in one line, for the pair view.
+
+    Without a divergence it says how far the comparison went and never more: "so far" while it
+    goes on, "of 300 planned" when the pair ended before its planned steps.
+    """
     if step is None:
         if not compared:
-            return "no step compared yet"
-        return f"no divergence: {compared} steps bitwise equal"
-    what = ", ".join(metrics) if metrics else "parameter digests only"
+            return WAITING
+        if not complete:
+            return f"no divergence so far: {compared} steps bitwise equal"
+        if planned and compared < planned:
+            return f"no divergence in the {compared} of {planned} planned steps compared"
+        return f"no divergence: all {compared} steps compared are bitwise equal"
+    what = names(metrics) if metrics else "parameter digests only"
     text = f"first divergence: step {step} ({what})"
     if tensors:
-        text += f" · tensors: {', '.join(tensors)}"
+        text += f" · tensors: {names(tensors)}"
     return text
 
 
@@ -135,18 +168,51 @@ def headline(summary: Summary) -> str:
             f"over {s.steps_compared} steps"
         )
     else:
-        what = ", ".join(s.first_divergent_metrics or s.first_tensors or ["digest"])
+        what = names(s.first_divergent_metrics or s.first_tensors or ["digest"])
         text = (
             f"{verdict}: first divergent step {s.first_divergent_step} ({what}); "
             f"max divergence {s.max_divergence:.3g} at step {s.max_divergence_step}"
         )
         if s.first_tensors:
-            text += f"; tensors that parted first: {', '.join(s.first_tensors)}"
+            text += f"; tensors that parted first: {names(s.first_tensors)}"
     if s.reason:
-        text += f" [{s.reason}]"
+        text += f" [{clean(s.reason, 300)}]"
     return text
 
 
 def metric_max_line(name: str, worst: Mapping[str, Any]) -> str:
     """One metric's largest relative difference (`tuimon compare`): `Summary.metric_max` item."""
-    return f"  {name:<16} max rel diff {worst['rel']:.3g} at step {worst['step']}"
+    return f"  {clean(name, 80):<16} max rel diff {worst['rel']:.3g} at step {worst['step']}"
+
+
+def short_command(command: str) -> list[str]:
+    """A run's command from the script on: `/x/.venv/bin/python3 -m tuimon train --seed 0` is
+    `tuimon train --seed 0`, `python my_train.py --lr 1` is `my_train.py --lr 1`."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    for i, word in enumerate(words):
+        if word == "-m" and i + 1 < len(words):
+            return words[i + 1 :]
+        if word.endswith(".py") or (i == 0 and "python" not in word.rsplit("/", 1)[-1]):
+            return [word.rsplit("/", 1)[-1], *words[i + 1 :]]
+    return words
+
+
+def differing_words(mine: Sequence[str], other: Sequence[str]) -> list[str]:
+    """The words of `mine` that differ from `other` (with the option they belong to):
+    `--threads 2` when only the thread count differs."""
+    if list(mine) == list(other):
+        return []
+    if len(mine) != len(other):
+        return [w for w in mine if w not in other]
+    out: list[str] = []
+    for i, (x, y) in enumerate(zip(mine, other, strict=True)):
+        if x != y:
+            if i and mine[i - 1].startswith("-") and mine[i - 1] not in out:
+                out.append(mine[i - 1])
+            out.append(x)
+    return out

@@ -13,10 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from textual.app import App
+from textual.binding import Binding
 
 from tuimon.session import Batch, PairSession
 from tuimon.sweep import Sweep
 from tuimon.ui.browser import BrowserScreen
+from tuimon.ui.modals import HelpScreen
 from tuimon.ui.pair_screen import PairScreen, SessionStarted
 from tuimon.ui.sweep_screen import SweepScreen
 from tuimon.ui.workers import ReportsWorkerErrors
@@ -33,6 +35,10 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
 
     CSS_PATH = "tuimon.tcss"
     TITLE = "tuimon"
+    BINDINGS = [  # noqa: RUF012
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+        Binding("f1", "help", "Help", show=False),
+    ]
 
     def __init__(
         self,
@@ -54,6 +60,8 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
         self.signalled: int | None = None
         """The signal that ended the app (SIGTERM, SIGINT, SIGHUP), if one did."""
         self._caught: list[int] = []
+        self.summary_lines: list[str] = []
+        """What the shell shows after the app exits (the pair view's summary, as headless)."""
 
     def on_mount(self) -> None:
         """The first screen: a pair view for a session, else the browser."""
@@ -116,6 +124,11 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
                 return
         self.exit(0)
 
+    def action_help(self) -> None:
+        """F1 (and ? in the pair view): the keys of the screen shown."""
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen.active_bindings))
+
     async def action_help_quit(self) -> None:  # type: ignore[override]  # textual awaits it
         """ctrl+c quits too (a live pair asks first), as in any terminal program."""
         await self.action_quit()
@@ -140,6 +153,8 @@ def run_app(
         result = app.run()
     finally:
         terminate_leftovers(app.sessions + (list(sweep.sessions.values()) if sweep else []))
+    for line in app.summary_lines:  # the alternate screen is gone: the shell keeps these
+        print(line)
     for session in app.sessions:  # a pair that could not be saved is said after the screen
         writer = session.writer
         if writer is not None and writer.save_error and not writer.finished:

@@ -188,7 +188,7 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
 
     def _row(self, info: PairInfo) -> list[Text]:
         variables = self.app.theme_variables
-        verdict = verdict_of(info)
+        verdict = clean(verdict_of(info), 20)
         colour = VERDICT_COLOURS.get(verdict)
         style = Style(color=variables.get(colour), bold=True) if colour else Style()
         devices = " vs ".join(info.devices) if info.devices else "?"
@@ -298,7 +298,7 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         try:
             logs = resolve_logs([str(info.path)])
         except ReplayError as exc:
-            self.notify(str(exc), severity="error", markup=False)
+            self.notify(clean(exc), severity="error", markup=False)
             return
         self.app.push_screen(
             PairScreen(
@@ -362,9 +362,9 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
             try:
                 delete_pair(info.path)
             except StoreError as exc:
-                self.notify(str(exc), severity="error", markup=False)
+                self.notify(clean(exc), severity="error", markup=False)
                 return
-            self.notify(f"deleted {info.name}", markup=False)
+            self.notify(f"deleted {clean(info.name)}", markup=False)
             self.pairs = [p for p in self.pairs if p.path != info.path]
             self._fill()
 

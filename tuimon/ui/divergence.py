@@ -11,6 +11,7 @@ from tuimon.align import VERDICTS
 from tuimon.ui.pair_model import DIVERGENCE, PairModel
 from tuimon.ui.series import EQUAL_LEVEL, ZERO_LEVEL
 from tuimon.ui.text import clean, sci
+from tuimon.wording import WAITING
 
 
 def spark_data(levels: list[float]) -> tuple[list[float], float | None, float | None]:
@@ -35,6 +36,8 @@ def spark_data(levels: list[float]) -> tuple[list[float], float | None, float | 
 class DivergencePanel(Vertical):
     """First divergence, a bounded sparkline of log10 divergence, current/max, the verdict."""
 
+    _verdict = ""
+
     def compose(self) -> ComposeResult:
         yield Static(Text("no step compared yet"), id="first-divergence")
         with Horizontal(id="spark-row"):
@@ -48,7 +51,7 @@ class DivergencePanel(Vertical):
     def show(self, model: PairModel, series: str) -> None:
         """Draw what the model holds, the sparkline following `series`."""
         first = self.query_one("#first-divergence", Static)
-        first.update(Text(model.first_line(), no_wrap=True, overflow="ellipsis"))
+        first.update(Text(model.first_line(), no_wrap=True, overflow="ellipsis"), layout=False)
         first.set_class(model.first is not None, "diverged")
         bucket = model.spark.get(series) or model.spark[DIVERGENCE]
         values, lo, hi = spark_data(bucket.data())
@@ -62,30 +65,38 @@ class DivergencePanel(Vertical):
         else:
             legend.append(f"log10 {lo:.1f} … {hi:.1f}\n")
         legend.append("▁ bitwise equal")
-        self.query_one("#spark-legend", Static).update(legend)
+        self.query_one("#spark-legend", Static).update(legend, layout=False)
 
         summary = model.summary
         numbers = Text(no_wrap=True, overflow="ellipsis")
-        numbers.append(f"now {sci(model.current)}")
-        if summary is not None:
+        waiting = model.aligned_count == 0 and not model.done
+        if not waiting:
+            numbers.append(f"now {sci(model.current)}")
+        if summary is not None and not waiting:
             at = summary.max_divergence_step
             numbers.append(f" · max {sci(summary.max_divergence)}")
             if at is not None and summary.max_divergence:
                 numbers.append(f" at step {at}")
-        numbers.append(f" · {model.aligned_count} steps compared")
+        if not waiting:
+            numbers.append(f" · {model.aligned_count} steps compared")
         if bucket.width > 1:
             numbers.append(f" · {bucket.width} steps/bar")
-        self.query_one("#numbers", Static).update(numbers)
+        self.query_one("#numbers", Static).update(numbers, layout=False)
 
         verdict_widget = self.query_one("#verdict", Static)
         verdict = summary.verdict if summary is not None else None
         label = "verdict" if model.done else "verdict so far"
-        verdict_widget.update(Text(f"{label}: {verdict or '–'}", no_wrap=True))
+        if waiting:
+            verdict = None
+        shown = WAITING if waiting else f"{label}: {verdict or '–'}"
+        if shown != self._verdict:  # its width follows its text: a layout only when it changes
+            self._verdict = shown
+            verdict_widget.update(Text(shown, no_wrap=True))
         for name in VERDICTS:
             verdict_widget.set_class(verdict == name, f"verdict-{name.lower()}")
         if model.message:
             self.query_one("#message", Static).update(
-                Text(clean(model.message), no_wrap=True, overflow="ellipsis")
+                Text(clean(model.message), no_wrap=True, overflow="ellipsis"), layout=False
             )
 
     def say(self, message: str) -> None:

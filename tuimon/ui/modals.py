@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.style import Style
@@ -122,4 +123,52 @@ class EnvDiffScreen(ModalScreen[None]):
 
     def action_close(self) -> None:
         """Back to the pair."""
+        self.dismiss(None)
+
+
+HELP_TEXT = (
+    "The two panes show the same steps side by side: a row in A is the same step as the row "
+    "beside it in B (blank where a side has not logged it). The first digit that differs from "
+    "the other side is lit; a number cut to fit ends in … (w shows every digit). ▶ marks the "
+    "first divergent step. Below: where the runs part, the log10 divergence (▁ bitwise equal), "
+    "now / max, and the verdict. Counts are steps done / steps planned. Text from the runs is "
+    "shown escaped (^[ is ESC)."
+)
+
+
+class HelpScreen(ModalScreen[None]):
+    """The keys of the view below it and what its panel shows; Esc, ? or q closes it."""
+
+    BINDINGS = [  # noqa: RUF012
+        Binding("escape,question_mark,f1,q", "close", "Close", id="close"),
+    ]
+
+    def __init__(self, bindings: Mapping[str, Any]) -> None:
+        super().__init__(classes="help")
+        self.keys: list[tuple[str, str]] = []
+        seen: set[str] = set()
+        for key, active in bindings.items():
+            binding = active.binding
+            if not binding.show or binding.action in seen or not binding.description:
+                continue
+            seen.add(binding.action)
+            shown = binding.key_display or key
+            self.keys.append((shown, binding.tooltip or binding.description))
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="help-box"):
+            yield Static(Text("Keys · Esc closes", style=Style(bold=True)), id="help-title")
+            table = Text(no_wrap=False)
+            for key, what in self.keys:
+                table.append(f"{key:>7}  ", Style(bold=True))
+                table.append(f"{what}\n")
+            table.append(f"{'ctrl+c':>7}  ", Style(bold=True))
+            table.append("Quit, as q (a running pair asks first)\n")
+            table.append(f"{'ctrl+p':>7}  ", Style(bold=True))
+            table.append("Every command, searchable")
+            yield Static(table, id="help-keys")
+            yield Static(Text(HELP_TEXT, style=Style(dim=True)), id="help-text")
+
+    def action_close(self) -> None:
+        """Back to the view."""
         self.dismiss(None)

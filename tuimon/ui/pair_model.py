@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from tuimon.align import AlignedStep, Summary
+from tuimon.artifacts import describe
 from tuimon.session import Batch, SideState, flatten
 from tuimon.steplog import End, Header, Record, Step, Text
 from tuimon.store import PairDoc
@@ -77,93 +78,136 @@ def env_rows(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[EnvRow]:
     return [r for r in rows if r.differs] + [r for r in rows if not r.differs]
 
 
-class LineBuffer:
-    """The last `max_lines` lines of one side: step records (step, metrics) and text lines.
+class PairRows:
+    """The last `max_lines` rows of both panes, aligned by step (one buffer, two views).
 
-    Entries are ``(kind, payload, metrics)`` with kind "step" (payload the step), "text" (a
-    non-log stdout line), "stderr" or "note" (header / end records); text is cleaned on entry.
+    A row is a step (each side shows its metrics for that step, a blank where it has not logged
+    it) or text (a non-log stdout line, stderr, a header/end note) with a slot per side: a
+    side's text fills the text row right after its own last row when that slot is free (else a
+    new row at the end), so the two sides' headers,
+    notes and stderr lines sit side by side. Text is cleaned on entry.
     """
 
     def __init__(self, max_lines: int = 2000) -> None:
         self.max_lines = max_lines
-        self.entries: deque[tuple[str, Any, dict[str, float] | None]] = deque()
+        self.entries: deque[tuple[int | None, dict[str, tuple[str, str]]]] = deque()
+        """(step, {}) for a step row; (None, {side: (kind, text)}) for a text row."""
         self.start = 0
-        """Absolute index of the first entry kept."""
-        self.by_step: dict[int, tuple[int, dict[str, float]]] = {}
-        """step -> (absolute index, metrics) for the steps still kept."""
+        """Absolute index of the first row kept."""
+        self.rows_of: dict[int, int] = {}
+        """step -> absolute index of its row, for the steps still kept."""
+        self.metrics: dict[str, dict[int, dict[str, float]]] = {}
+        """side -> step -> metrics, for the steps still kept."""
         self.widest = 0
         """The widest text line ever added (cells, capped)."""
+        self.gone = -1
+        """The highest step whose row was dropped (a late side's line for it passes unseen)."""
+        self._fill: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self.entries)
 
     @property
     def end(self) -> int:
-        """Absolute index after the last entry."""
+        """Absolute index after the last row."""
         return self.start + len(self.entries)
 
-    def _push(self, kind: str, payload: Any, metrics: dict[str, float] | None = None) -> None:
-        if kind == "step":
-            self.by_step[payload] = (self.end, metrics or {})
+    def _step(self, side: str, step: int, metrics: dict[str, float]) -> None:
+        if step not in self.rows_of:
+            if step <= self.gone:
+                return
+            self.rows_of[step] = self.end
+            self.entries.append((step, {}))
+        self.metrics.setdefault(side, {})[step] = metrics
+        self._fill[side] = self.rows_of[step] + 1
+
+    def _text(self, side: str, kind: str, text: str) -> None:
+        self.widest = max(self.widest, len(text) + 2)
+        at = max(self._fill.get(side, 0), self.start)
+        if at < self.end and self.entries[at - self.start][0] is None:
+            self.entries[at - self.start][1].setdefault(side, (kind, text))
         else:
-            self.widest = max(self.widest, len(payload))
-        self.entries.append((kind, payload, metrics))
+            at = self.end
+            self.entries.append((None, {side: (kind, text)}))
+        self._fill[side] = at + 1
 
     def _trim(self) -> int:
-        dropped = len(self.entries) - self.max_lines
-        for _ in range(max(0, dropped)):
-            kind, payload, _ = self.entries.popleft()
-            if kind == "step":
-                kept = self.by_step.get(payload)
-                if kept is not None and kept[0] == self.start:
-                    del self.by_step[payload]
+        dropped = max(0, len(self.entries) - self.max_lines)
+        for _ in range(dropped):
+            step, _ = self.entries.popleft()
+            if step is not None:
+                self.rows_of.pop(step, None)
+                self.gone = max(self.gone, step)
+                for by_step in self.metrics.values():
+                    by_step.pop(step, None)
             self.start += 1
-        return max(0, dropped)
+        return dropped
 
-    def add(self, records: Sequence[Record], stderr: Sequence[str] = ()) -> int:
-        """Append records then stderr lines; the number of old entries dropped."""
-        dropped = 0
-        over = len(records) + len(stderr) - self.max_lines
-        if over > 0:  # a huge batch: only its tail can stay; the rest passes through unseen
-            dropped = len(self.entries) + over
-            self._trim_all()
-            self.start += over
-            cut = min(over, len(records))
-            records, stderr = records[cut:], stderr[over - cut :]
+    def add(self, side: str, records: Sequence[Record], stderr: Sequence[str] = ()) -> int:
+        """Append one batch of a side's records then stderr lines; the rows dropped."""
+        before = self.start
+        if len(records) > self.max_lines:  # a huge batch: only its tail can stay
+            records = records[-self.max_lines :]
         for rec in records:
             if isinstance(rec, Step):
-                self._push("step", rec.step, rec.metrics)
+                self._step(side, rec.step, rec.metrics)
             elif isinstance(rec, Text):
-                self._push("text", clean(rec.text))
+                self._text(side, "text", clean(rec.text))
             elif isinstance(rec, Header):
                 device = rec.env.get("device")
                 note = f"header · {rec.format}" + (f" · {device}" if device else "")
-                self._push("note", clean(note))
+                self._text(side, "note", clean(note))
             elif isinstance(rec, End):
                 steps = f" · {rec.steps} steps" if rec.steps is not None else ""
-                self._push("note", clean(f"end · {rec.status}{steps}"))
-        for line in stderr:
-            self._push("stderr", clean(line))
-        return dropped + self._trim()
+                self._text(side, "note", clean(f"end · {rec.status}{steps}"))
+        for line in stderr[-self.max_lines :]:
+            self._text(side, "stderr", clean(line))
+        self._trim()
+        return self.start - before
 
-    def _trim_all(self) -> None:
-        self.start += len(self.entries)
-        self.entries.clear()
-        self.by_step.clear()
+    def index_of(self, step: int, side: str | None = None) -> int | None:
+        """Position of a step's row among the kept rows (logged by `side`, when given)."""
+        at = self.rows_of.get(step)
+        if at is None or (side is not None and step not in self.metrics.get(side, {})):
+            return None
+        return at - self.start
 
-    def index_of(self, step: int) -> int | None:
-        """Position of a step's line among the kept entries, None when not kept."""
-        kept = self.by_step.get(step)
-        return None if kept is None else kept[0] - self.start
-
-    def metrics_of(self, step: int) -> dict[str, float] | None:
-        """A kept step's metrics."""
-        kept = self.by_step.get(step)
-        return None if kept is None else kept[1]
+    def metrics_of(self, step: int, side: str) -> dict[str, float] | None:
+        """A kept step's metrics on one side."""
+        return self.metrics.get(side, {}).get(step)
 
     def clear(self) -> None:
-        """Forget every entry (the absolute count goes on)."""
-        self._trim_all()
+        """Forget every row (the absolute count goes on)."""
+        self.start += len(self.entries)
+        self.entries.clear()
+        self.rows_of.clear()
+        self.metrics.clear()
+        self._fill.clear()
+        self.gone = -1
+
+
+class SideRows:
+    """One side's view of the shared `PairRows` (what its pane asks)."""
+
+    def __init__(self, rows: PairRows, side: str) -> None:
+        self.rows = rows
+        self.side = side
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def max_lines(self) -> int:
+        """Rows kept at most."""
+        return self.rows.max_lines
+
+    def index_of(self, step: int) -> int | None:
+        """Position of the row of a step this side logged."""
+        return self.rows.index_of(step, self.side)
+
+    def metrics_of(self, step: int) -> dict[str, float] | None:
+        """This side's metrics of a kept step."""
+        return self.rows.metrics_of(step, self.side)
 
 
 @dataclass
@@ -189,6 +233,8 @@ class PairModel:
     pair_path: Path | None = None
     message: str | None = None
     done: bool = False
+    artifacts: dict[str, Any] = field(default_factory=dict)
+    """What both runs saved at the end, compared (pair.json's `artifacts`, e.g. W_E)."""
 
     def __post_init__(self) -> None:
         self.spark.setdefault(DIVERGENCE, BucketSeries(SPARK_BUCKETS))
@@ -292,7 +338,23 @@ class PairModel:
                 for k, v in sorted(self.saved.env_diff.items())
                 if isinstance(v, list) and len(v) == 2
             ]
+        a, b = self.sides.get("a"), self.sides.get("b")
+        if rows and a is not None and b is not None:  # the full commands (titles are short)
+            rows.insert(0, EnvRow("command", a.command, b.command))
         return rows
+
+    def artifact_lines(self) -> list[str]:
+        """One line per compared artifact: `emb at the end: bitwise equal`."""
+        return [
+            describe(clean(name, 80), result)
+            for name, result in self.artifacts.items()
+            if isinstance(result, dict)
+        ]
+
+    def planned(self) -> int | None:
+        """Steps planned (the larger of the sides' totals), when known."""
+        totals = [s.total for s in self.sides.values() if s.total]
+        return max(totals) if totals else None
 
     def first_line(self) -> str:
         """Where the runs part, in one line."""
@@ -306,4 +368,6 @@ class PairModel:
         tensors = list(summary.first_tensors) if summary and summary.first_tensors else []
         if not tensors and first is not None:
             tensors = list(first.tensors)
-        return parting_line(step, metrics, tensors, self.aligned_count)
+        return parting_line(
+            step, metrics, tensors, self.aligned_count, complete=self.done, planned=self.planned()
+        )

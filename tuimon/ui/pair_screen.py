@@ -7,6 +7,7 @@ feeds its `PairModel` and panes with the whole batch at once.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,25 +17,31 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Footer, Header
 from textual.worker import Worker, WorkerState
 
+from tuimon.artifacts import describe
 from tuimon.errors import ReplayError
 from tuimon.replay import resolve_logs
-from tuimon.session import Batch, PairSession
+from tuimon.session import Batch, PairSession, SideState
 from tuimon.steplog import Record
 from tuimon.store import SIDES, SavedLogs
 from tuimon.ui.chart import CurvesView
 from tuimon.ui.commands import ScreenActions
 from tuimon.ui.divergence import DivergencePanel
-from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen
-from tuimon.ui.pair_model import DIVERGENCE, PairModel
+from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen, HelpScreen
+from tuimon.ui.pair_model import DIVERGENCE, PairModel, PairRows
 from tuimon.ui.panes import SideHeader, StepPane
 from tuimon.ui.replay_controls import ReplayControls
 from tuimon.ui.saved import SavedPair, load_saved, window
+from tuimon.ui.text import clean
 from tuimon.ui.workers import ReportsWorkerErrors
+from tuimon.wording import headline
 
 MAX_LINES = 2000
+DRAW_EVERY = 0.2
+"""Seconds between two draws of a streaming pair (batches in between are taken, not drawn)."""
 STOP_QUESTION = "Stop both runs? The partial pair is saved."
 SessionFactory = Callable[[Callable[[Batch], None]], PairSession]
 
@@ -99,6 +106,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
             tooltip="Show and copy the saved pair's folder",
         ),
         Binding("escape", "back", "Back", id="back", tooltip="Back to the list of pairs"),
+        Binding("question_mark", "help", "Help", key_display="?", id="help", tooltip="Keys"),
         Binding("q", "quit", "Quit", id="quit", tooltip="Quit tuimon"),
     ]
     COMMANDS = {ScreenActions}  # noqa: RUF012
@@ -121,12 +129,18 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         self.session: PairSession | None = None
         self.saved: SavedPair | None = None
         self.model = PairModel()
+        self.rows = PairRows(max_lines)
+        """The rows of both panes, aligned by step."""
         self.series = DIVERGENCE
         self.follow = True
         self.stopping = False
         self.replay = ReplayControls(self)
         self._curves_dirty = True
         self._columns: list[str] = []
+        self._sides: dict[str, SideState] = {}
+        self._dropped = 0
+        self._last_draw = 0.0
+        self._draw_timer: Timer | None = None
 
     # -- layout -------------------------------------------------------------------------------
 
@@ -137,10 +151,10 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
                 for side in SIDES:
                     with Vertical(classes="side", id=f"side-{side}"):
                         yield SideHeader(side, id=f"header-{side}")
-                        yield StepPane(side, max_lines=self.max_lines, id=f"pane-{side}")
+                        yield StepPane(side, rows=self.rows, id=f"pane-{side}")
             yield CurvesView(id="curves")
         yield DivergencePanel(id="divergence")
-        yield Footer(compact=True)
+        yield Footer(compact=True, show_command_palette=False)  # every key fits 80 columns
 
     def pane(self, side: str) -> StepPane:
         """The step pane of a side."""
@@ -162,11 +176,14 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         try:
             self.session = self.make_session(self._post_batch)
         except Exception as exc:
-            self.notify(f"cannot start the pair: {exc}", severity="error", markup=False)
+            self.notify(f"cannot start the pair: {clean(exc)}", severity="error", markup=False)
             self.query_one(DivergencePanel).say(f"cannot start the pair: {exc}")
             return
         for side in SIDES:
-            self.query_one(f"#header-{side}", SideHeader).show(self.session.sides[side])
+            other = self.session.sides["b" if side == "a" else "a"]
+            self.query_one(f"#header-{side}", SideHeader).show(
+                self.session.sides[side], other=other
+            )
         self.model.pair_path = self.session.pair_path
         self.post_message(SessionStarted(self.session))
         self.run_worker(
@@ -204,15 +221,57 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
 
     @on(BatchArrived)
     def _on_batch(self, message: BatchArrived) -> None:
+        """Take the batch now; draw at most `DRAW_EVERY` apart (the last batch at once)."""
         batch = message.batch
         self.model.apply(batch)
-        self._fill_panes(batch.records, batch.stderr)
-        for side, state in batch.sides.items():
-            self.query_one(f"#header-{side}", SideHeader).show(state)
-        self.replay.land_jump()
-        self._refresh_views()
+        self._add_rows(batch.records, batch.stderr)
+        self._sides = batch.sides
+        wait = self._last_draw + DRAW_EVERY - time.monotonic()
+        if batch.done or wait <= 0 or self.replay.pending_jump is not None:
+            self._draw()
+        elif self._draw_timer is None:
+            self._draw_timer = self.set_timer(wait, self._draw)
         if batch.done:
             self._on_done(batch)
+
+    def _draw(self) -> None:
+        """Show what the batches taken since the last draw brought."""
+        if self._draw_timer is not None:
+            self._draw_timer.stop()
+            self._draw_timer = None
+        self._last_draw = time.monotonic()
+        self._show_rows()
+        for side, state in self._sides.items():
+            other = self._sides.get("b" if side == "a" else "a")
+            self.query_one(f"#header-{side}", SideHeader).show(state, other=other)
+        self.replay.land_jump()
+        self._refresh_views()
+
+    def _add_rows(
+        self,
+        records: dict[str, list[Record]],
+        stderr: dict[str, list[str]],
+        *,
+        stderr_first: bool = False,
+    ) -> None:
+        for side in SIDES:
+            if stderr_first:  # a saved pair: its stderr file's tail, then the log's tail
+                self._dropped += self.rows.add(side, [], stderr.get(side, []))
+                self._dropped += self.rows.add(side, records.get(side, []))
+            else:
+                self._dropped += self.rows.add(side, records.get(side, []), stderr.get(side, []))
+
+    def _show_rows(self) -> None:
+        if self.model.columns != self._columns:
+            self._columns = list(self.model.columns)
+            for side in SIDES:
+                self.pane(side).set_columns(self._columns)
+        first = self.model.first.step if self.model.first else None
+        dropped, self._dropped = self._dropped, 0
+        for side in SIDES:
+            pane = self.pane(side)
+            pane.marked = first
+            pane.rows_added(dropped)
 
     def _fill_panes(
         self,
@@ -221,19 +280,8 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         *,
         stderr_first: bool = False,
     ) -> None:
-        if self.model.columns != self._columns:
-            self._columns = list(self.model.columns)
-            for side in SIDES:
-                self.pane(side).set_columns(self._columns)
-        first = self.model.first.step if self.model.first else None
-        for side in SIDES:
-            pane = self.pane(side)
-            pane.marked = first
-            if stderr_first:  # a saved pair: its stderr file's tail, then the log's tail
-                pane.add([], stderr.get(side, []))
-                pane.add(records.get(side, []))
-            else:
-                pane.add(records.get(side, []), stderr.get(side, []))
+        self._add_rows(records, stderr, stderr_first=stderr_first)
+        self._show_rows()
 
     def _refresh_views(self) -> None:
         self.query_one(DivergencePanel).show(self.model, self.series)
@@ -241,6 +289,18 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         if self.query_one("#views", ContentSwitcher).current == "curves":
             self._draw_curves()
         self.update_subtitle()
+        self._remember_summary()
+
+    def _remember_summary(self) -> None:
+        """What the shell shows after the app exits (as headless prints it)."""
+        summary = self.model.summary
+        if summary is None:
+            return
+        lines = [headline(summary)]
+        lines += [describe(clean(k, 80), v) for k, v in self.model.artifacts.items()]
+        if self.model.pair_path is not None:
+            lines.append(f"pair saved in {clean(self.model.pair_path, None)}")
+        self.app.summary_lines = lines  # type: ignore[attr-defined]
 
     def _draw_curves(self) -> None:
         if self._curves_dirty:
@@ -252,12 +312,28 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
             self.app.exit(130, return_code=130)
             return
         self.refresh_bindings()
-        if self.mode == "replay" and not batch.message:
-            self.model.message = "replay finished"
-            self.query_one(DivergencePanel).say(self.model.message)
+        if self.mode == "replay" and self.session is not None and self.session.logs is not None:
+            if not self.model.artifacts and self.session.logs.doc.artifacts:
+                self.model.artifacts = dict(self.session.logs.doc.artifacts)
+            self.model.message = "; ".join(
+                [*self.model.artifact_lines(), batch.message or "replay finished"]
+            )
+            self._refresh_views()
+        if self.mode == "live" and self.session is not None:
+            self.model.artifacts = dict(self.session.artifacts)
+            told = [p for p in (batch.message or "").split("; ") if p and "at the end:" not in p]
+            if batch.pair_path is not None:
+                told = [p for p in told if not p.startswith("saved to ")]
+                told.insert(0, f"pair saved in {batch.pair_path}")
+            self.model.message = "; ".join([*told, *self.model.artifact_lines()]) or None
+            self._refresh_views()
         if self.mode == "live" and batch.pair_path is not None:
+            verdict = self.model.summary.verdict if self.model.summary else "–"
             self.notify(
-                batch.message or f"saved to {batch.pair_path}", title="pair finished", markup=False
+                f"verdict {verdict} · the folder is on the bottom line (o copies it)",
+                title="pair finished",
+                markup=False,
+                timeout=4,
             )
 
     def _show_saved(self, saved: SavedPair) -> None:
@@ -265,16 +341,33 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         self.model = saved.model
         self._fill_panes(saved.tails, saved.stderr, stderr_first=True)
         for side, state in saved.model.sides.items():
-            self.query_one(f"#header-{side}", SideHeader).show(state, live=False)
+            other = saved.model.sides.get("b" if side == "a" else "a")
+            self.query_one(f"#header-{side}", SideHeader).show(state, live=False, other=other)
         self._refresh_views()
 
     def update_subtitle(self) -> None:
-        parts = {"live": ["live pair"], "replay": ["replay"], "static": ["saved pair"]}[self.mode]
-        parts += self.replay.words()
+        """The header: the state first (finished, following), the app's title cut to fit."""
+        parts = [{"live": "live pair", "replay": "replay", "static": "saved pair"}[self.mode]]
         if self.model.done and self.mode != "static":
-            parts.append("finished")
-        parts.append("following" if self.follow else "scroll held (f follows)")
+            parts.insert(0, self._ended())
+        parts += self.replay.words()
+        parts.append("following" if self.follow else "held (f follows)")
         self.sub_title = " · ".join(parts)
+        room = max(12, (self.size.width or 120) - len(self.sub_title) - 8)
+        title = clean(self.app.title, None)
+        self.title = title if len(title) <= room else title[: room - 1] + "…"
+
+    def _ended(self) -> str:
+        """How the pair ended, in a word or two: finished, interrupted, run b failed."""
+        statuses = {side: state.status for side, state in self.model.sides.items()}
+        if "interrupted" in statuses.values():
+            return "interrupted"
+        failed = [side for side, status in statuses.items() if status == "failed"]
+        return f"run {' and '.join(failed)} failed" if failed else "finished"
+
+    def on_resize(self) -> None:
+        """The title is cut to what the width leaves after the state."""
+        self.update_subtitle()
 
     def _session_running(self) -> bool:
         worker = next(iter(w for w in self.workers if w.group == "session"), None)
@@ -338,7 +431,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         step = self._first_step()
         if step is not None:
             if self.scroll_panes_to(step):
-                self.notify(f"first divergence: step {step}")
+                self.notify(f"first divergence: step {step}", timeout=2)
             elif (logs := self._logs_on_disk()) is not None:
                 self._load_window(step, logs)
             else:
@@ -349,7 +442,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
                 )
             return
         if not self.replay.find_and_jump():
-            self.notify("no divergence so far")
+            self.notify(self.model.first_line(), markup=False, timeout=3)
 
     def _logs_on_disk(self) -> SavedLogs | None:
         """The two logs to read a window from: a saved pair's, a replay's, a finished pair's."""
@@ -379,8 +472,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         )
 
     def _show_window(self, step: int, lines: dict[str, list[Record]]) -> None:
-        for side in SIDES:
-            self.pane(side).clear()
+        self.rows.clear()
         self.set_follow(False)
         self._fill_panes(lines, {})
         self.call_after_refresh(self.scroll_panes_to, step)
@@ -401,7 +493,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
             else DIVERGENCE
         )
         self.query_one(DivergencePanel).show(self.model, self.series)
-        self.notify(f"sparkline follows {self.series}", markup=False, timeout=2)
+        self.notify(f"sparkline follows {clean(self.series, 80)}", markup=False, timeout=2)
 
     def action_curves(self) -> None:
         """Switch between the panes and the loss curves."""
@@ -421,12 +513,24 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         if path is None:
             logs = self.session.logs if self.session is not None else None
             if logs is not None:
-                self.notify(f"not a saved pair: replaying {logs.a} and {logs.b}", markup=False)
+                self.notify(
+                    f"not a saved pair: replaying {clean(logs.a)} and {clean(logs.b)}", markup=False
+                )
             else:
                 self.notify("this pair is not saved", severity="warning")
             return
+        path = path.resolve()
         self.app.copy_to_clipboard(str(path))
-        self.notify(f"{path}\n(path copied to the clipboard)", title="pair folder", markup=False)
+        self.notify(
+            f"{clean(path, None)}\n(copied to the clipboard)",
+            title="pair folder",
+            markup=False,
+            timeout=4,
+        )
+
+    def action_help(self) -> None:
+        """The keys of this view and what the panel shows (Esc, ? or q closes it)."""
+        self.app.push_screen(HelpScreen(self.active_bindings))  # as the app's F1
 
     def action_pause(self) -> None:
         """Pause or resume the replay."""
@@ -444,6 +548,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         """Back to the browser (a replay is stopped)."""
         if self.session is not None and not self.model.done:
             self.session.stop()
+        self.app.summary_lines = []  # type: ignore[attr-defined]
         self.dismiss(None)
 
     def action_quit(self) -> None:
@@ -452,6 +557,9 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
 
     def request_quit(self) -> None:
         """Quit now, or (live pair running) confirm, stop both runs, wait for the save, exit."""
+        if isinstance(self.app.screen, ConfirmScreen):
+            return  # ctrl+c again while the question is shown
+        self._remember_summary()
         if self.mode != "live" or self.model.done or not self._session_running():
             self.app.exit(0)
             return
@@ -475,6 +583,10 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
 
     def _stop_answer(self, stop: bool | None) -> None:
         if not stop or self.session is None:
+            return
+        if self.model.done:  # the pair ended while the question was shown: nothing to stop
+            self._remember_summary()
+            self.app.exit(0)
             return
         self.stopping = True
         self.session.stop()

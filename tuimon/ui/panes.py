@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.cache import LRUCache
 from textual.containers import Vertical
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -16,9 +17,9 @@ from textual.widgets import Static
 
 from tuimon.session import SideState
 from tuimon.steplog import Record
-from tuimon.ui.pair_model import LineBuffer
+from tuimon.ui.pair_model import PairRows, SideRows
 from tuimon.ui.text import cell, clean, fit
-from tuimon.wording import side_status
+from tuimon.wording import differing_words, short_command, side_status
 
 STEP_WIDTH = 8
 MIN_COLUMN = 11
@@ -29,11 +30,15 @@ MAX_TEXT_WIDTH = 1000
 
 
 class StepPane(ScrollView, can_focus=True):
-    """The last `max_lines` lines of one run, drawn only where visible (Line API).
+    """One run's side of the shared rows (`PairRows`), drawn only where visible (Line API).
 
-    A sticky first row names the columns. In each number the first digit that differs from the
-    other pane's value for the same step is highlighted from there on. Text lines from the run
-    (stdout that is not a record, stderr) are drawn in their own styles, never as markup.
+    Both panes draw the same rows, so a row in A is the same step as the row beside it in B
+    (blank where a side has not logged it), and they scroll together, up and down and sideways.
+    The step column stays put when scrolling sideways; a number cut at the pane's edge ends
+    in "…". A sticky first row names the columns. In each number the first digit that
+    differs from the other pane's value for the same step is highlighted from there on. Text
+    lines from the run (stdout that is not a record, stderr) are drawn in their own styles,
+    never as markup.
     """
 
     COMPONENT_CLASSES = {  # noqa: RUF012 - Textual's own declaration style
@@ -52,15 +57,28 @@ class StepPane(ScrollView, can_focus=True):
     class UserScrolledEnd(Message):
         """The user went to the end: the view follows new lines again."""
 
-    def __init__(self, side: str, *, max_lines: int = 2000, id: str | None = None) -> None:
+    def __init__(
+        self,
+        side: str,
+        *,
+        rows: PairRows | None = None,
+        max_lines: int = 2000,
+        id: str | None = None,
+    ) -> None:
         super().__init__(id=id)
         self.side = side
-        self.buffer = LineBuffer(max_lines)
+        self.rows = rows if rows is not None else PairRows(max_lines)
+        self.buffer = SideRows(self.rows, side)
         self.columns: list[str] = []
         self.partner: StepPane | None = None
         self.follow = True
         self.marked: int | None = None
         """A step whose number is marked (the first divergence)."""
+        self._styles: dict[str, Style] = {}
+        self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
+        """Rows already drawn, by what their look depends on."""
+        self._other = "b" if side == "a" else "a"
+        self._columns_key = 0
         self.wide = False
         """Every digit (wide columns, scroll sideways) instead of what fits."""
 
@@ -70,12 +88,17 @@ class StepPane(ScrollView, can_focus=True):
         """The metrics shown, in order."""
         if list(columns) != self.columns:
             self.columns = list(columns)
+            self._columns_key += 1
             self._resize_virtual()
             self.refresh()
 
     def add(self, records: Sequence[Record], stderr: Sequence[str] = ()) -> None:
-        """Append one batch of a side's records and stderr lines."""
-        dropped = self.buffer.add(records, stderr)
+        """Append one batch of this side's records and stderr lines (tests; the screen feeds
+        the shared rows once for both panes, then calls `rows_added` on each)."""
+        self.rows_added(self.rows.add(self.side, records, stderr))
+
+    def rows_added(self, dropped: int) -> None:
+        """The shared rows grew (and lost `dropped` old rows): follow or hold the view."""
         self._resize_virtual()
         if self.follow:  # now (forced: scrollbars may not be laid out yet) and after layout
             self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
@@ -91,8 +114,8 @@ class StepPane(ScrollView, can_focus=True):
             self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
 
     def clear(self) -> None:
-        """Forget every line."""
-        self.buffer.clear()
+        """Forget every row (of both panes: the rows are shared)."""
+        self.rows.clear()
         self._resize_virtual()
         self.refresh()
 
@@ -115,8 +138,21 @@ class StepPane(ScrollView, can_focus=True):
 
     def _resize_virtual(self) -> None:
         width = self.scrollable_content_region.width or self.size.width
-        wide = max(self._table_width(width), min(self.buffer.widest + 1, MAX_TEXT_WIDTH))
-        self.virtual_size = Size(wide, len(self.buffer) + 1)
+        wide = max(self._table_width(width), min(self.rows.widest + 1, MAX_TEXT_WIDTH))
+        size, old = Size(wide, len(self.rows) + 1), self.virtual_size
+        if size == old:
+            return
+        view = self.size
+        same_bars = (old.width > view.width) == (size.width > view.width) and (
+            old.height > view.height
+        ) == (size.height > view.height)
+        if same_bars and self.is_mounted and view.area:
+            # the scrollbars stay as they are: no layout of the whole screen, only the bars
+            self.set_reactive(StepPane.virtual_size, size)
+            self._scroll_update(size)
+            self.refresh()
+        else:
+            self.virtual_size = size
 
     def on_resize(self) -> None:
         """Column widths follow the pane's width."""
@@ -135,8 +171,17 @@ class StepPane(ScrollView, can_focus=True):
         self.scroll_to(y=max(0, index - rows // 2), animate=False, immediate=True, force=True)
         return True
 
+    def watch_scroll_x(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_x(old_value, new_value)
+        partner = self.partner
+        if partner is not None and partner.is_mounted and partner.scroll_x != new_value:
+            partner.scroll_to(x=new_value, animate=False, immediate=True, force=True)
+
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
+        partner = self.partner
+        if partner is not None and partner.is_mounted and partner.scroll_y != new_value:
+            partner.scroll_to(y=new_value, animate=False, immediate=True, force=True)
         user_up = new_value < old_value and new_value < self.max_scroll_y  # not a resize clamp
         if user_up and self.follow and self.is_mounted:
             self.post_message(self.UserScrolledUp())
@@ -148,23 +193,52 @@ class StepPane(ScrollView, can_focus=True):
 
     # -- drawing ------------------------------------------------------------------------------
 
+    def _style(self, component: str) -> Style:
+        """A component's style ("" for the pane's own), kept for one frame (the DOM walk behind
+        it costs more than drawing the line)."""
+        style = self._styles.get(component)
+        if style is None:
+            style = self.get_component_rich_style(component) if component else self.rich_style
+            self._styles[component] = style
+        return style
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """One frame: styles are looked up afresh; a change of style forgets the drawn rows."""
+        styles = self._styles
+        self._styles = {}
+        if styles and styles.get("") != self._style(""):
+            self._strips.clear()
+        return super().render_lines(crop)
+
+    def notify_style_update(self) -> None:
+        """A theme or CSS change: draw every row afresh."""
+        super().notify_style_update()
+        self._strips.clear()
+
     def line_text(self, index: int) -> Text:
-        """Entry `index` of the kept lines as styled text (also what tests read)."""
-        kind, payload, metrics = self.buffer.entries[index]
-        if kind != "step":
-            style = self.get_component_rich_style(f"step-pane--{kind}")
+        """Row `index` of the kept rows as this side shows it (also what tests read)."""
+        step, slots = self.rows.entries[index]
+        if step is None:
+            slot = slots.get(self.side)
+            if slot is None:
+                return Text("", no_wrap=True, end="")
+            kind, payload = slot
+            style = self._style(f"step-pane--{kind}")
             prefix = "! " if kind == "stderr" else ("· " if kind == "note" else "")
             return Text(prefix + payload, style=style, no_wrap=True, end="")
-        return self._step_text(payload, metrics or {})
+        metrics = self.buffer.metrics_of(step)
+        if metrics is None:  # the other side logged this step, this one not (yet)
+            return Text("", no_wrap=True, end="")
+        return self._step_text(step, metrics)
 
     def _step_text(self, step: int, metrics: dict[str, float]) -> Text:
         width = self.scrollable_content_region.width or self.size.width
         col = self._column_width(width)
         sig = 17 if self.wide else max(3, min(10, col - 6))
-        diff_style = self.get_component_rich_style("step-pane--diff")
+        diff_style = self._style("step-pane--diff")
         mark = step == self.marked
         text = Text(no_wrap=True, end="")
-        step_style = self.get_component_rich_style("step-pane--mark" if mark else "step-pane--step")
+        step_style = self._style("step-pane--mark" if mark else "step-pane--step")
         text.append(f"{'▶' if mark else ' '}{step:>{STEP_WIDTH - 2}} ", step_style)
         other = self.partner.buffer.metrics_of(step) if self.partner is not None else None
         for name in self.columns:
@@ -188,20 +262,62 @@ class StepPane(ScrollView, can_focus=True):
         return text
 
     def render_line(self, y: int) -> Strip:
-        """Row 0 names the columns; the rows below show the kept lines from the scroll offset."""
+        """Row 0 names the columns; the rows below show the kept rows from the scroll offset.
+
+        On a table row the step column stays put and the metrics scroll sideways under it; a
+        number cut at either edge shows "…" there, so a cut number never reads as a value.
+        """
         scroll_x, scroll_y = self.scroll_offset
-        width = self.size.width
-        base = self.rich_style
+        width = self.scrollable_content_region.width or self.size.width
+        base = self._style("")
+        table = True
         if y == 0:
             text = self._header_text()
-            text.stylize(self.get_component_rich_style("step-pane--header"))
+            text.stylize(self._style("step-pane--header"))
         else:
             index = scroll_y + y - 1
-            if index >= len(self.buffer):
+            if index >= len(self.rows):
                 return Strip.blank(width, base)
+            step, slots = self.rows.entries[index]
+            key = (  # what the row's look depends on: a row once drawn is drawn again for free
+                self.rows.start + index,
+                step is not None and self.buffer.metrics_of(step) is not None,
+                step is not None and self.rows.metrics_of(step, self._other) is not None,
+                len(slots),
+                step is not None and step == self.marked,
+                width,
+                scroll_x,
+                self.wide,
+                self._columns_key,
+            )
+            strip = self._strips.get(key)
+            if strip is not None:
+                return strip
             text = self.line_text(index)
+            table = step is not None
+        if table and len(text) > STEP_WIDTH and width > STEP_WIDTH:
+            fixed, rest = text[:STEP_WIDTH], text[STEP_WIDTH:]
+            text = fixed + _visible(rest, scroll_x, width - STEP_WIDTH)
+            scroll_x = 0
         strip = Strip(list(text.render(self.app.console)), text.cell_len)
-        return strip.crop_extend(scroll_x, scroll_x + width, base).apply_style(base)
+        strip = strip.crop_extend(scroll_x, scroll_x + width, base).apply_style(base)
+        if y:
+            self._strips[key] = strip
+        return strip
+
+
+def _visible(text: Text, start: int, width: int) -> Text:
+    """`width` cells of `text` from `start`; a word cut at either edge shows "…" there."""
+    plain = text.plain
+    end = start + width
+    out = text[start:end]
+    if len(out) == 0:
+        return out
+    if start > 0 and plain[start - 1 : start].strip() and plain[start : start + 1].strip():
+        out = Text("…", end="") + out[1:]
+    if end < len(plain) and plain[end - 1 : end].strip() and plain[end : end + 1].strip():
+        out = out[:-1] + Text("…", end="")
+    return out
 
 
 class SideHeader(Vertical):
@@ -212,20 +328,33 @@ class SideHeader(Vertical):
         self.side = side
         self._status = "starting"
         self._state: SideState | None = None
+        self._other: SideState | None = None
         self._live = True
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"{self.side.upper()} · …", no_wrap=True), classes="side-title")
         yield Static(Text("starting", no_wrap=True), classes="side-status status-starting")
 
-    def show(self, state: SideState, *, live: bool = True) -> None:
-        """Update the title and the status line from a side's state."""
+    def show(self, state: SideState, *, live: bool = True, other: SideState | None = None) -> None:
+        """Update the title and the status line from a side's state.
+
+        The title shows the device, what differs from the other side's command (lit), then the
+        command from the script on; the full command is in the environment view (e).
+        """
         self._state, self._live = state, live
+        self._other = other if other is not None else self._other
         title = Text(no_wrap=True, overflow="ellipsis", end="")
         title.append(f"{self.side.upper()} ", Style(bold=True))
-        title.append(f"· {clean(state.device)} · ")
-        title.append(clean(state.command), Style(italic=True))
-        self.query_one(".side-title", Static).update(title)
+        title.append(f"· {clean(state.device, 40)} · ")
+        words = short_command(state.command)
+        if self._other is not None:
+            differ = differing_words(words, short_command(self._other.command))
+            if differ:
+                shown = " ".join(w.rsplit("/", 1)[-1] for w in differ)  # a path: its name
+                title.append(clean(shown, 60), Style(bold=True, reverse=True))
+                title.append(" · ")
+        title.append(clean(" ".join(words), 300), Style(italic=True))
+        self.query_one(".side-title", Static).update(title, layout=False)
         line, status = side_status(state, live=live)
         width = self.content_size.width
         for compact in (1, 2):
@@ -233,7 +362,7 @@ class SideHeader(Vertical):
                 break
             line, status = side_status(state, live=live, compact=compact)
         widget = self.query_one(".side-status", Static)
-        widget.update(Text(line, no_wrap=True, overflow="ellipsis", end=""))
+        widget.update(Text(line, no_wrap=True, overflow="ellipsis", end=""), layout=False)
         if status != self._status:
             widget.remove_class(f"status-{self._status}")
             widget.add_class(f"status-{status}")

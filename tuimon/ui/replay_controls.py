@@ -51,20 +51,20 @@ class ReplayControls:
         if pace is not None and not pace.paused:
             pace.pause()
         screen.scroll_panes_to(step)
-        screen.notify(f"paused at the first divergence, step {step} (space resumes)")
+        screen.notify(f"paused at the first divergence, step {step} (space resumes)", timeout=3)
 
     def jump(self, step: int | None) -> None:
         """Fast-forward the replay to `step` (the first divergence found in its logs)."""
         pace, screen = self.pace, self.screen
         if step is None:
-            screen.notify("the two logs never diverge")
+            screen.notify("no divergence in the steps both logs hold", timeout=3)
             return
         if pace is None or screen.model.done or (screen.model.last_step or -1) >= step:
             screen.notify(f"step {step} is no longer in the panes")
             return
         self.pending_jump = step
         pace.jump(step)
-        screen.notify(f"fast-forwarding to the first divergence, step {step} …")
+        screen.notify(f"fast-forwarding to the first divergence, step {step} …", timeout=2)
         screen.update_subtitle()
 
     def find_and_jump(self) -> bool:

@@ -46,6 +46,11 @@ def side_state(side: str, doc: PairDoc, records: list[Record]) -> SideState:
     state.status = status
     state.exit_code = run.exit_code
     state.step = steps[-1].step if steps else None
+    planned = header.hyper.get("steps") if header is not None else None
+    if isinstance(planned, int) and planned > 0:  # steps done / steps planned, as live
+        state.total = planned
+    elif end is not None and end.steps is not None:
+        state.total = end.steps
     state.records = len(steps)
     state.header = header
     state.end = end
@@ -91,9 +96,11 @@ def load_saved(path: Path, max_lines: int = 2000) -> SavedPair:
     )
     model.sides = {side: side_state(side, doc, recs) for side, recs in records.items()}
     model.done = True
-    model.message = f"saved pair {logs.pair_dir}" if logs.pair_dir else None
-    if model.message and (explained := saved_line(logs.doc.more)):
-        model.message += f" · {explained}"
+    model.artifacts = dict(doc.artifacts or {})
+    told = [f"saved pair {logs.pair_dir}"] if logs.pair_dir else []
+    if logs.pair_dir and (explained := saved_line(logs.doc.more)):
+        told.append(explained)
+    model.message = "; ".join([*model.artifact_lines(), *told]) or None
     tails = {side: recs[-max_lines:] for side, recs in records.items()}
     stderr = {side: _stderr_tail(logs, side, max_lines // 4) for side in records}
     return SavedPair(logs=logs, model=model, tails=tails, stderr=stderr)

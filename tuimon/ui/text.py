@@ -1,4 +1,4 @@
-"""Plain-text helpers for the views: untrusted text made safe, numbers, first differing digit.
+"""Plain-text helpers for the views: numbers, first differing digit; `clean` from `tuimon.sanitize`.
 
 Nothing here imports textual; what is shown of a run's output is built as `rich.text.Text`, never
 as markup, so `[bold]` or `[@click=...]` in a log line stays literal.
@@ -7,29 +7,11 @@ as markup, so `[bold]` or `[@click=...]` in a log line stays literal.
 from __future__ import annotations
 
 import math
-import re
 
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+from tuimon.sanitize import clean as clean  # the one sanitizer, re-exported for the views
+
 MAX_SIG = 17
 """Significant digits that tell any two distinct float64 values apart."""
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if code < 0x20:
-        return "^" + chr(code + 0x40)
-    return "^?" if code == 0x7F else f"\\x{code:02x}"
-
-
-def clean(text: str, limit: int = 1000) -> str:
-    """One display line of untrusted text: tabs expanded, control characters made visible.
-
-    Control characters show in caret notation, as ``cat -v`` does: ESC is ``^[``, so an ANSI
-    sequence reads ``^[[31m`` and colours nothing; C1 controls show as ``\\xNN``. Text past
-    `limit` characters is cut with an ellipsis.
-    """
-    text = _CONTROL.sub(_escape, text.expandtabs(4))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def fmt_number(value: float | None, sig: int, *, zeros: bool = False) -> str:
@@ -91,7 +73,7 @@ def cell(
             text = fmt_number(mine, digits)
             if len(text) <= width:
                 return text, None
-        return text[:width], None
+        return text[: width - 1] + "…", None
     digits = _digits_to_differ(mine, other, sig) or MAX_SIG
     text = fmt_number(mine, digits, zeros=True)
     if len(text) <= width:

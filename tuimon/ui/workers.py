@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from textual.worker import Worker, WorkerState
 
+from tuimon.sanitize import clean
+
 
 class ReportsWorkerErrors:
     """Notifies the error of any worker of this node that fails (exit_on_error=False)."""
@@ -14,10 +16,10 @@ class ReportsWorkerErrors:
             return
         worker = event.worker
         error = worker.error
-        reason = f"{type(error).__name__}: {error}" if error is not None else "unknown error"
+        reason = f"{type(error).__name__}: {clean(error)}" if error is not None else "unknown error"
         self.app.notify(  # type: ignore[attr-defined]
             reason,
-            title=f"{worker.description or worker.name} failed",
+            title=clean(f"{worker.description or worker.name} failed", 200),
             severity="error",
             markup=False,
             timeout=10,
