@@ -422,3 +422,30 @@ def test_saved_arrays_are_compared_at_the_end(tmp_path, capsys, diverge, equal):
     assert result["elements_differ"] == (0 if equal else 1)
     err = capsys.readouterr().err
     assert ("emb at the end: bitwise equal" in err) is equal
+
+
+def test_end_of_run_comparison_in_every_json_and_text_of_the_pair(tmp_path, capsys):
+    emb = str(tmp_path / "emb-{side}.npy")
+    assert main(pair(tmp_path, "--steps", "5", "--diverge-at", "3", "--emb", emb)) == 1
+    assert result(capsys)["artifacts"]["emb"]["elements_differ"] == 1  # pair --headless --json
+    saved = only_pair(tmp_path)
+    for side in "ab":  # the runs' own files gone: what pair.json says still stands
+        Path(emb.format(side=side)).unlink()
+    meta = json.loads((saved / "pair.json").read_text())
+    kf = {"a": {"freqs": [1, 2]}, "b": {"freqs": [1, 3]}, "agree": False,
+          "same_order": False, "only_a": [2], "only_b": [3]}  # fmt: skip
+    meta["artifacts"]["emb"]["key_freqs"] = kf
+    (saved / "pair.json").write_text(json.dumps(meta))
+    line = "emb at the end: 1 elements differ"
+    freqs = "key frequencies a 1 2 | b 1 3: sets differ (only a [2], only b [3])"
+
+    assert main(["compare", str(saved), "--json"]) == 1
+    assert result(capsys)["artifacts"]["emb"]["key_freqs"] == kf
+    assert main(["compare", str(saved)]) == 1
+    out = capsys.readouterr().out
+    assert line in out and freqs in out
+    assert main(["replay", "--headless", "--json", str(saved)]) == 1
+    assert result(capsys)["artifacts"]["emb"]["key_freqs"] == kf
+    assert main(["replay", "--headless", str(saved)]) == 1
+    out = capsys.readouterr().out
+    assert line in out and freqs in out

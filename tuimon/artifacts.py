@@ -10,6 +10,7 @@ import numpy as np
 
 from tuimon.align import diff_arrays
 from tuimon.freqs import FreqError, agreement, key_frequencies
+from tuimon.sanitize import clean
 
 
 def compare_npy(a: Path, b: Path) -> dict[str, Any]:
@@ -67,6 +68,15 @@ def describe(name: str, result: Mapping[str, Any]) -> str:
             f"max abs {result['max_abs']:.3g}, max rel {result['max_rel']:.3g}"
         )
     return line + describe_freqs(result.get("key_freqs"))
+
+
+def lines(artifacts: Mapping[str, Any] | None) -> list[str]:
+    """One `describe` line per compared artifact (pair.json's `artifacts`), names cleaned."""
+    return [
+        describe(clean(name, 80), result)
+        for name, result in (artifacts or {}).items()
+        if isinstance(result, Mapping)
+    ]
 
 
 def describe_freqs(kf: Mapping[str, Any] | None) -> str:

@@ -31,9 +31,11 @@ from tuimon.align import (
     compare_steps,
     exit_code,
 )
+from tuimon.artifacts import lines as artifact_lines
 from tuimon.clocks import is_clock
 from tuimon.errors import CompareError, ReplayError, StoreError
 from tuimon.readers import ReaderError, Reading, log_lines, no_steps
+from tuimon.sanitize import clean
 from tuimon.steplog import (
     HUGE,
     STEP_KEYS,
@@ -440,6 +442,7 @@ def compare_paths(
             **({"saved": saved is not None} if save else {}),
             **({"save_error": save_error} if save_error else {}),
             **summary.to_dict(),
+            **({"artifacts": logs.doc.artifacts} if logs.doc.artifacts else {}),
         }
         sys.stdout.write(orjson.dumps(out).decode() + "\n")
     else:
@@ -450,6 +453,8 @@ def compare_paths(
         if doc.env_diff:
             keys = ", ".join(list(doc.env_diff)[:6])
             print(f"  environment differs in: {keys}")
+        for line in artifact_lines(logs.doc.artifacts):
+            print(f"  {clean(line, None)}")
         if saved:
             print(f"pair saved in {saved}")
         elif save_error:

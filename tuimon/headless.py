@@ -17,6 +17,7 @@ from rich.table import Column
 from rich.text import Text
 
 from tuimon.align import Summary, exit_code
+from tuimon.artifacts import lines as artifact_lines
 from tuimon.hints import likely_causes
 from tuimon.sanitize import clean
 from tuimon.session import Batch, PairSession
@@ -103,6 +104,7 @@ def run_headless(
             from tuimon.explain import explain_after
 
             explained = explain_after(session, lambda text: console.print(Text(text)))
+        artifacts = end_artifacts(session)
         if as_json:
             record = {
                 "pair": str(session.pair_path) if session.pair_path else None,
@@ -111,12 +113,15 @@ def run_headless(
                 "status": session.status(),
                 **summary.to_dict(),
                 "hints": [h.to_dict() for h in hints],
+                **({"artifacts": artifacts} if artifacts else {}),
             }
             if explained is not None:
                 record["explain"] = explained
             out.write(orjson.dumps(record).decode() + "\n")
         else:
             out.write(headline(summary) + "\n")
+            for line in artifact_lines(artifacts):
+                out.write(clean(line, None) + "\n")
             for hint in hints:
                 out.write(hint.text() + "\n")
             if explained is not None:
@@ -133,6 +138,14 @@ def run_headless(
     if 3 in codes:
         return 3
     return max(codes) if codes else 3
+
+
+def end_artifacts(session: PairSession) -> dict[str, Any]:
+    """What both runs saved at the end, compared: this session's own comparison, or a
+    replayed pair's from its pair.json (its runs' files may be gone)."""
+    if session.artifacts:
+        return session.artifacts
+    return dict(session.logs.doc.artifacts or {}) if session.logs is not None else {}
 
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

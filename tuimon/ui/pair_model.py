@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from tuimon.align import AlignedStep, Summary
-from tuimon.artifacts import describe
+from tuimon.artifacts import lines as artifact_lines
 from tuimon.session import Batch, SideState, flatten
 from tuimon.steplog import End, Header, Record, Step, Text
 from tuimon.store import PairDoc
@@ -345,11 +345,7 @@ class PairModel:
 
     def artifact_lines(self) -> list[str]:
         """One line per compared artifact: `emb at the end: bitwise equal`."""
-        return [
-            describe(clean(name, 80), result)
-            for name, result in self.artifacts.items()
-            if isinstance(result, dict)
-        ]
+        return artifact_lines(self.artifacts)
 
     def planned(self) -> int | None:
         """Steps planned (the larger of the sides' totals), when known."""
