@@ -109,6 +109,33 @@ async def test_filter_narrows_and_escape_clears(store: Path) -> None:
         assert names(screen) == [NAMES[0]]
 
 
+async def test_filter_refills_only_when_the_rows_change_and_draws_no_row_twice(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    drawn: list[str] = []
+    added: list[str] = []
+    row, add = BrowserScreen._row, PairTable.add_row
+    monkeypatch.setattr(
+        BrowserScreen, "_row", lambda s, info: drawn.append(info.name) or row(s, info)
+    )
+    monkeypatch.setattr(
+        PairTable, "add_row", lambda s, *c, **k: added.append(k["key"]) or add(s, *c, **k)
+    )
+    app = TuimonApp(store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await loaded(pilot, app)
+        assert len(drawn) == 4 and len(added) == 4
+        await pilot.press("slash", *"cpu")  # every pair runs on a cpu: the same rows, kept
+        assert len(added) == 4 and len(rows(screen)) == 4
+        assert "filter: cpu" in str(screen.query_one("#browser-status").render())
+        await pilot.press(*" mps")
+        assert names(screen) == [NAMES[1]]
+        before = len(added)
+        await pilot.press("escape")
+        assert len(rows(screen)) == 4 and len(added) == before + 4
+        assert len(drawn) == 4  # the rows shown again were drawn once, when the store was read
+
+
 async def test_delete_asks_first(store: Path) -> None:
     app = TuimonApp(store=store)
     async with app.run_test(size=SIZE) as pilot:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from rich.style import Style
 from rich.text import Text
@@ -85,13 +86,29 @@ def status_of(info: PairInfo) -> str:
     return info.status or "–"
 
 
+class Haystack(NamedTuple):
+    """A pair's filter text and its whole words, made once per read of the store."""
+
+    text: str
+    tokens: frozenset[str]
+
+    @classmethod
+    def of(cls, info: PairInfo) -> Haystack:
+        text = haystack(info)
+        return cls(text, frozenset(re.split(r"[^a-z0-9.]+", text)))
+
+    def matches(self, query: str) -> bool:
+        """The query appears in the text, or each of its words does (numbers whole)."""
+        query = " ".join(query.lower().split())
+        if query in self.text:
+            return True
+        words = query.split()
+        return all(w in self.tokens if w.isdigit() else w in self.text for w in words)
+
+
 def matches(info: PairInfo, query: str) -> bool:
     """The query appears in the pair's text, or each of its words does (numbers whole)."""
-    text, query = haystack(info), " ".join(query.lower().split())
-    if query in text:
-        return True
-    tokens = set(re.split(r"[^a-z0-9.]+", text))
-    return all(word in tokens if word.isdigit() else word in text for word in query.split())
+    return Haystack.of(info).matches(query)
 
 
 class PairTable(DataTable[Text]):
@@ -143,6 +160,11 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         self.pairs: list[PairInfo] = []
         self.shown: list[PairInfo] = []
         self.query_text = ""
+        self._hay: list[Haystack] = []
+        """`pairs`' filter texts, in the same order."""
+        self._cells: dict[Path, list[Text]] = {}
+        """Drawn rows by pair, for the theme in `_cells_theme` (a refill draws no row twice)."""
+        self._cells_theme = ""
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="≈")
@@ -184,7 +206,9 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
 
     def _show_pairs(self, pairs: list[PairInfo]) -> None:
         self.pairs = pairs
-        self._fill()
+        self._hay = [Haystack.of(p) for p in pairs]
+        self._cells.clear()
+        self._fill(force=True)
 
     def _row(self, info: PairInfo) -> list[Text]:
         variables = self.app.theme_variables
@@ -212,13 +236,29 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
             Text(clean(note), style=Style(dim=bool(damaged))),
         ]
 
-    def _fill(self) -> None:
+    def _cells_of(self, info: PairInfo) -> list[Text]:
+        if self._cells_theme != self.app.theme:
+            self._cells.clear()
+            self._cells_theme = self.app.theme
+        cells = self._cells.get(info.path)
+        if cells is None:
+            cells = self._cells[info.path] = self._row(info)
+        return cells
+
+    def _fill(self, *, force: bool = False) -> None:
+        """Show the pairs the filter matches; the table is refilled only when that set changed
+        (or `force`: the pairs were read again)."""
         table = self.query_one(PairTable)
         current = self.selected()
+        query = self.query_text
+        shown = [p for p, hay in zip(self.pairs, self._hay, strict=True) if hay.matches(query)]
+        if not force and [p.path for p in shown] == [p.path for p in self.shown]:
+            self._show_status()  # the same rows: only the filter in the status line changed
+            return
+        self.shown = shown
         table.clear()
-        self.shown = [p for p in self.pairs if matches(p, self.query_text)]
-        for info in self.shown:
-            table.add_row(*self._row(info), key=str(info.path))
+        for info in shown:
+            table.add_row(*self._cells_of(info), key=str(info.path))
         if current is not None and current in self.shown:
             table.move_cursor(row=self.shown.index(current))
         self._show_status()
@@ -365,8 +405,7 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
                 self.notify(clean(exc), severity="error", markup=False)
                 return
             self.notify(f"deleted {clean(info.name)}", markup=False)
-            self.pairs = [p for p in self.pairs if p.path != info.path]
-            self._fill()
+            self._show_pairs([p for p in self.pairs if p.path != info.path])
 
         self.app.push_screen(
             ConfirmScreen(f"Delete the pair {info.name}?\n{info.path}", yes="Delete", no="Keep"),
