@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -145,11 +146,16 @@ def test_model_from_aligned_steps(tmp_path: Path) -> None:
     aligned, aligner = compare_steps(steps_of(read_lines(a)), steps_of(read_lines(b)))
     model = PairModel()
     model.add_records("a", steps_of(read_lines(a)))
+    model.summary = aligner.summary()
     for start in range(0, len(aligned), 64):
         model.add_aligned(aligned[start : start + 64])
-    model.summary = aligner.summary()
-    assert model.first is not None and model.first.step == 7
+    assert model.first is not None and model.first.step == 7 == model.first_divergent_step
     assert model.first.tensors == ("W_E",)
+    row = next(s for s in aligned if s.step == 7)
+    assert model.first.metrics["train_loss"] == (
+        row.diffs["train_loss"].a, row.diffs["train_loss"].b,
+        row.diffs["train_loss"].rel, row.diffs["train_loss"].ulps,
+    )  # fmt: skip
     assert model.first_line() == (
         "first divergence: step 7 (train_loss, test_loss, train_acc) · tensors: W_E"
     )
@@ -162,3 +168,17 @@ def test_model_from_aligned_steps(tmp_path: Path) -> None:
 def test_importing_the_app_does_not_import_torch() -> None:
     code = "import tuimon.ui.app, tuimon.ui.browser, tuimon.ui.pair_screen"
     assert heavy_modules_after(code, heavy=("torch",)) == "LOADED []"
+
+
+def test_model_takes_which_step_from_the_summary(tmp_path: Path) -> None:
+    """The summary owns the first divergent step; the model keeps the values at that step."""
+    a, b = write_demo(tmp_path, steps=50, diverge=7)
+    aligned, aligner = compare_steps(steps_of(read_lines(a)), steps_of(read_lines(b)))
+    model = PairModel()
+    model.add_aligned(aligned)  # no summary yet: no step is the first divergence
+    assert model.first is None and model.first_divergent_step is None
+    said = replace(aligner.summary(), first_divergent_step=9, first_divergent_metrics=["x"])
+    model.summary = said
+    model.add_aligned(aligned)
+    assert model.first is not None and model.first.step == 9
+    assert model.first_line().startswith("first divergence: step 9 (x)")

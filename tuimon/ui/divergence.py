@@ -52,7 +52,7 @@ class DivergencePanel(Vertical):
         """Draw what the model holds, the sparkline following `series`."""
         first = self.query_one("#first-divergence", Static)
         first.update(Text(model.first_line(), no_wrap=True, overflow="ellipsis"), layout=False)
-        first.set_class(model.first is not None, "diverged")
+        first.set_class(model.first_divergent_step is not None, "diverged")
         bucket = model.spark.get(series) or model.spark[DIVERGENCE]
         values, lo, hi = spark_data(bucket.data())
         spark = self.query_one("#spark", Sparkline)

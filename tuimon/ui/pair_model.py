@@ -220,6 +220,7 @@ class PairModel:
     spark: dict[str, BucketSeries] = field(default_factory=dict)
     curves: dict[tuple[str, str], CurveSeries] = field(default_factory=dict)
     first: FirstDivergence | None = None
+    """The values at the summary's first divergent step (`first_divergent_step`)."""
     current: float | None = None
     """Divergence of the newest aligned step."""
     aligned_count: int = 0
@@ -245,12 +246,12 @@ class PairModel:
         """Take one batch of a session."""
         for side, records in batch.records.items():
             self.add_records(side, records)
+        self.summary = batch.summary  # judged with this batch's rows: says where they part
         self.add_aligned(batch.aligned)
         self.sides = batch.sides
         for side, state in batch.sides.items():
             if state.header is not None:
                 self.headers.setdefault(side, state.header)
-        self.summary = batch.summary
         if batch.pair_path is not None:
             self.pair_path = batch.pair_path
         if batch.message:
@@ -296,9 +297,18 @@ class PairModel:
                 (s.diffs[metric].equal if metric in s.diffs else True for s in aligned), bool, n
             )
             self.spark.setdefault(metric, BucketSeries(SPARK_BUCKETS)).extend(levels(rel, eq))
-        for i in np.flatnonzero(~equal):
-            s = aligned[int(i)]
-            if self.first is None or s.step < self.first.step:
+        step = self.first_divergent_step
+        if step is not None and (self.first is None or self.first.step != step):
+            self._keep_first(step, [aligned[int(i)] for i in np.flatnonzero(~equal)])
+        self.aligned_count += n
+        self.current = float(div[-1])
+        self.first_step = aligned[0].step if self.first_step is None else self.first_step
+        self.last_step = aligned[-1].step
+
+    def _keep_first(self, step: int, differing: Sequence[AlignedStep]) -> None:
+        """The values at the summary's first divergent step, when its row is among these."""
+        for s in differing:
+            if s.step == step:
                 self.first = FirstDivergence(
                     step=s.step,
                     metrics={
@@ -308,12 +318,14 @@ class PairModel:
                     digest_equal=s.digest_equal,
                     divergence=s.divergence,
                 )
-        self.aligned_count += n
-        self.current = float(div[-1])
-        self.first_step = aligned[0].step if self.first_step is None else self.first_step
-        self.last_step = aligned[-1].step
+                return
 
     # -- reading ------------------------------------------------------------------------------
+
+    @property
+    def first_divergent_step(self) -> int | None:
+        """Where the runs part: the aligner's summary says (the one owner of which step)."""
+        return self.summary.first_divergent_step if self.summary is not None else None
 
     def series_names(self) -> list[str]:
         """What the sparkline can follow: the divergence, then each shared metric."""
@@ -354,16 +366,10 @@ class PairModel:
 
     def first_line(self) -> str:
         """Where the runs part, in one line."""
-        summary, first = self.summary, self.first
-        step = summary.first_divergent_step if summary else None
-        if step is None and first is not None:
-            step = first.step
+        summary = self.summary
+        step = self.first_divergent_step
         metrics = list(summary.first_divergent_metrics) if summary else []
-        if not metrics and first is not None and first.step == step:
-            metrics = list(first.metrics)
-        tensors = list(summary.first_tensors) if summary and summary.first_tensors else []
-        if not tensors and first is not None:
-            tensors = list(first.tensors)
+        tensors = list(summary.first_tensors) if summary else []
         return parting_line(
             step, metrics, tensors, self.aligned_count, complete=self.done, planned=self.planned()
         )

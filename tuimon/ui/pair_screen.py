@@ -266,7 +266,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
             self._columns = list(self.model.columns)
             for side in SIDES:
                 self.pane(side).set_columns(self._columns)
-        first = self.model.first.step if self.model.first else None
+        first = self.model.first_divergent_step
         dropped, self._dropped = self._dropped, 0
         for side in SIDES:
             pane = self.pane(side)
@@ -395,10 +395,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         self.set_follow(True)
 
     def _first_step(self) -> int | None:
-        summary = self.model.summary
-        if summary is not None and summary.first_divergent_step is not None:
-            return summary.first_divergent_step
-        return self.model.first.step if self.model.first else None
+        return self.model.first_divergent_step
 
     def scroll_panes_to(self, step: int) -> bool:
         if self.buffers_hold(step):

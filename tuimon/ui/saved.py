@@ -88,12 +88,12 @@ def load_saved(path: Path, max_lines: int = 2000) -> SavedPair:
     model = PairModel(saved=doc, pair_path=logs.pair_dir)
     for side, recs in records.items():
         model.add_records(side, recs)
+    model.summary = aligner.summary(  # first: it says which step's values the model keeps
+        complete=complete, reason=reason if not complete else None, interrupted=interrupted
+    )
     for start in range(0, len(aligned), ALIGN_CHUNK):
         model.add_aligned(aligned[start : start + ALIGN_CHUNK])
     del aligned
-    model.summary = aligner.summary(
-        complete=complete, reason=reason if not complete else None, interrupted=interrupted
-    )
     model.sides = {side: side_state(side, doc, recs) for side, recs in records.items()}
     model.done = True
     model.artifacts = dict(doc.artifacts or {})
