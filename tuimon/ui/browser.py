@@ -20,6 +20,7 @@ from tuimon.store import PairInfo, StoreError, delete_pair, list_pairs
 from tuimon.ui.commands import ScreenActions
 from tuimon.ui.modals import ConfirmScreen
 from tuimon.ui.pair_screen import PairScreen
+from tuimon.ui.tables import RowTable
 from tuimon.ui.text import clean, sci
 from tuimon.ui.workers import ReportsWorkerErrors
 
@@ -111,7 +112,7 @@ def matches(info: PairInfo, query: str) -> bool:
     return Haystack.of(info).matches(query)
 
 
-class PairTable(DataTable[Text]):
+class PairTable(RowTable):
     """The pairs, one per row; Enter (or a click on the selected row) opens one."""
 
     BINDINGS = [  # noqa: RUF012
@@ -144,8 +145,6 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
             show=False,
             tooltip="Show only the pairs of the selected pair's sweep",
         ),
-        Binding("j", "cursor(1)", show=False, id="down"),
-        Binding("k", "cursor(-1)", show=False, id="up"),
         Binding("escape", "clear_filter", "Clear filter", id="clear-filter", show=False),
         Binding(
             "f5,ctrl+r", "reload", "Reload", id="reload", show=False, tooltip="Read the store again"
@@ -305,14 +304,6 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         if action == "clear_filter":
             return bool(self.query_text) or self.query_one("#filter", Input).display
         return True
-
-    def action_cursor(self, delta: int) -> None:
-        """j / k: move the cursor."""
-        table = self.query_one(PairTable)
-        if delta > 0:
-            table.action_cursor_down()
-        else:
-            table.action_cursor_up()
 
     @on(DataTable.RowSelected)
     def _row_selected(self, event: DataTable.RowSelected) -> None:

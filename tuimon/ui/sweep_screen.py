@@ -16,6 +16,7 @@ from tuimon.sweep import COLUMNS, Sweep, hint_lines, row
 from tuimon.ui.commands import ScreenActions
 from tuimon.ui.modals import ConfirmScreen
 from tuimon.ui.pair_screen import PairScreen
+from tuimon.ui.tables import RowTable
 from tuimon.ui.text import clean
 from tuimon.ui.workers import ReportsWorkerErrors
 
@@ -44,7 +45,7 @@ class SweepPairScreen(PairScreen):
         await self.app.action_quit()
 
 
-class SweepTable(DataTable[Text]):
+class SweepTable(RowTable):
     """The pairs of the sweep; Enter opens one."""
 
     BINDINGS = [  # noqa: RUF012
@@ -57,8 +58,6 @@ class SweepScreen(ReportsWorkerErrors, Screen[None]):
 
     BINDINGS = [  # noqa: RUF012
         Binding("s", "stop", "Stop", id="stop", tooltip="Stop the sweep (running pairs are saved)"),
-        Binding("j", "cursor(1)", show=False, id="down"),
-        Binding("k", "cursor(-1)", show=False, id="up"),
         Binding("q", "quit", "Quit", id="quit", tooltip="Quit tuimon (a running sweep asks)"),
     ]
     COMMANDS = {ScreenActions}  # noqa: RUF012
@@ -148,14 +147,6 @@ class SweepScreen(ReportsWorkerErrors, Screen[None]):
         if action == "stop":
             return not self.done and not self.sweep.stopping
         return True
-
-    def action_cursor(self, delta: int) -> None:
-        """j / k: move the cursor."""
-        table = self.query_one(SweepTable)
-        if delta > 0:
-            table.action_cursor_down()
-        else:
-            table.action_cursor_up()
 
     @on(DataTable.RowSelected)
     def _row_selected(self, event: DataTable.RowSelected) -> None:

@@ -1,0 +1,16 @@
+"""The one table of rows the views share: a DataTable that also moves with j / k."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.widgets import DataTable
+
+
+class RowTable(DataTable[Text]):
+    """Rows of pairs (browser, sweep); j / k move the cursor as in a pager, Enter opens a row."""
+
+    BINDINGS = [  # noqa: RUF012
+        Binding("j", "cursor_down", show=False, id="down"),
+        Binding("k", "cursor_up", show=False, id="up"),
+    ]
