@@ -8,6 +8,8 @@ Times, in one process and one run, N full-batch steps of:
 and, alone, the parameter digest and the test evaluation. Every case is timed step by step
 (tuimon's steps from the `t` of its log records) and the cases are interleaved, so the median
 and the minimum of a step are both shown: on a shared machine the minimum is the steadier one.
+Last, the FLOP/s of (a) (the FLOPs of one step counted by torch's FlopCounterMode) against this
+machine's float32 matmul FLOP/s.
 Prints; never asserts.
 
     python bench/bench_train.py [--p 113] [--steps 30] [--threads N] [--repeats 2]
@@ -79,6 +81,33 @@ def alone(s: Settings) -> tuple[list[float], list[float]]:
     return digests, evals
 
 
+def step_flops(s: Settings) -> int:
+    """FLOPs of one plain training step (forward, loss, backward, AdamW), counted by torch."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model, data = loop.build(s, torch.device("cpu"))
+    opt = torch.optim.AdamW(model.parameters(), lr=s.lr, betas=BETAS, weight_decay=s.weight_decay)
+    with FlopCounterMode(display=False) as counter:
+        loss = F.cross_entropy(model(data.train_x).double(), data.train_y)
+        loss.backward()
+        opt.step()
+    return int(counter.get_total_flops())
+
+
+def matmul_flops_per_s(n: int = 1024, repeats: int = 20) -> float:
+    """This machine's float32 matmul FLOP/s (the best of `repeats` n x n products)."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b  # warm up
+    best = min(_timed(lambda: a @ b) for _ in range(repeats))
+    return 2 * n**3 / best
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--p", type=int, default=113)
@@ -118,6 +147,12 @@ def main() -> None:
     print(
         f"{'logging + digests alone, (b) / (c)':42s} {'':8s} "
         f"{statistics.median(b) / statistics.median(c):7.2f} {'':8s} {min(b) / min(c):7.2f}"
+    )
+    flops, peak = step_flops(s), matmul_flops_per_s()
+    achieved = flops / min(steps["(a) plain loop, train only"])
+    print(
+        f"(a) does {flops / 1e6:.1f} MFLOP a step: {achieved / 1e9:.2f} GFLOP/s at its fastest "
+        f"step, {achieved / peak:.1%} of this machine's float32 matmul ({peak / 1e9:.1f} GFLOP/s)"
     )
 
 
