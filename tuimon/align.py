@@ -86,15 +86,21 @@ class AlignedStep:
         }
         if self.occurrence:
             row["occurrence"] = self.occurrence
-        for name, d in self.diffs.items():
-            row[f"{name}_a"] = d.a
-            row[f"{name}_b"] = d.b
-            row[f"{name}_abs"] = d.abs
-            row[f"{name}_rel"] = d.rel
-            row[f"{name}_ulps"] = d.ulps
-        row["t_a"] = self.a.t
-        row["t_b"] = self.b.t
-        return jsonable(row)
+        # One sum tells whether every float is finite (a NaN, an infinity or an overflow makes
+        # it non-finite; a numpy scalar makes it not a float): then the row is written as it
+        # is, else `jsonable` writes the non-finite values as strings.
+        total = self.divergence
+        for name, (a, b, _, absd, rel, ulps) in self.diffs.items():
+            row[f"{name}_a"] = a
+            row[f"{name}_b"] = b
+            row[f"{name}_abs"] = absd
+            row[f"{name}_rel"] = rel
+            row[f"{name}_ulps"] = ulps
+            total += a + b + absd + rel
+        t_a = row["t_a"] = self.a.t
+        t_b = row["t_b"] = self.b.t
+        total += (t_a or 0.0) + (t_b or 0.0)
+        return row if type(total) is float and math.isfinite(total) else jsonable(row)
 
 
 @dataclass(frozen=True)
