@@ -267,8 +267,12 @@ class Columns:
         values, present = {}, {}
         for name in names:
             got = [m.get(name) for m in metrics]
-            mask = np.fromiter((v is not None for v in got), bool, n)
-            values[name] = np.fromiter((math.nan if v is None else v for v in got), float, n)
+            if None in got:
+                mask = np.fromiter((v is not None for v in got), bool, n)
+                values[name] = np.fromiter((math.nan if v is None else v for v in got), float, n)
+            else:  # every record has it (the common case): one conversion
+                mask = np.ones(n, bool)
+                values[name] = np.array(got, dtype=float)
             present[name] = mask
         digest = np.empty(n, dtype=object)
         digest[:] = [r.digest or None for r in records]
@@ -392,21 +396,24 @@ def aligned_steps(block: Block) -> list[AlignedStep]:
     """The block as `AlignedStep`s (both sides' records needed)."""
     ra, rb = block.a.records, block.b.records
     assert ra is not None and rb is not None
-    cols = {
-        name: (both.tolist(), block.a.values[name].tolist(), block.b.values[name].tolist(),
-               eq.tolist(), absd.tolist(), rel.tolist(), ulps.tolist())
-        for name, (both, eq, absd, rel, ulps) in block.metrics.items()
-    }  # fmt: skip
+    names = list(block.metrics)
+    both = [m[0].tolist() for m in block.metrics.values()]
+    cols = [
+        list(map(MetricDiff, block.a.values[name].tolist(), block.b.values[name].tolist(),
+                 eq.tolist(), absd.tolist(), rel.tolist(), ulps.tolist()))
+        for name, (_, eq, absd, rel, ulps) in block.metrics.items()
+    ]  # fmt: skip
+    everywhere = all(all(b) for b in both)
     out = []
     digest_equal = block.digest_equal.tolist()
     divergence = block.divergence.tolist()
     occ = block.a.occ.tolist()
+    rows = zip(*cols, strict=True) if everywhere and cols else None
     for i, (x, y) in enumerate(zip(ra, rb, strict=True)):
-        diffs = {
-            name: MetricDiff(c[1][i], c[2][i], c[3][i], c[4][i], c[5][i], c[6][i])
-            for name, c in cols.items()
-            if c[0][i]
-        }
+        if rows is not None:  # every metric on both sides at every step (the common case)
+            diffs = dict(zip(names, next(rows), strict=True))
+        else:
+            diffs = {name: col[i] for name, col, b in zip(names, cols, both, strict=True) if b[i]}
         tensors = block.tensors[i] if block.tensors is not None else ()
         out.append(
             AlignedStep(x.step, x, y, diffs, digest_equal[i], tensors, divergence[i], occ[i])

@@ -160,12 +160,14 @@ def parse_obj(obj: Mapping[str, Any]) -> Record | None:
             wall_s=_float(obj.get("wall_s")),
             artifacts=_dict(obj.get("artifacts")),
         )
-    for key in STEP_KEYS:
-        step = obj.get(key)
-        if isinstance(step, int) and not isinstance(step, bool) and -(2**63) <= step < 2**64:
-            break
-    else:
-        return None
+    step = obj.get("step")
+    if not (type(step) is int and -(2**63) <= step < 2**64):  # else the general rule:
+        for key in STEP_KEYS:
+            step = obj.get(key)
+            if isinstance(step, int) and not isinstance(step, bool) and -(2**63) <= step < 2**64:
+                break
+        else:
+            return None
     metrics: dict[str, float] = {}
     clocks: dict[str, float] = {}
     bad: list[str] = []
