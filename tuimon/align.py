@@ -86,15 +86,21 @@ class AlignedStep:
         }
         if self.occurrence:
             row["occurrence"] = self.occurrence
-        for name, d in self.diffs.items():
-            row[f"{name}_a"] = d.a
-            row[f"{name}_b"] = d.b
-            row[f"{name}_abs"] = d.abs
-            row[f"{name}_rel"] = d.rel
-            row[f"{name}_ulps"] = d.ulps
-        row["t_a"] = self.a.t
-        row["t_b"] = self.b.t
-        return jsonable(row)
+        # One sum tells whether every float is finite (a NaN, an infinity or an overflow makes
+        # it non-finite; a numpy scalar makes it not a float): then the row is written as it
+        # is, else `jsonable` writes the non-finite values as strings.
+        total = self.divergence
+        for name, (a, b, _, absd, rel, ulps) in self.diffs.items():
+            row[f"{name}_a"] = a
+            row[f"{name}_b"] = b
+            row[f"{name}_abs"] = absd
+            row[f"{name}_rel"] = rel
+            row[f"{name}_ulps"] = ulps
+            total += a + b + absd + rel
+        t_a = row["t_a"] = self.a.t
+        t_b = row["t_b"] = self.b.t
+        total += (t_a or 0.0) + (t_b or 0.0)
+        return row if type(total) is float and math.isfinite(total) else jsonable(row)
 
 
 @dataclass(frozen=True)
@@ -261,8 +267,12 @@ class Columns:
         values, present = {}, {}
         for name in names:
             got = [m.get(name) for m in metrics]
-            mask = np.fromiter((v is not None for v in got), bool, n)
-            values[name] = np.fromiter((math.nan if v is None else v for v in got), float, n)
+            if None in got:
+                mask = np.fromiter((v is not None for v in got), bool, n)
+                values[name] = np.fromiter((math.nan if v is None else v for v in got), float, n)
+            else:  # every record has it (the common case): one conversion
+                mask = np.ones(n, bool)
+                values[name] = np.array(got, dtype=float)
             present[name] = mask
         digest = np.empty(n, dtype=object)
         digest[:] = [r.digest or None for r in records]
@@ -386,21 +396,24 @@ def aligned_steps(block: Block) -> list[AlignedStep]:
     """The block as `AlignedStep`s (both sides' records needed)."""
     ra, rb = block.a.records, block.b.records
     assert ra is not None and rb is not None
-    cols = {
-        name: (both.tolist(), block.a.values[name].tolist(), block.b.values[name].tolist(),
-               eq.tolist(), absd.tolist(), rel.tolist(), ulps.tolist())
-        for name, (both, eq, absd, rel, ulps) in block.metrics.items()
-    }  # fmt: skip
+    names = list(block.metrics)
+    both = [m[0].tolist() for m in block.metrics.values()]
+    cols = [
+        list(map(MetricDiff, block.a.values[name].tolist(), block.b.values[name].tolist(),
+                 eq.tolist(), absd.tolist(), rel.tolist(), ulps.tolist()))
+        for name, (_, eq, absd, rel, ulps) in block.metrics.items()
+    ]  # fmt: skip
+    everywhere = all(all(b) for b in both)
     out = []
     digest_equal = block.digest_equal.tolist()
     divergence = block.divergence.tolist()
     occ = block.a.occ.tolist()
+    rows = zip(*cols, strict=True) if everywhere and cols else None
     for i, (x, y) in enumerate(zip(ra, rb, strict=True)):
-        diffs = {
-            name: MetricDiff(c[1][i], c[2][i], c[3][i], c[4][i], c[5][i], c[6][i])
-            for name, c in cols.items()
-            if c[0][i]
-        }
+        if rows is not None:  # every metric on both sides at every step (the common case)
+            diffs = dict(zip(names, next(rows), strict=True))
+        else:
+            diffs = {name: col[i] for name, col, b in zip(names, cols, both, strict=True) if b[i]}
         tensors = block.tensors[i] if block.tensors is not None else ()
         out.append(
             AlignedStep(x.step, x, y, diffs, digest_equal[i], tensors, divergence[i], occ[i])

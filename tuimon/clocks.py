@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 TIME_KEYS = frozenset({"t", "time", "timestamp", "_timestamp", "_runtime", "wall_s", "elapsed"})
 """The clocks of the step-log format (`tuimon.steplog.TIME_KEYS`)."""
@@ -27,9 +28,11 @@ _CLOCK = re.compile(
 )
 
 
+@lru_cache(maxsize=8192)
 def is_clock(name: str) -> bool:
     """True for a clock or a throughput (`t`, `time`, `train_runtime`, `eval_samples_per_second`,
-    `step_time_ms`, `mfu` ...), which depends on the machine, not on the computation."""
+    `step_time_ms`, `mfu` ...), which depends on the machine, not on the computation. Cached per
+    name (bounded): every reader asks it for every metric of every line."""
     return name in CLOCK_NAMES or name.lower() in CLOCK_NAMES or bool(_CLOCK.search(name))
 
 

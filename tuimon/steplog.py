@@ -137,6 +137,11 @@ def suspect(step: Step) -> bool:
     return bool(values) and max(map(abs, values)) >= HUGE and not all(map(math.isinf, values))
 
 
+_NOT_METRICS = frozenset((*STEP_KEYS, "type", "param_digests"))
+_CLOCK_KEYS = ("t", "_runtime", "time")
+"""Keys of a step's clock (`Step.t`), in order of preference."""
+
+
 def parse_obj(obj: Mapping[str, Any]) -> Record | None:
     """The record a decoded JSON object stands for, or None when it is not one."""
     kind = obj.get("type")
@@ -155,22 +160,38 @@ def parse_obj(obj: Mapping[str, Any]) -> Record | None:
             wall_s=_float(obj.get("wall_s")),
             artifacts=_dict(obj.get("artifacts")),
         )
-    for key in STEP_KEYS:
-        step = obj.get(key)
-        if isinstance(step, int) and not isinstance(step, bool) and -(2**63) <= step < 2**64:
-            break
-    else:
-        return None
+    step = obj.get("step")
+    if not (type(step) is int and -(2**63) <= step < 2**64):  # else the general rule:
+        for key in STEP_KEYS:
+            step = obj.get(key)
+            if isinstance(step, int) and not isinstance(step, bool) and -(2**63) <= step < 2**64:
+                break
+        else:
+            return None
     metrics: dict[str, float] = {}
     clocks: dict[str, float] = {}
     bad: list[str] = []
     for name, value in obj.items():
-        if name in STEP_KEYS or name in ("type", "param_digests"):
+        if name in _NOT_METRICS:
             continue
-        _add_metrics(metrics, clocks, bad, name, value)
+        # Fast paths for a flat record (what `_add_metrics` does with a float, an int64, a string)
+        kind = type(value)
+        if kind is float:
+            (clocks if is_clock(name) else metrics)[name] = value
+        elif kind is int and -(2**63) <= value < 2**63:
+            (clocks if is_clock(name) else metrics)[name] = float(value)
+        elif kind is str:
+            if value in NONFINITE:
+                (clocks if is_clock(name) else metrics)[name] = NONFINITE[value]
+        else:
+            _add_metrics(metrics, clocks, bad, name, value)
     digests = obj.get("param_digests")
     digest = obj.get("param_digest")
-    clock = next((_float(obj[k]) for k in ("t", "_runtime", "time") if k in obj), None)
+    clock = None
+    for key in _CLOCK_KEYS:
+        if key in obj:
+            clock = _float(obj[key])
+            break
     return Step(
         step=step,
         metrics=metrics,
