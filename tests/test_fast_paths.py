@@ -18,8 +18,8 @@ from tuimon.steplog import (
     STEP_KEYS,
     Step,
     _add_metrics,
-    _float,
     jsonable,
+    number_of,
     parse_obj,
 )
 
@@ -57,7 +57,7 @@ def general_step(obj: dict[str, Any]) -> Step:
     return Step(
         step=step,
         metrics=metrics,
-        t=next((_float(obj[k]) for k in ("t", "_runtime", "time") if k in obj), None),
+        t=next((number_of(obj[k]) for k in ("t", "_runtime", "time") if k in obj), None),
         digest=digest if isinstance(digest, str) else None,
         digests={k: v for k, v in digests.items() if isinstance(v, str)}
         if isinstance(digests, dict)

@@ -79,8 +79,9 @@ class Text:
 Record = Header | Step | End | Text
 
 
-def _float(value: Any) -> float | None:
-    """A metric value as float, or None when it is not a number."""
+def number_of(value: Any) -> float | None:
+    """A JSON metric value as float, or None when it is not a number (strings only for the
+    non-finite "NaN", "Infinity", "-Infinity")."""
     if isinstance(value, bool):
         return None
     if isinstance(value, float):
@@ -157,7 +158,7 @@ def parse_obj(obj: Mapping[str, Any]) -> Record | None:
         return End(
             status=_str(obj.get("status"), "ok"),
             steps=steps if isinstance(steps, int) and not isinstance(steps, bool) else None,
-            wall_s=_float(obj.get("wall_s")),
+            wall_s=number_of(obj.get("wall_s")),
             artifacts=_dict(obj.get("artifacts")),
         )
     step = obj.get("step")
@@ -190,7 +191,7 @@ def parse_obj(obj: Mapping[str, Any]) -> Record | None:
     clock = None
     for key in _CLOCK_KEYS:
         if key in obj:
-            clock = _float(obj[key])
+            clock = number_of(obj[key])
             break
     return Step(
         step=step,
@@ -229,7 +230,7 @@ def _add_metrics(
     ):
         bad.append(f"{name}={value}")
         return
-    number = _float(value)
+    number = number_of(value)
     if number is not None:
         (clocks if shown else out)[name] = number
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from tuimon.clocks import is_clock, is_media
-from tuimon.steplog import NONFINITE, Record, Step
+from tuimon.steplog import NONFINITE, Record, Step, number_of
 
 STEP_KEYS = ("step", "_step", "global_step", "iteration", "iter", "epoch")
 """Keys that give a row its step, in order of preference."""
@@ -41,16 +41,9 @@ def as_int(value: Any) -> int | None:
 
 
 def as_float(value: Any) -> float | None:
-    """A metric value as float, or None when it is not a number."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, float):
-        return value
-    if isinstance(value, int):
-        return float(value) if abs(value) < 2**1023 else None
-    if isinstance(value, str):
-        if value in NONFINITE:
-            return NONFINITE[value]
+    """A metric value as float, or None when it is not a number; unlike a JSON step log, text
+    cells (CSV, printed lines) that read as a number are numbers."""
+    if isinstance(value, str) and value not in NONFINITE:
         text = value.strip()
         if not text or (text[-1:].isalpha() and text.lower() not in ("nan", "inf", "-inf")):
             return None
@@ -58,7 +51,7 @@ def as_float(value: Any) -> float | None:
             return float(text)
         except ValueError:
             return None
-    return None
+    return number_of(value)
 
 
 def step_key(row: Mapping[str, Any]) -> str | None:
