@@ -852,27 +852,27 @@ def _devices(doc: Mapping[str, Any]) -> tuple[str, str] | None:
 
 
 def _info(path: Path, mtime: float) -> PairInfo:
-    """Build a PairInfo for a pair directory; never raises on a damaged pair.json."""
-    doc, damaged = _load(path / PAIR_JSON)
-    doc = doc or {}
-    summary = doc.get("summary")
-    summary = summary if isinstance(summary, dict) else {}
-    created = _str(doc.get("created"))
+    """Build a PairInfo for a pair directory (read as a `PairDoc`); never raises on a damaged
+    pair.json."""
+    raw, damaged = _load(path / PAIR_JSON)
+    doc = PairDoc.from_json(raw or {})
+    summary = doc.summary
+    created = doc.created
     if created is None:
         created = datetime.fromtimestamp(mtime, tz=timezone.utc).isoformat(timespec="seconds")
     return PairInfo(
         path=path,
         name=path.name,
         created=created,
-        seed=_int(doc.get("seed")),
-        devices=_devices(doc),
-        status=_str(doc.get("status")),
+        seed=doc.seed,
+        devices=doc.devices,
+        status=doc.status,
         verdict=_str(summary.get("verdict")),
         steps=_int(summary.get("steps_compared")),
         first_divergent_step=_int(summary.get("first_divergent_step")),
         max_divergence=_float(summary.get("max_divergence")),
         damaged=damaged,
-        sweep=_str(doc.get("sweep")),
+        sweep=_str(doc.more.get("sweep")),
         running=is_running(path),
     )
 
