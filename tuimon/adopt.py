@@ -116,6 +116,15 @@ def last_applied() -> dict[str, Any] | None:
     return _applied
 
 
+def applied_env(device: str) -> dict[str, Any]:
+    """A header's env block for `device`, with what `apply_pair_settings` applied (if called)."""
+    env: dict[str, Any] = {"device": device}
+    if _applied is not None:
+        env.update(applied=_applied, threads=_applied.get("threads"))
+        env["deterministic"] = _applied.get("deterministic")
+    return env
+
+
 def _number(value: Any) -> float | None:
     """A plain number, a numpy or a one-element torch scalar as float; None otherwise."""
     if hasattr(value, "item"):  # one-element tensors and numpy scalars; larger ones raise

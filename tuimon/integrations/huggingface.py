@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Any
 
-from tuimon.adopt import StepBuffer, last_applied, model_digests
+from tuimon.adopt import StepBuffer, applied_env, model_digests
 from tuimon.steplog import StepLogger
 
 try:
@@ -47,11 +47,7 @@ class TuimonCallback(TrainerCallback):
             device = str(args.device)
         except Exception:  # args.device sets up devices; it may need packages not there
             device = "?"
-        env: dict[str, Any] = {"device": device}
-        applied = last_applied()
-        if applied is not None:
-            env.update(applied=applied, threads=applied.get("threads"))
-            env["deterministic"] = applied.get("deterministic")
+        env = applied_env(device)
         self.logger = StepLogger(
             self.file,
             run={"name": type(model).__name__ if model is not None else "model",

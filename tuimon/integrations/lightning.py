@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Any
 
-from tuimon.adopt import StepBuffer, last_applied, model_digests
+from tuimon.adopt import StepBuffer, applied_env, model_digests
 from tuimon.steplog import StepLogger
 
 try:
@@ -51,11 +51,7 @@ class TuimonCallback(Callback):
     def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
         if getattr(trainer, "global_rank", 0) != 0:
             return
-        env: dict[str, Any] = {"device": str(getattr(pl_module, "device", "?"))}
-        applied = last_applied()
-        if applied is not None:
-            env.update(applied=applied, threads=applied.get("threads"))
-            env["deterministic"] = applied.get("deterministic")
+        env = applied_env(str(getattr(pl_module, "device", "?")))
         self.logger = StepLogger(
             self.file,
             run={"name": type(pl_module).__name__, "framework": "lightning"},
