@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -100,12 +101,14 @@ def test_bad_launcher_is_one_line(tmp_path, capsys):
     assert len(lines) == 2 and "--launch-b" in lines[0] and lines[1] == "try: tuimon pair --help"
 
 
-def start_launched_pair(store: Path, tag: str, **env: str) -> subprocess.Popen[bytes]:
+def start_launched_pair(
+    store: Path, tag: str, stderr: int | IO[bytes] = subprocess.PIPE, **env: str
+) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "tuimon", "pair", "--headless", "--json", "--store", str(store),
          "--launch-b", SRUN, "--", sys.executable, FAKE, "--side", "{side}", "--steps", "100000",
          "--sleep", "0.01", "--tag", tag],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **env},
+        stdout=subprocess.PIPE, stderr=stderr, env={**os.environ, **env},
     )  # fmt: skip
 
 
@@ -137,12 +140,13 @@ def test_interrupting_a_launched_pair_ends_the_remote_run(tmp_path):
 def test_dropped_connection_fails_that_side(tmp_path):
     store = tmp_path / "store"
     tag = f"dropped-{os.getpid()}-{time.monotonic_ns()}"
-    proc = start_launched_pair(store, tag, FAKE_LAUNCHER_DROP_AFTER="1.5")
-    wait_for_lines(store, "b")
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not any(
-        b"Connection" in p.read_bytes() for p in store.glob("*/b.stderr")
-    ):
+    monitor_err = tmp_path / "monitor.stderr"
+    with monitor_err.open("wb") as err:
+        proc = start_launched_pair(store, tag, err, FAKE_LAUNCHER_DROP_AFTER="1.5")
+    deadline = time.monotonic() + 60
+    # wait until the monitor has seen side B end, not only the launcher's last words:
+    # an interrupt between the two would (rightly) make B's end an interruption
+    while time.monotonic() < deadline and b"run b failed" not in monitor_err.read_bytes():
         time.sleep(0.1)
     proc.send_signal(signal.SIGINT)  # run A would go on for a long time
     out, _ = proc.communicate(timeout=30)
