@@ -68,3 +68,22 @@ def test_log_file_rewritten_as_a_whole_is_followed(tmp_path: Path, capsys) -> No
     assert code == 1 and out["first_divergent_step"] == 3
     assert out["steps_compared"] == 6
     assert saved(out)["summary"]["metric_max"]["val_loss"]["step"] >= 3  # merged rows read
+
+
+def test_a_run_printing_a_number_that_does_not_fit(tmp_path: Path, capsys) -> None:
+    """A JSON row without `type` (W&B-like) with `1e400` and an integer below -2**63: the live
+    pair keeps both steps, names the values, and says INCOMPLETE, never inf or a rounded float."""
+    script = tmp_path / "t.py"
+    script.write_text(
+        "import sys\n"
+        'print(\'{"_step": 0, "loss": 1.0}\')\n'
+        "print('{\"_step\": 1, \"loss\": %s}' % ('1e400' if sys.argv[1] == 'b' else '1.0'))\n"
+        'print(\'{"_step": 2, "loss": -9223372036854775809}\')\n'
+    )
+    argv = ["pair", "--headless", "--json", "--store", str(tmp_path / "store"),
+            "--", sys.executable, str(script), "{side}"]  # fmt: skip
+    assert main(argv) == 3
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["verdict"] == "INCOMPLETE" and out["unreadable"] == 3
+    assert "b step 1: loss=1e400" in out["unreadable_first"]
+    assert "do not fit a float64 or an int64" in out["reason"]

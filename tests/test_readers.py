@@ -24,6 +24,7 @@ from tuimon.readers import (
     streamable,
     to_line,
 )
+from tuimon.readers.rows import as_float
 from tuimon.steplog import Header, Step, StepLogger, Text, parse_line
 
 
@@ -504,3 +505,36 @@ def test_streamable_heads() -> None:
 )  # fmt: skip
 def test_clock_rule(name: str, clock: bool) -> None:
     assert is_clock(name) is clock
+
+
+OVERFLOWS = {
+    "jsonl step": '{"step":0,"loss":1.0}\n{"step":1,"loss":%s}\n',
+    "jsonl _step": '{"_step":0,"loss":1.0}\n{"_step":1,"loss":%s}\n',
+    "document": '{"hyper":{"lr":0.1},"log":[{"step":0,"loss":1.0},{"step":1,"loss":%s}]}',
+    "csv": "step,loss\n0,1.0\n1,%s\n",
+    "text": "step 0: loss 1.0\nstep 1: loss %s\n",
+}
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "99999999999999999999999",
+                                    "-9223372036854775809", "9223372036854775808"])  # fmt: skip
+@pytest.mark.parametrize("kind", OVERFLOWS)
+def test_a_number_that_does_not_fit_is_reported_in_every_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, number: str
+) -> None:
+    """`1e400` or an integer beyond int64 is neither dropped nor taken as inf or a rounded
+    float: the step is kept, the value named, the verdict INCOMPLETE with the reason."""
+    path = tmp_path / ("log.csv" if kind == "csv" else "log.txt" if kind == "text" else "log")
+    path.write_text(OVERFLOWS[kind] % number)
+    steps = [r for r in load(path).records if isinstance(r, Step)]
+    assert [s.step for s in steps] == [0, 1]
+    assert steps[1].metrics == {} and steps[1].unreadable == (f"loss={number}",)
+    assert main(["compare", str(path), str(path)]) == 3
+    out = capsys.readouterr().out
+    assert out.startswith("INCOMPLETE") and "do not fit a float64 or an int64" in out
+    assert f"step 1: loss={number}" in out
+
+
+def test_infinity_spelled_out_is_a_value_not_an_overflow() -> None:
+    assert as_float("inf") == math.inf and as_float("-Infinity") == -math.inf
+    assert math.isnan(as_float("nan") or 0.0) and as_float("1e308") == 1e308

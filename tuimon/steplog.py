@@ -114,9 +114,9 @@ def _checked_int(text: str) -> int | Unreadable:
     return value if -(2**63) <= value < 2**63 else Unreadable(text)
 
 
-HUGE = float(2**64)
-"""orjson reads an integer beyond 64 bits as a float without a word: a value this large is
-read again by Python's json (which tells) before it is believed."""
+HUGE = float(2**63)
+"""orjson reads an integer beyond 64 bits (or below -2**63) as a float without a word: a value
+this large is read again by Python's json (which tells) before it is believed."""
 
 
 def _loads(line: bytes) -> Any:

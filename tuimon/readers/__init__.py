@@ -17,6 +17,7 @@ everything else here is for them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -130,6 +131,16 @@ def _loads(data: bytes) -> Any:
         return loads_checked(data)  # NaN / Infinity tokens; 1e400 kept as unreadable text
 
 
+def _load_document(data: bytes) -> Any:
+    """A whole JSON document, as `_loads`; integers beyond 64 bits kept as unreadable text too
+    (orjson reads them as floats without a word; a line is checked by `suspect` instead)."""
+    return loads_checked(data) if _LONG_INTEGER.search(data) else _loads(data)
+
+
+_LONG_INTEGER = re.compile(rb"(?<![\d.eE])\d{19,}(?![\d.eE])")
+"""An integer of 19 digits or more: it may not fit an int64."""
+
+
 class LineParser:
     """Lines of one stream (a run's stdout, a log) -> records, in order.
 
@@ -167,6 +178,8 @@ class LineParser:
                         if record is not None:
                             return self._renamed(record), kind == "step"
                     elif (step := row_step(obj, self.rename)) is not None:
+                        if suspect(step):  # an integer beyond 64 bits, read as a float?
+                            step = row_step(loads_checked(stripped), self.rename) or step
                         return step, False
             except (ValueError, RecursionError):
                 pass
@@ -242,7 +255,7 @@ def load(path: str | Path, reading: Reading | None = None, side: str = "a") -> L
     body = data.lstrip()
     if body[:1] in (b"{", b"["):
         try:
-            doc = _loads(body)
+            doc = _load_document(body)
         except (ValueError, RecursionError):
             doc = None
         single_row = (  # a JSON Lines file of one line
@@ -299,6 +312,19 @@ def require_steps(loaded: Loaded, path: str | Path) -> list[Step]:
     return loaded.steps
 
 
+_JSON_NUMBER = re.compile(r"-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?")
+
+
+def _token(value: str) -> bytes:
+    """`name=text` of a value that does not fit as `,"name":text` (a JSON number token that
+    parses back as unreadable; a text cell such as `+1E400` as the overflow it stands for)."""
+    name, _, text = value.rpartition("=")
+    text = text.strip().lstrip("+")
+    if not _JSON_NUMBER.fullmatch(text):
+        text = "-1e999" if text.startswith("-") else "1e999"
+    return b"," + orjson.dumps(name) + b":" + text.encode()
+
+
 def to_line(record: Record) -> bytes:
     """A record as one step-log line (what `parse_line` reads back as the same record)."""
     if isinstance(record, Header):
@@ -316,7 +342,11 @@ def to_line(record: Record) -> bytes:
             obj["param_digest"] = record.digest
         if record.digests:
             obj["param_digests"] = record.digests
-        return dumps(obj)
+        line = dumps(obj)
+        if record.unreadable:  # as the number tokens they were, so they are read back as such
+            tokens = b"".join(_token(value) for value in record.unreadable)
+            line = line.rstrip()[:-1] + tokens + b"}\n"
+        return line
     if isinstance(record, End):
         return dumps(
             {"type": "end", "status": record.status, "steps": record.steps,

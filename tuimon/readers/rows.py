@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from tuimon.clocks import is_clock, is_media
-from tuimon.steplog import NONFINITE, Record, Step, number_of
+from tuimon.steplog import NONFINITE, Record, Step, Unreadable, number_of
 
 STEP_KEYS = ("step", "_step", "global_step", "iteration", "iter", "epoch")
 """Keys that give a row its step, in order of preference."""
@@ -41,17 +41,38 @@ def as_int(value: Any) -> int | None:
 
 
 def as_float(value: Any) -> float | None:
-    """A metric value as float, or None when it is not a number; unlike a JSON step log, text
-    cells (CSV, printed lines) that read as a number are numbers."""
+    """A metric value as float, or None when it is not a number (or does not fit a float64,
+    see `as_number`)."""
+    number = as_number(value)
+    return None if isinstance(number, Unreadable) else number
+
+
+def as_number(value: Any) -> float | Unreadable | None:
+    """A metric value as float; its text as `Unreadable` when it is a number that does not fit
+    a float64 or an int64 (`1e400`, an integer beyond 64 bits), to be reported; None when it is
+    not a number. Unlike a JSON step log, text cells (CSV, printed lines) that read as a number
+    are numbers."""
+    if isinstance(value, Unreadable):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
+        return Unreadable(str(value))
     if isinstance(value, str) and value not in NONFINITE:
         text = value.strip()
-        if not text or (text[-1:].isalpha() and text.lower() not in ("nan", "inf", "-inf")):
+        if not text or (text[-1:].isalpha() and text.lower() not in _NONFINITE_WORDS):
             return None
         try:
-            return float(text)
+            number = float(text)
         except ValueError:
             return None
+        if text.lstrip("+-").isdigit() and not -(2**63) <= int(text) < 2**63:
+            return Unreadable(text)  # an integer beyond 64 bits
+        if math.isinf(number) and text.lstrip("+-").lower() not in _NONFINITE_WORDS:
+            return Unreadable(text)  # `1e400`: it overflowed, it is not an infinity
+        return number
     return number_of(value)
+
+
+_NONFINITE_WORDS = frozenset({"nan", "inf", "-inf", "infinity", "-infinity"})
 
 
 def step_key(row: Mapping[str, Any]) -> str | None:
@@ -62,14 +83,15 @@ def step_key(row: Mapping[str, Any]) -> str | None:
     return None
 
 
-def numbers(name: str, value: Any, depth: int = 0) -> Iterator[tuple[str, float]]:
-    """(name, number) for a number, and for the numbers of a nested object as dotted names."""
+def numbers(name: str, value: Any, depth: int = 0) -> Iterator[tuple[str, float | Unreadable]]:
+    """(name, number) for a number, and for the numbers of a nested object as dotted names; a
+    number that does not fit a float64 or an int64 comes as its `Unreadable` text."""
     if isinstance(value, Mapping):
         if depth < 4:
             for key, inner in value.items():
                 yield from numbers(f"{name}.{key}", inner, depth + 1)
         return
-    number = as_float(value)
+    number = as_number(value)
     if number is not None:
         yield name, number
 
@@ -83,11 +105,14 @@ def row_step(row: Mapping[str, Any], rename: Mapping[str, str] | None = None) ->
     assert step is not None
     metrics: dict[str, float] = {}
     clocks: dict[str, float] = {}
+    bad: list[str] = []
     for name, value in row.items():
         if name == key or name in _SKIP or (name in STEP_KEYS and name != "epoch"):
             continue
         for metric, number in numbers(str(name), value):
-            if is_clock(metric) or is_media(value):
+            if isinstance(number, Unreadable):
+                bad.append(f"{metric}={number}")
+            elif is_clock(metric) or is_media(value):
                 clocks[metric] = number
             else:
                 metrics[(rename or {}).get(metric, metric)] = number
@@ -102,6 +127,7 @@ def row_step(row: Mapping[str, Any], rename: Mapping[str, str] | None = None) ->
         if isinstance(digests, Mapping)
         else {},
         clocks=clocks,
+        unreadable=tuple(bad),
     )
 
 

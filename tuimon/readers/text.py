@@ -16,8 +16,8 @@ import re
 from collections.abc import Sequence
 
 from tuimon.clocks import is_clock
-from tuimon.readers.rows import as_float, as_int
-from tuimon.steplog import Step
+from tuimon.readers.rows import as_int, as_number
+from tuimon.steplog import Step, Unreadable
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b"
@@ -82,6 +82,7 @@ def parse_text(text: str, patterns: Sequence[re.Pattern[str]] = ()) -> Step | No
     best = min(steps, key=lambda m: _RANK.get(m["key"].lower(), 9))
     metrics: dict[str, float] = {}
     clocks: dict[str, float] = {}
+    bad: list[str] = []
     spans = [m.span() for m in steps]
     for m in _PAIR.finditer(text):
         if any(start <= m.start("value") < end for start, end in spans):
@@ -90,8 +91,11 @@ def parse_text(text: str, patterns: Sequence[re.Pattern[str]] = ()) -> Step | No
         words = name.split("_")
         if words[-1] in ("step", "iter", "epoch", "it") and len(words) > 1:
             continue
-        value = as_float(m["value"])
+        value = as_number(m["value"])
         if value is None or name in _RANK:
+            continue
+        if isinstance(value, Unreadable):
+            bad.append(f"{name}={value}")
             continue
         unit = (m["unit"] or "").lower()
         if unit in ("ms", "us", "µs", "s") or is_clock(name):
@@ -101,9 +105,9 @@ def parse_text(text: str, patterns: Sequence[re.Pattern[str]] = ()) -> Step | No
     for m in steps:
         if m is not best and m["key"].lower() == "epoch":
             metrics["epoch"] = float(m["n"])
-    if not metrics:
+    if not metrics and not bad:
         return None
-    return Step(step=int(best["n"]), metrics=metrics)
+    return Step(step=int(best["n"]), metrics=metrics, unreadable=tuple(bad))
 
 
 def _by_patterns(text: str, patterns: Sequence[re.Pattern[str]]) -> Step | None:
@@ -115,13 +119,16 @@ def _by_patterns(text: str, patterns: Sequence[re.Pattern[str]]) -> Step | None:
         step = next((as_int(found[g]) for g in STEP_GROUPS if found.get(g) is not None), None)
         if step is None:
             continue
-        metrics = {}
+        metrics: dict[str, float] = {}
+        bad: list[str] = []
         for name, raw in found.items():
             if name in STEP_GROUPS or raw is None or is_clock(name):
                 continue
-            value = as_float(raw)
-            if value is not None:
+            value = as_number(raw)
+            if isinstance(value, Unreadable):
+                bad.append(f"{name}={value}")
+            elif value is not None:
                 metrics[name] = value
-        if metrics:
-            return Step(step=step, metrics=metrics)
+        if metrics or bad:
+            return Step(step=step, metrics=metrics, unreadable=tuple(bad))
     return None
