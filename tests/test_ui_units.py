@@ -182,3 +182,34 @@ def test_model_takes_which_step_from_the_summary(tmp_path: Path) -> None:
     model.add_aligned(aligned)
     assert model.first is not None and model.first.step == 9
     assert model.first_line().startswith("first divergence: step 9 (x)")
+
+
+def test_rows_follow_the_side_that_is_behind_and_keep_its_steps() -> None:
+    """A fast side far ahead of a slow one: the view follows the slow side's last row (both
+    panes show the same steps), and the rows it has not reached are kept for it, so its late
+    lines are shown beside the fast side's, not dropped."""
+    rows = PairRows(100)
+    rows.running = {"a", "b"}
+    for start in range(0, 500, 50):  # batches as a live view gets them
+        rows.add("a", [Step(s, {"loss": 1.0}) for s in range(start, start + 50)])
+    assert rows.follow_end() == len(rows)  # one side has logged: follow the end
+    rows.add("b", [Step(s, {"loss": 1.0}) for s in range(10)])
+    assert len(rows) == 500 and rows.follow_end() == 10  # nothing b has not reached is dropped
+    for start in range(10, 300, 10):
+        rows.add("b", [Step(s, {"loss": 1.0}) for s in range(start, start + 10)])
+    assert rows.index_of(299, "b") == rows.index_of(299, "a") == rows.follow_end() - 1
+    assert rows.index_of(250, "b") is not None  # half a buffer before b's last row stays
+    assert rows.start >= 200 and rows.index_of(150) is None  # what both passed is trimmed
+    rows.running = {"b"}  # a finished: b is still the one to follow
+    assert rows.follow_end() == rows.index_of(299) + 1
+    rows.running = set()
+    assert rows.follow_end() == len(rows)
+
+
+def test_rows_kept_for_a_side_far_behind_are_bounded() -> None:
+    rows = PairRows(10)
+    rows.running = {"a", "b"}
+    rows.add("b", [Step(0, {"loss": 1.0})])
+    for start in range(0, 1000, 50):
+        rows.add("a", [Step(s, {"loss": 1.0}) for s in range(start, start + 50)])
+    assert len(rows) <= 10 * 10

@@ -78,6 +78,10 @@ def env_rows(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[EnvRow]:
     return [r for r in rows if r.differs] + [r for r in rows if not r.differs]
 
 
+HARD_CAP = 10
+"""Rows kept at most, in `max_lines`, while one side is far behind the other."""
+
+
 class PairRows:
     """The last `max_lines` rows of both panes, aligned by step (one buffer, two views).
 
@@ -103,6 +107,11 @@ class PairRows:
         self.gone = -1
         """The highest step whose row was dropped (a late side's line for it passes unseen)."""
         self._fill: dict[str, int] = {}
+        self.running: set[str] = set()
+        """Sides still logging (the view set it from the session): the view follows the one
+        that is behind, so both panes show the steps they share."""
+        self.auto_scrolling = False
+        """Set while a pane scrolls both panes itself (not the user)."""
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -131,8 +140,27 @@ class PairRows:
             self.entries.append((None, {side: (kind, text)}))
         self._fill[side] = at + 1
 
+    def follow_end(self) -> int:
+        """Where a following view ends (a position among the kept rows, exclusive): after the
+        last row of the running side that is furthest behind, once both sides have logged;
+        else after the last row."""
+        behind = [self._fill[s] for s in self.running if s in self._fill]
+        if len(self._fill) < 2 or not behind:
+            return len(self.entries)
+        return max(0, min(min(behind) - self.start, len(self.entries)))
+
+    def _reached(self) -> int:
+        """Rows before this position were reached by every running side (a running side that
+        has not logged yet has reached none)."""
+        fills = [self._fill.get(s, self.start) - self.start for s in self.running]
+        return min(fills, default=len(self.entries))
+
     def _trim(self) -> int:
-        dropped = max(0, len(self.entries) - self.max_lines)
+        over = len(self.entries) - self.max_lines
+        if over > 0 and len(self.entries) <= HARD_CAP * self.max_lines:
+            # rows the side behind has not reached stay, and half a buffer of rows before them
+            over = min(over, self._reached() - self.max_lines // 2)
+        dropped = max(0, over)
         for _ in range(dropped):
             step, _ = self.entries.popleft()
             if step is not None:

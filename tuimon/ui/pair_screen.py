@@ -224,6 +224,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         """Take the batch now; draw at most `DRAW_EVERY` apart (the last batch at once)."""
         batch = message.batch
         self.model.apply(batch)
+        self.rows.running = {side for side, state in batch.sides.items() if not state.over}
         self._add_rows(batch.records, batch.stderr)
         self._sides = batch.sides
         wait = self._last_draw + DRAW_EVERY - time.monotonic()
@@ -353,7 +354,8 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         parts += self.replay.words()
         parts.append("following" if self.follow else "held (f follows)")
         self.sub_title = " · ".join(parts)
-        room = max(12, (self.size.width or 120) - len(self.sub_title) - 8)
+        # the header keeps 8 cells for its icon, 10 for the clock, 2 of padding, 3 for " — "
+        room = max(12, (self.size.width or 120) - len(self.sub_title) - 24)
         title = clean(self.app.title, None)
         self.title = title if len(title) <= room else title[: room - 1] + "…"
 
@@ -382,7 +384,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
             pane = self.pane(side)
             pane.follow = follow
             if follow:
-                pane.scroll_end(animate=False, x_axis=False)
+                pane.scroll_follow()
         self.update_subtitle()
 
     @on(StepPane.UserScrolledUp)

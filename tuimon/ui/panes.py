@@ -101,7 +101,7 @@ class StepPane(ScrollView, can_focus=True):
         """The shared rows grew (and lost `dropped` old rows): follow or hold the view."""
         self._resize_virtual()
         if self.follow:  # now (forced: scrollbars may not be laid out yet) and after layout
-            self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
+            self.scroll_follow()
             self.call_after_refresh(self._keep_following)
         elif dropped:
             self.scroll_to(
@@ -111,7 +111,21 @@ class StepPane(ScrollView, can_focus=True):
 
     def _keep_following(self) -> None:
         if self.follow:
-            self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
+            self.scroll_follow()
+
+    def scroll_follow(self) -> None:
+        """Follow new rows: the last rows of the side that is behind at the bottom (so a slow
+        side's steps stand beside the fast side's same steps), or the end."""
+        behind = len(self.rows) - self.rows.follow_end()
+        self.rows.auto_scrolling = True
+        try:
+            if behind <= 0:
+                self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
+            else:
+                y = max(0, self.max_scroll_y - behind)
+                self.scroll_to(y=y, animate=False, immediate=True, force=True)
+        finally:
+            self.rows.auto_scrolling = False
 
     def clear(self) -> None:
         """Forget every row (of both panes: the rows are shared)."""
@@ -158,7 +172,7 @@ class StepPane(ScrollView, can_focus=True):
         """Column widths follow the pane's width."""
         self._resize_virtual()
         if self.follow:
-            self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
+            self.scroll_follow()
 
     # -- scrolling ----------------------------------------------------------------------------
 
@@ -183,13 +197,13 @@ class StepPane(ScrollView, can_focus=True):
         if partner is not None and partner.is_mounted and partner.scroll_y != new_value:
             partner.scroll_to(y=new_value, animate=False, immediate=True, force=True)
         user_up = new_value < old_value and new_value < self.max_scroll_y  # not a resize clamp
-        if user_up and self.follow and self.is_mounted:
+        if user_up and self.follow and self.is_mounted and not self.rows.auto_scrolling:
             self.post_message(self.UserScrolledUp())
 
     def action_scroll_end(self) -> None:
-        """End key: to the last line, and follow again."""
+        """End key: follow again (the last rows, or those of the side that is behind)."""
         self.post_message(self.UserScrolledEnd())
-        self.scroll_end(animate=False, x_axis=False)
+        self.scroll_follow()
 
     # -- drawing ------------------------------------------------------------------------------
 
