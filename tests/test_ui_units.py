@@ -213,3 +213,15 @@ def test_rows_kept_for_a_side_far_behind_are_bounded() -> None:
     for start in range(0, 1000, 50):
         rows.add("a", [Step(s, {"loss": 1.0}) for s in range(start, start + 50)])
     assert len(rows) <= 10 * 10
+
+
+def test_pane_titles_leave_out_bookkeeping_and_side_letters() -> None:
+    from tuimon.wording import differing_words, title_words
+
+    a = "/v/bin/python -m tuimon train --device cpu --threads 2 --seed 0 --save-emb /p/emb-a.npy"
+    b = "/v/bin/python -m tuimon train --device cuda --threads 1 --seed 0 --save-emb /p/emb-b.npy"
+    assert title_words(a) == ["tuimon", "train", "--threads", "2", "--seed", "0"]
+    assert differing_words(title_words(a), title_words(b)) == ["--threads", "2"]
+    mine, theirs = ["t.py", "--side", "a", "--lr", "1"], ["t.py", "--side", "b", "--lr", "2"]
+    assert differing_words(mine, theirs) == ["--lr", "1"]
+    assert title_words("python my_train.py --device cpu") == ["my_train.py", "--device", "cpu"]

@@ -202,16 +202,46 @@ def short_command(command: str) -> list[str]:
     return words
 
 
+_BOOKKEEPING = ("--save-emb", "--device")
+"""Options of the reference workload a pane's title leaves out: tuimon's own file paths, and
+the device (the title shows it first)."""
+
+
+def title_words(command: str) -> list[str]:
+    """What a pane's title shows of a run's command: `short_command` without `_BOOKKEEPING`."""
+    words = short_command(command)
+    if words[:2] != ["tuimon", "train"]:
+        return words
+    out: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word in _BOOKKEEPING:
+            skip = True
+        elif not word.startswith(tuple(f"{o}=" for o in _BOOKKEEPING)):
+            out.append(word)
+    return out
+
+
+def _side_only(x: str, y: str) -> bool:
+    """`emb-a.npy` against `emb-b.npy`: words that differ only where `{side}` was filled in."""
+    if len(x) != len(y):
+        return False
+    return all(p == q or {p, q} == {"a", "b"} for p, q in zip(x, y, strict=True))
+
+
 def differing_words(mine: Sequence[str], other: Sequence[str]) -> list[str]:
     """The words of `mine` that differ from `other` (with the option they belong to):
-    `--threads 2` when only the thread count differs."""
+    `--threads 2` when only the thread count differs; words that differ only by the side's
+    letter (`{side}` filled in) are not a difference."""
     if list(mine) == list(other):
         return []
     if len(mine) != len(other):
         return [w for w in mine if w not in other]
     out: list[str] = []
     for i, (x, y) in enumerate(zip(mine, other, strict=True)):
-        if x != y:
+        if x != y and not _side_only(x, y):
             if i and mine[i - 1].startswith("-") and mine[i - 1] not in out:
                 out.append(mine[i - 1])
             out.append(x)

@@ -19,7 +19,7 @@ from tuimon.session import SideState
 from tuimon.steplog import Record
 from tuimon.ui.pair_model import PairRows, SideRows
 from tuimon.ui.text import cell, clean, fit
-from tuimon.wording import differing_words, short_command, side_status
+from tuimon.wording import differing_words, side_status, title_words
 
 STEP_WIDTH = 8
 MIN_COLUMN = 11
@@ -360,9 +360,9 @@ class SideHeader(Vertical):
         title = Text(no_wrap=True, overflow="ellipsis", end="")
         title.append(f"{self.side.upper()} ", Style(bold=True))
         title.append(f"· {clean(state.device, 40)} · ")
-        words = short_command(state.command)
+        words = title_words(state.command)
         if self._other is not None:
-            differ = differing_words(words, short_command(self._other.command))
+            differ = differing_words(words, title_words(self._other.command))
             if differ:
                 shown = " ".join(w.rsplit("/", 1)[-1] for w in differ)  # a path: its name
                 title.append(clean(shown, 60), Style(bold=True, reverse=True))
