@@ -367,3 +367,33 @@ async def test_a_side_behind_leaves_blank_rows_beside_the_other(tmp_path: Path) 
         last = len(rows) - 1
         assert a.line_text(last).plain.strip().startswith("10000")
         assert b.line_text(last).plain == ""  # b has not logged it: a blank beside it
+
+
+async def test_footer_at_80_columns_keeps_help_and_quit(tmp_path: Path) -> None:
+    """A short Footer drops the keys of least use (they still work, `?` lists them), never
+    `? Help` or `q Quit` at its right end."""
+    from textual.widgets._footer import FooterKey
+
+    from tuimon.ui.modals import HelpScreen
+
+    app = replay_app(tmp_path, steps=400, speed=5)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = pair_screen(app)
+        await wait_for(pilot, lambda: screen.model.aligned_count > 3)
+        await pilot.pause()
+        keys = {k.key for k in screen.query(FooterKey)}
+        assert {"question_mark", "q", "space", "g"} <= keys and "o" not in keys
+        width = sum(k.size.width for k in screen.query(FooterKey))
+        assert width <= 80
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        assert {"o", "w", "e", "m"} <= {shown for shown, _ in app.screen.keys}
+        await pilot.press("escape")
+        await pilot.press("w")  # a key left out of the Footer still works
+        assert screen.pane("a").wide
+        await app.run_action("app.quit")
+    async with replay_app(tmp_path / "wide", steps=40).run_test(size=(140, 30)) as pilot:
+        await pilot.pause()
+        keys = {k.key for k in pilot.app.screen.query(FooterKey)}
+        assert {"o", "w", "e", "m", "q"} <= keys

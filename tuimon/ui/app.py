@@ -18,6 +18,7 @@ from textual.binding import Binding
 from tuimon.session import Batch, PairSession
 from tuimon.sweep import Sweep
 from tuimon.ui.browser import BrowserScreen
+from tuimon.ui.footer_fit import FitsFooter
 from tuimon.ui.modals import HelpScreen
 from tuimon.ui.pair_screen import PairScreen, SessionStarted
 from tuimon.ui.sweep_screen import SweepScreen
@@ -127,7 +128,9 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
     def action_help(self) -> None:
         """F1 (and ? in the pair view): the keys of the screen shown."""
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.screen.active_bindings))
+            screen = self.screen
+            bindings = screen.all_bindings if isinstance(screen, FitsFooter) else None
+            self.push_screen(HelpScreen(bindings or screen.active_bindings))
 
     async def action_help_quit(self) -> None:  # type: ignore[override]  # textual awaits it
         """ctrl+c quits too (a live pair asks first), as in any terminal program."""

@@ -30,6 +30,7 @@ from tuimon.store import SIDES, SavedLogs
 from tuimon.ui.chart import CurvesView
 from tuimon.ui.commands import ScreenActions
 from tuimon.ui.divergence import DivergencePanel
+from tuimon.ui.footer_fit import FitsFooter
 from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen, HelpScreen
 from tuimon.ui.pair_model import DIVERGENCE, PairModel, PairRows
 from tuimon.ui.panes import SideHeader, StepPane
@@ -62,8 +63,10 @@ class SessionStarted(Message):
         self.session = session
 
 
-class PairScreen(ReportsWorkerErrors, Screen[None]):
+class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
     """Two runs side by side: live (a session), replay (a paced session) or static (saved)."""
+
+    FOOTER_DROP_ORDER = ("folder", "metric", "digits", "env", "slower", "faster", "curves")
 
     BINDINGS = [  # noqa: RUF012
         Binding("space", "pause", "Pause", id="pause", tooltip="Pause or resume the replay"),
@@ -529,7 +532,7 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
 
     def action_help(self) -> None:
         """The keys of this view and what the panel shows (Esc, ? or q closes it)."""
-        self.app.push_screen(HelpScreen(self.active_bindings))  # as the app's F1
+        self.app.push_screen(HelpScreen(self.all_bindings))  # as the app's F1
 
     def action_pause(self) -> None:
         """Pause or resume the replay."""
