@@ -186,6 +186,55 @@ def test_sigkill_of_tuimon_ends_silent_runs(tmp_path):
     assert gone(word)
 
 
+def test_sigkill_of_tuimon_ends_a_silent_runs_descendants_too(tmp_path):
+    """The run is a shell whose child trains: the parent-death signal reaches only the shell;
+    the watchdog ends the rest of the run's process group."""
+    word, store = tag(), tmp_path / "store"
+    trainer = f"{PY} {FAKE_TRAINER} --side {{side}} --hang-at 0 --hang-s 1000 --tag {word}"
+    proc = headless(store, "sh", "-c", f"{trainer} & wait")
+    try:
+        wait_until(lambda: len(raw_lines(store, "a")) == len(raw_lines(store, "b")) == 1)
+        assert running(word)
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert gone(word)
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_watchdog_ends_the_group_when_tuimon_goes_without_a_word():
+    """As on a system without a parent-death signal: the pipe closes without the word."""
+    from tuimon.watchdog import Watchdog
+
+    run = subprocess.Popen(["sh", "-c", "sleep 1000 & sleep 1000; wait"], start_new_session=True)
+    dog = Watchdog(run.pid, 0.5)
+    os.close(dog._write_end)  # what tuimon's death does to the pipe
+    assert run.wait(timeout=20) == -signal.SIGTERM
+    wait_until(lambda: not group_alive(run.pid), within=20)  # the sleeping grandchild too
+
+
+def test_a_released_watchdog_leaves_the_group_alone():
+    from tuimon.watchdog import Watchdog
+
+    run = subprocess.Popen(["sleep", "1000"], start_new_session=True)
+    try:
+        dog = Watchdog(run.pid, 0.1)
+        dog.release()
+        assert dog.proc is not None and dog.proc.returncode == 0
+        time.sleep(0.5)
+        assert run.poll() is None
+    finally:
+        run.kill()
+        run.wait()
+
+
 PRINTER = r"""
 import fcntl, json, os, struct, sys, termios, time
 side, n, copy, done = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]

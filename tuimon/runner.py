@@ -29,6 +29,7 @@ from typing import Any
 from tuimon.errors import LaunchError
 from tuimon.readers import LineParser, Reading, line_parser, streamable
 from tuimon.steplog import Record, Step
+from tuimon.watchdog import Watchdog
 
 MAX_LINE = 16 * 1024 * 1024
 """A line longer than this is saved whole and reported as too long to parse (`LineCutter`)."""
@@ -319,7 +320,8 @@ class Run:
 
     Its stdout and stderr are drained by `PipeReader` threads (bytes on disk as read); `pump`
     parses what they read once a tick and puts it on the queue. The child runs in its own
-    process group and dies with tuimon (Linux: a parent-death signal).
+    process group and dies with tuimon (Linux: a parent-death signal; anywhere: a `Watchdog`
+    that ends the group if tuimon dies without a word).
     """
 
     def __init__(
@@ -343,6 +345,7 @@ class Run:
         self._fds: tuple[int, int] | None = None
         self._readers: list[PipeReader] = []
         self._tail_output = time.monotonic()
+        self._watchdog: Watchdog | None = None
 
     @property
     def last_output(self) -> float:
@@ -382,6 +385,7 @@ class Run:
             os.close(err_w)
         self._fds = (out_r, err_r)
         self.proc = proc
+        self._watchdog = Watchdog(proc.pid, self.grace)
         self.started_at = time.monotonic()
 
     async def pump(self) -> None:
@@ -437,6 +441,8 @@ class Run:
                 reader.stop()
             if tail is not None and not tail.done():
                 tail.cancel()
+        if self._watchdog is not None:
+            self._watchdog.release()
         status = "interrupted" if self.interrupted else "finished" if code == 0 else "failed"
         await self.queue.put(Exited(side, code, status))
 
