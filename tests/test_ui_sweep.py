@@ -116,6 +116,7 @@ async def test_a_running_pair_opens_live_and_runs_on_after_esc(tmp_path):
         await wait_for(pilot, lambda: pane.virtual_size.height > 4)  # what it had, drawn
         drawn = pane.virtual_size.height
         await wait_for(pilot, lambda: pane.virtual_size.height > drawn + 3)  # and more, live
+        assert pair.follow and pane.scroll_y == pane.max_scroll_y > 0  # following the new rows
         await pilot.press("escape")  # back: the pair runs on, the table keeps filling in
         await wait_for(pilot, lambda: app.screen is screen)
         assert 0 in sweep.sessions and not sweep.sessions[0].interrupted

@@ -232,15 +232,20 @@ class PairScreen(ReportsWorkerErrors, Screen[None]):
         self.post_message(BatchArrived(batch))
 
     def _watch(self, session: PairSession) -> None:
-        """Show a pair someone else runs: what its feed holds now, then each batch after."""
+        """Show a pair someone else runs: what its feed holds, then each batch after."""
         self.session = session
-        self._unlisten = session.listen(self._post_taken)
         self.model.pair_path = self.model.pair_path or session.pair_path
-        self.feed.dropped = 0  # the panes are new: they hold every row the feed has
+        self._show_headers(self.model.sides or session.sides)
+        self.call_after_refresh(self._catch_up)  # the panes' size first: they follow the end
+
+    def _catch_up(self) -> None:
+        """Draw what the feed holds, and from now on each batch (the feed has it first)."""
+        if self.session is None or not self.is_attached:  # closed before its first frame
+            return
+        self._unlisten = self.session.listen(self._post_taken)
+        self.feed.dropped = 0  # the new panes hold each row the feed has
         self._draw()
-        if not self.model.sides:  # no batch yet
-            self._show_headers(session.sides)
-        if self.feed.ended is not None:  # it ended between Enter and now
+        if self.feed.ended is not None:  # it ended before this view listened
             self._on_done(self.feed.ended)
 
     def _post_taken(self, batch: Batch) -> None:
