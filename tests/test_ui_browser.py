@@ -13,7 +13,7 @@ from tuimon.demo import DEMO_PAIRS, write_demo_pair, write_demo_store
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.browser import BrowserScreen, PairTable
 from tuimon.ui.modals import ConfirmScreen
-from tuimon.ui.pair_screen import PairScreen
+from tuimon.ui.pair_screen import PairScreen, Shows
 
 SIZE = (120, 40)
 NAMES = DEMO_PAIRS
@@ -72,7 +72,7 @@ async def test_keys_move_open_and_go_back(store: Path) -> None:
         view = app.screen
         await wait_for(pilot, lambda: view.saved is not None)
         await pilot.pause()
-        assert view.mode == "static"
+        assert view.shows is Shows.SAVED
         assert str(view.query_one("#first-divergence").render()).startswith(
             "first divergence: step 2 (train_loss"
         )
@@ -164,7 +164,7 @@ async def test_mouse_and_replay(store: Path, monkeypatch: pytest.MonkeyPatch) ->
         await pilot.press("r")
         assert isinstance(app.screen, PairScreen)
         view = app.screen
-        assert view.mode == "replay"
+        assert view.shows is Shows.REPLAY
         await pilot.press("space")
         assert view.session is not None and view.session.source.paused
         await pilot.press("escape")

@@ -14,7 +14,7 @@ from tuimon.sweep import Sweep
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.browser import BrowserScreen, PairTable
 from tuimon.ui.modals import ConfirmScreen
-from tuimon.ui.pair_screen import PairScreen
+from tuimon.ui.pair_screen import PairScreen, Shows
 from tuimon.ui.sweep_screen import SweepScreen, SweepTable
 
 FAKE = str(Path(__file__).with_name("fake_trainer.py"))
@@ -81,20 +81,68 @@ async def test_quitting_a_running_sweep_stops_and_saves(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         screen = app.screen
         await wait_for(pilot, lambda: cells(screen)[0][2].startswith("running "))
-        await pilot.press("enter")  # a running pair: as far as it got
+        await pilot.press("enter")  # a running pair: its live view
         await wait_for(pilot, lambda: isinstance(app.screen, PairScreen))
         pair = app.screen
-        await wait_for(pilot, lambda: pair.saved is not None)
-        assert pair.saved.model.sides["a"].step is not None
-        await pilot.press("escape")
-        await wait_for(pilot, lambda: app.screen is screen)
-        await pilot.press("q")
+        assert pair.shows is Shows.LIVE and pair.saved_path is None
+        await wait_for(pilot, lambda: pair.model.sides["a"].step is not None)
+        await pilot.press("q")  # quitting from the pair goes through the sweep: it asks
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert "Stop the sweep?" in str(app.screen.query_one("#question").render())
         await pilot.click("#yes")
         await wait_for(pilot, lambda: screen.done)
     assert [j.status for j in sweep.jobs] == ["interrupted", "pending", "pending"]
     assert sweep.never_ran() == [1, 2] and not sweep.sessions
     assert (store / sweep.jobs[0].pair / "pair.json").exists()
+
+
+async def test_a_running_pair_opens_live_and_runs_on_after_esc(tmp_path):
+    store = tmp_path / "store"
+    sweep = make_sweep(
+        store, "--steps", "200", "--sleep", "0.03", "--diverge-at", "30", seeds=(0,), at_once=1
+    )
+    app = TuimonApp(store=store, sweep=sweep)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, SweepScreen)
+        await wait_for(pilot, lambda: cells(screen)[0][2].startswith("running "))
+        await wait_for(pilot, lambda: (sweep.jobs[0].step or 0) >= 3)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, PairScreen))
+        pair = app.screen
+        assert pair.shows is Shows.LIVE and pair.saved_path is None
+        assert pair.sub_title.startswith("live pair")
+        pane = pair.pane("a")
+        await wait_for(pilot, lambda: pane.virtual_size.height > 4)  # what it had, drawn
+        drawn = pane.virtual_size.height
+        await wait_for(pilot, lambda: pane.virtual_size.height > drawn + 3)  # and more, live
+        behind = len(pair.rows) - pair.rows.follow_end()  # rows of the side ahead, below
+        assert pair.follow and pane.max_scroll_y > 0  # following the new rows
+        assert pane.scroll_y == max(0, pane.max_scroll_y - behind)
+        await pilot.press("escape")  # back: the pair runs on, the table keeps filling in
+        await wait_for(pilot, lambda: app.screen is screen)
+        assert 0 in sweep.sessions and not sweep.sessions[0].interrupted
+        before = cells(screen)[0][2]
+        assert before.startswith("running ")
+        await wait_for(pilot, lambda: cells(screen)[0][2] != before)
+        await pilot.press("enter")  # again: a new live view, from everything seen so far
+        await wait_for(pilot, lambda: isinstance(app.screen, PairScreen) and app.screen is not pair)
+        again = app.screen
+        assert isinstance(again, PairScreen) and again.shows is Shows.LIVE
+        await wait_for(pilot, lambda: again.sub_title.startswith("finished"))
+        assert str(again.query_one("#verdict").render()) == "verdict: DIVERGED"
+        # every line once: header, 200 steps, end (nothing lost or doubled where the view joined)
+        assert [len(again.pane(side).buffer) for side in "ab"] == [202, 202]
+        assert again.model.aligned_count == 200 and again.model.first_divergent_step == 30
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen and screen.done)
+        row = cells(screen)[0]
+        assert row[2:5] == ["finished", "DIVERGED", "30"]
+        await pilot.press("enter")  # a finished pair opens saved
+        await wait_for(pilot, lambda: isinstance(app.screen, PairScreen))
+        assert app.screen.shows is Shows.SAVED
+        await pilot.press("q")
+    assert app.return_code == 1 or app.return_value == 1
 
 
 async def test_browser_filters_by_sweep(tmp_path):

@@ -211,6 +211,8 @@ class PairSession:
         if isinstance(source, LiveSource):
             source.writer = writer
         self.on_batch = on_batch or (lambda batch: None)
+        self.listeners: list[Callable[[Batch], None]] = []
+        """More takers of each batch, after `on_batch` (see `listen`)."""
         self.sides = {s.side: s for s in sides}
         for state, total in zip(sides, self.options.totals, strict=True):
             state.total = state.total or total
@@ -254,6 +256,17 @@ class PairSession:
 
     def _say(self, message: str) -> None:
         self._messages.append(message)
+
+    def listen(self, listener: Callable[[Batch], None]) -> Callable[[], None]:
+        """Give `listener` every batch from the next one on (after `on_batch`, in the loop that
+        runs the session); the call returned stops that."""
+        self.listeners.append(listener)
+
+        def unlisten() -> None:
+            if listener in self.listeners:
+                self.listeners.remove(listener)
+
+        return unlisten
 
     def stop(self) -> None:
         """Ask the session to end early (quit / Ctrl-C); the partial pair is saved."""
@@ -449,6 +462,8 @@ class PairSession:
         self._messages = []
         self._last_states = self._states()
         self.on_batch(batch)
+        for listener in list(self.listeners):
+            listener(batch)
 
     def status(self) -> str:
         """finished / interrupted / failed, for pair.json."""

@@ -19,7 +19,7 @@ from tuimon.align import AlignedStep, Summary
 from tuimon.artifacts import lines as artifact_lines
 from tuimon.session import Batch, SideState, flatten
 from tuimon.steplog import End, Header, Record, Step, Text
-from tuimon.store import PairDoc
+from tuimon.store import SIDES, PairDoc
 from tuimon.ui.series import BucketSeries, CurveSeries, levels
 from tuimon.ui.text import clean
 from tuimon.wording import parting_line
@@ -401,3 +401,49 @@ class PairModel:
         return parting_line(
             step, metrics, tensors, self.aligned_count, complete=self.done, planned=self.planned()
         )
+
+
+class PairFeed:
+    """What a pair view holds of a pair, batch by batch: its model and the panes' rows.
+
+    A view feeds its own. A sweep feeds one per running pair from the pair's first batch, so a
+    view opened mid-run starts from everything seen so far and goes on with the next batch:
+    nothing read twice, nothing missed, nothing read from disk.
+    """
+
+    def __init__(self, max_lines: int = 2000) -> None:
+        self.model = PairModel()
+        self.rows = PairRows(max_lines)
+        self.dropped = 0
+        """Rows dropped since the view last drew (its panes keep their place)."""
+        self.ended: Batch | None = None
+        """The last batch, once the pair has ended."""
+
+    def take(self, batch: Batch) -> None:
+        """One batch of the session: the model, then the rows (which follow the running side
+        that is behind)."""
+        self.model.apply(batch)
+        self.rows.running = {side for side, state in batch.sides.items() if not state.over}
+        self.add(batch.records, batch.stderr)
+        if batch.done:
+            self.ended = batch
+
+    def add(
+        self,
+        records: Mapping[str, Sequence[Record]],
+        stderr: Mapping[str, Sequence[str]],
+        *,
+        stderr_first: bool = False,
+    ) -> None:
+        """Rows of both sides (a saved pair: its stderr file's tail first, then the log's)."""
+        for side in SIDES:
+            if stderr_first:
+                self.dropped += self.rows.add(side, [], stderr.get(side, []))
+                self.dropped += self.rows.add(side, records.get(side, []))
+            else:
+                self.dropped += self.rows.add(side, records.get(side, []), stderr.get(side, []))
+
+    def take_dropped(self) -> int:
+        """The rows dropped since the last call."""
+        dropped, self.dropped = self.dropped, 0
+        return dropped

@@ -1,14 +1,17 @@
 """The pair view: two panes side by side, the divergence panel, curves and environment one key away.
 
-One screen serves a live pair, a replay and a saved pair (static). Live and replay sessions run
+One screen serves a live pair, a replay and a saved pair (`Shows`). Live and replay sessions run
 in an async worker and post one `BatchArrived` per engine batch (~10 per second); the screen
-feeds its `PairModel` and panes with the whole batch at once.
+feeds its `PairFeed` (model and rows) with the whole batch at once. A sweep's running pair is
+watched: the sweep feeds its `PairFeed` from the first batch, the view draws it and each batch
+after, and closing the view leaves the pair running.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from enum import Enum
 from pathlib import Path
 
 from textual import on
@@ -32,7 +35,7 @@ from tuimon.ui.commands import ScreenActions
 from tuimon.ui.divergence import DivergencePanel
 from tuimon.ui.footer_fit import FitsFooter
 from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen, HelpScreen
-from tuimon.ui.pair_model import DIVERGENCE, PairModel, PairRows
+from tuimon.ui.pair_model import DIVERGENCE, PairFeed, PairModel, PairRows
 from tuimon.ui.panes import SideHeader, StepPane
 from tuimon.ui.replay_controls import ReplayControls
 from tuimon.ui.saved import SavedPair, load_saved, window
@@ -47,12 +50,25 @@ STOP_QUESTION = "Stop both runs? The partial pair is saved."
 SessionFactory = Callable[[Callable[[Batch], None]], PairSession]
 
 
+class Shows(Enum):
+    """What a pair view shows (its subtitle's words): set once, asked where behaviour differs."""
+
+    LIVE = "live pair"
+    """Live runs: a session the view starts, or a sweep's running pair it watches."""
+    REPLAY = "replay"
+    """A session replaying saved logs at a pace; Back and quit just stop it."""
+    SAVED = "saved pair"
+    """A pair directory, read once."""
+
+
 class BatchArrived(Message):
     """One batch of the session (data: never merged with or replaced by another)."""
 
-    def __init__(self, batch: Batch) -> None:
+    def __init__(self, batch: Batch, *, taken: bool = False) -> None:
         super().__init__()
         self.batch = batch
+        self.taken = taken
+        """The view's feed has it already (a watched pair's feed is fed by its sweep)."""
 
 
 class SessionStarted(Message):
@@ -64,7 +80,7 @@ class SessionStarted(Message):
 
 
 class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
-    """Two runs side by side: live (a session), replay (a paced session) or static (saved)."""
+    """Two runs side by side: live (a session), replay (a paced session) or saved; see `Shows`."""
 
     FOOTER_DROP_ORDER = ("folder", "metric", "digits", "env", "slower", "faster", "curves")
 
@@ -120,30 +136,48 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         make_session: SessionFactory | None = None,
         replay: bool = False,
         saved: Path | None = None,
+        watch: PairSession | None = None,
+        feed: PairFeed | None = None,
         can_go_back: bool = False,
         max_lines: int = MAX_LINES,
     ) -> None:
+        """One of: `make_session` (live, or a replay with `replay`), `saved` (a pair directory),
+        or `watch` with the `feed` its owner fills from the session's first batch."""
         super().__init__()
-        self.mode = "static" if saved is not None else ("replay" if replay else "live")
+        self.shows = Shows.SAVED if saved is not None else Shows.REPLAY if replay else Shows.LIVE
         self.make_session = make_session
         self.saved_path = saved
+        self.watched = watch
+        """A session someone else runs (a sweep's pair): never stopped by this view."""
         self.can_go_back = can_go_back
         self.max_lines = max_lines
         self.session: PairSession | None = None
         self.saved: SavedPair | None = None
-        self.model = PairModel()
-        self.rows = PairRows(max_lines)
-        """The rows of both panes, aligned by step."""
+        self.feed = feed if feed is not None else PairFeed(max_lines)
+        """The model and the rows of both panes (aligned by step)."""
         self.series = DIVERGENCE
         self.follow = True
         self.stopping = False
         self.replay = ReplayControls(self)
         self._curves_dirty = True
         self._columns: list[str] = []
-        self._sides: dict[str, SideState] = {}
-        self._dropped = 0
         self._last_draw = 0.0
         self._draw_timer: Timer | None = None
+        self._unlisten: Callable[[], None] | None = None
+
+    @property
+    def model(self) -> PairModel:
+        """What the view shows of the pair (the feed's)."""
+        return self.feed.model
+
+    @model.setter
+    def model(self, model: PairModel) -> None:
+        self.feed.model = model
+
+    @property
+    def rows(self) -> PairRows:
+        """The rows of both panes, aligned by step (the feed's)."""
+        return self.feed.rows
 
     # -- layout -------------------------------------------------------------------------------
 
@@ -169,8 +203,10 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         a.partner, b.partner = b, a
         a.focus()
         self.update_subtitle()
-        if self.mode == "static":
+        if self.saved_path is not None:
             self._start_load()
+        elif self.watched is not None:
+            self._watch(self.watched)
         else:
             self._start_session()
 
@@ -182,11 +218,7 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
             self.notify(f"cannot start the pair: {clean(exc)}", severity="error", markup=False)
             self.query_one(DivergencePanel).say(f"cannot start the pair: {exc}")
             return
-        for side in SIDES:
-            other = self.session.sides["b" if side == "a" else "a"]
-            self.query_one(f"#header-{side}", SideHeader).show(
-                self.session.sides[side], other=other
-            )
+        self._show_headers(self.session.sides)
         self.model.pair_path = self.session.pair_path
         self.post_message(SessionStarted(self.session))
         self.run_worker(
@@ -195,12 +227,42 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
             group="session",
             exclusive=True,
             exit_on_error=False,
-            description="replay" if self.mode == "replay" else "pair of runs",
+            description="replay" if self.shows is Shows.REPLAY else "pair of runs",
         )
 
     def _post_batch(self, batch: Batch) -> None:
         """The session's batch callback (any thread of the app's loop)."""
         self.post_message(BatchArrived(batch))
+
+    def _watch(self, session: PairSession) -> None:
+        """Show a pair someone else runs: what its feed holds, then each batch after."""
+        self.session = session
+        self.model.pair_path = self.model.pair_path or session.pair_path
+        self._show_headers(self.model.sides or session.sides)
+        self.call_after_refresh(self._catch_up)  # the panes' size first: they follow the end
+
+    def _catch_up(self) -> None:
+        """Draw what the feed holds, and from now on each batch (the feed has it first)."""
+        if self.session is None or not self.is_attached:  # closed before its first frame
+            return
+        self._unlisten = self.session.listen(self._post_taken)
+        self.feed.dropped = 0  # the new panes hold each row the feed has
+        self._draw()
+        if self.feed.ended is not None:  # it ended before this view listened
+            self._on_done(self.feed.ended)
+
+    def _post_taken(self, batch: Batch) -> None:
+        """A watched session's batch: its feed took it already; draw it."""
+        self.post_message(BatchArrived(batch, taken=True))
+
+    def _stop_watching(self) -> None:
+        if self._unlisten is not None:
+            self._unlisten()
+            self._unlisten = None
+
+    def on_unmount(self) -> None:
+        """A watched pair stops sending batches here (it runs on)."""
+        self._stop_watching()
 
     def _start_load(self) -> None:
         path = self.saved_path
@@ -226,10 +288,8 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
     def _on_batch(self, message: BatchArrived) -> None:
         """Take the batch now; draw at most `DRAW_EVERY` apart (the last batch at once)."""
         batch = message.batch
-        self.model.apply(batch)
-        self.rows.running = {side for side, state in batch.sides.items() if not state.over}
-        self._add_rows(batch.records, batch.stderr)
-        self._sides = batch.sides
+        if not message.taken:
+            self.feed.take(batch)
         wait = self._last_draw + DRAW_EVERY - time.monotonic()
         if batch.done or wait <= 0 or self.replay.pending_jump is not None:
             self._draw()
@@ -245,25 +305,14 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
             self._draw_timer = None
         self._last_draw = time.monotonic()
         self._show_rows()
-        for side, state in self._sides.items():
-            other = self._sides.get("b" if side == "a" else "a")
-            self.query_one(f"#header-{side}", SideHeader).show(state, other=other)
+        self._show_headers(self.model.sides)
         self.replay.land_jump()
         self._refresh_views()
 
-    def _add_rows(
-        self,
-        records: dict[str, list[Record]],
-        stderr: dict[str, list[str]],
-        *,
-        stderr_first: bool = False,
-    ) -> None:
-        for side in SIDES:
-            if stderr_first:  # a saved pair: its stderr file's tail, then the log's tail
-                self._dropped += self.rows.add(side, [], stderr.get(side, []))
-                self._dropped += self.rows.add(side, records.get(side, []))
-            else:
-                self._dropped += self.rows.add(side, records.get(side, []), stderr.get(side, []))
+    def _show_headers(self, sides: dict[str, SideState], *, live: bool = True) -> None:
+        for side, state in sides.items():
+            other = sides.get("b" if side == "a" else "a")
+            self.query_one(f"#header-{side}", SideHeader).show(state, live=live, other=other)
 
     def _show_rows(self) -> None:
         if self.model.columns != self._columns:
@@ -271,7 +320,7 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
             for side in SIDES:
                 self.pane(side).set_columns(self._columns)
         first = self.model.first_divergent_step
-        dropped, self._dropped = self._dropped, 0
+        dropped = self.feed.take_dropped()
         for side in SIDES:
             pane = self.pane(side)
             pane.marked = first
@@ -284,7 +333,7 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         *,
         stderr_first: bool = False,
     ) -> None:
-        self._add_rows(records, stderr, stderr_first=stderr_first)
+        self.feed.add(records, stderr, stderr_first=stderr_first)
         self._show_rows()
 
     def _refresh_views(self) -> None:
@@ -316,14 +365,25 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
             self.app.exit(130, return_code=130)
             return
         self.refresh_bindings()
-        if self.mode == "replay" and self.session is not None and self.session.logs is not None:
-            if not self.model.artifacts and self.session.logs.doc.artifacts:
-                self.model.artifacts = dict(self.session.logs.doc.artifacts)
-            self.model.message = "; ".join(
-                [*self.model.artifact_lines(), batch.message or "replay finished"]
-            )
-            self._refresh_views()
-        if self.mode == "live" and self.session is not None:
+        if self.shows is Shows.REPLAY:
+            self._replay_ended(batch)
+        elif self.shows is Shows.LIVE:
+            self._live_ended(batch)
+
+    def _replay_ended(self, batch: Batch) -> None:
+        """The replay's last batch: what the saved pair says of its artifacts."""
+        if self.session is None or self.session.logs is None:
+            return
+        if not self.model.artifacts and self.session.logs.doc.artifacts:
+            self.model.artifacts = dict(self.session.logs.doc.artifacts)
+        self.model.message = "; ".join(
+            [*self.model.artifact_lines(), batch.message or "replay finished"]
+        )
+        self._refresh_views()
+
+    def _live_ended(self, batch: Batch) -> None:
+        """The live pair's last batch: where it is saved, its artifacts, a toast."""
+        if self.session is not None:
             self.model.artifacts = dict(self.session.artifacts)
             told = [p for p in (batch.message or "").split("; ") if p and "at the end:" not in p]
             if batch.pair_path is not None:
@@ -331,7 +391,7 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
                 told.insert(0, f"pair saved in {batch.pair_path}")
             self.model.message = "; ".join([*told, *self.model.artifact_lines()]) or None
             self._refresh_views()
-        if self.mode == "live" and batch.pair_path is not None:
+        if batch.pair_path is not None:
             verdict = self.model.summary.verdict if self.model.summary else "–"
             self.notify(
                 f"verdict {verdict} · the folder is on the bottom line (o copies it)",
@@ -344,15 +404,13 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         self.saved = saved
         self.model = saved.model
         self._fill_panes(saved.tails, saved.stderr, stderr_first=True)
-        for side, state in saved.model.sides.items():
-            other = saved.model.sides.get("b" if side == "a" else "a")
-            self.query_one(f"#header-{side}", SideHeader).show(state, live=False, other=other)
+        self._show_headers(saved.model.sides, live=False)
         self._refresh_views()
 
     def update_subtitle(self) -> None:
         """The header: the state first (finished, following), the app's title cut to fit."""
-        parts = [{"live": "live pair", "replay": "replay", "static": "saved pair"}[self.mode]]
-        if self.model.done and self.mode != "static":
+        parts = [self.shows.value]
+        if self.model.done and self.shows is not Shows.SAVED:
             parts.insert(0, self._ended())
         parts += self.replay.words()
         parts.append("following" if self.follow else "held (f follows)")
@@ -547,8 +605,9 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         self.replay.slower()
 
     def action_back(self) -> None:
-        """Back to the browser (a replay is stopped)."""
-        if self.session is not None and not self.model.done:
+        """Back to the browser (a replay is stopped) or the sweep (its pair runs on)."""
+        self._stop_watching()
+        if self.session is not None and self.watched is None and not self.model.done:
             self.session.stop()
         self.app.summary_lines = []  # type: ignore[attr-defined]
         self.dismiss(None)
@@ -562,7 +621,7 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         if isinstance(self.app.screen, ConfirmScreen):
             return  # ctrl+c again while the question is shown
         self._remember_summary()
-        if self.mode != "live" or self.model.done or not self._session_running():
+        if self.shows is not Shows.LIVE or self.model.done or not self._session_running():
             self.app.exit(0)
             return
         if self.stopping:  # asked twice: do not wait for the save
@@ -577,7 +636,7 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         stopped and saved (the app exits once it is), False when there is nothing to wait for."""
         if self.session is None or self.model.done or not self._session_running():
             return False
-        if self.mode != "live":
+        if self.shows is not Shows.LIVE:
             self.session.stop()
             return False
         self._stop_answer(True)

@@ -1,4 +1,8 @@
-"""The sweep view: one row per pair (seed, repeat), filling in live; Enter opens a pair."""
+"""The sweep view: one row per pair (seed, repeat), filling in live; Enter opens a pair.
+
+Each running pair feeds a `PairFeed` from its first batch, so Enter on it opens its live view
+with everything seen so far; Esc comes back and the pair runs on.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +19,8 @@ from tuimon.store import is_pair_dir
 from tuimon.sweep import COLUMNS, Sweep, hint_lines, row
 from tuimon.ui.commands import ScreenActions
 from tuimon.ui.modals import ConfirmScreen
-from tuimon.ui.pair_screen import PairScreen
+from tuimon.ui.pair_model import PairFeed
+from tuimon.ui.pair_screen import MAX_LINES, PairScreen
 from tuimon.ui.tables import RowTable
 from tuimon.ui.text import clean
 from tuimon.ui.workers import ReportsWorkerErrors
@@ -38,7 +43,7 @@ class JobChanged(Message):
 
 
 class SweepPairScreen(PairScreen):
-    """A pair opened from a sweep: quitting goes through the sweep (it may still be running)."""
+    """A pair opened from a sweep, live (running) or saved: quitting goes through the sweep."""
 
     async def action_quit(self) -> None:  # type: ignore[override]
         """Quit as the app does: a running sweep asks first."""
@@ -67,6 +72,8 @@ class SweepScreen(ReportsWorkerErrors, Screen[None]):
         self.sweep = sweep
         self.done = False
         self.quitting = False
+        self.feeds: dict[int, PairFeed] = {}
+        """The running pairs' models and rows, by job index (fed from each one's first batch)."""
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="≈")
@@ -85,6 +92,7 @@ class SweepScreen(ReportsWorkerErrors, Screen[None]):
         table.focus()
 
         def changed(index: int) -> None:
+            self._feed(index)
             self.post_message(JobChanged(index))
 
         self.sweep.on_change = changed
@@ -107,6 +115,15 @@ class SweepScreen(ReportsWorkerErrors, Screen[None]):
             self.refresh_bindings()
             if self.quitting:
                 self.app.exit(130 if self.sweep.todo() else self.sweep.exit_code())
+
+    def _feed(self, index: int) -> None:
+        """A pair that starts gets a feed before its first batch; one that ended loses it."""
+        session = self.sweep.sessions.get(index)
+        if session is None:
+            self.feeds.pop(index, None)
+        elif index not in self.feeds:
+            feed = self.feeds[index] = PairFeed(MAX_LINES)
+            session.listen(feed.take)
 
     def _cells(self, index: int) -> list[Text]:
         job = self.sweep.jobs[index]
@@ -153,19 +170,18 @@ class SweepScreen(ReportsWorkerErrors, Screen[None]):
         self.open_job(self.query_one(SweepTable).cursor_row)
 
     def open_job(self, index: int) -> None:
-        """The pair of a job: saved (static view), or as far as it got while running."""
+        """The pair of a job: live while it runs (Esc leaves it running), else saved."""
         if not 0 <= index < len(self.sweep.jobs):
             return
         job = self.sweep.jobs[index]
+        session, feed = self.sweep.sessions.get(index), self.feeds.get(index)
+        if session is not None and feed is not None:
+            self.app.push_screen(SweepPairScreen(watch=session, feed=feed, can_go_back=True))
+            return
         path = self.sweep.pair_path(index)
         if path is None or not is_pair_dir(path):
             self.notify(f"{job.name} has not started yet", markup=False)
             return
-        if job.status == "running":
-            self.notify(
-                f"{job.name} is running: this is how far it got (open it again when it ends)",
-                markup=False,
-            )
         self.app.push_screen(SweepPairScreen(saved=path, can_go_back=True))
 
     def action_stop(self) -> None:
