@@ -21,6 +21,9 @@ def main() -> int:
     p.add_argument("--sleep", type=float, default=0.0, help="seconds per step")
     p.add_argument("--garbage", action="store_true", help="garbage, binary and markup lines")
     p.add_argument("--bigline", action="store_true", help="a 2 MB line at step 1")
+    p.add_argument(
+        "--chatter", action="store_true", help="at step 1, a markup line and a stderr warning"
+    )
     p.add_argument("--nan-at", type=int, default=-1, help="train_loss NaN on side b from here")
     p.add_argument("--extra-steps", type=int, default=0, help="side b logs this many more")
     p.add_argument("--no-header", action="store_true")
@@ -78,6 +81,10 @@ def main() -> int:
             out.flush()
             sys.stdout.buffer.write(b'\xff\xfe\x00 binary junk\n{"broken": \n[1, 2, 3]\n')
             sys.stdout.buffer.flush()
+        if a.chatter and i == 1:
+            out.write(f"[bold red]boom[/] from {a.side}\n")
+            out.flush()
+            print(f"warning on stderr {a.side}", file=sys.stderr, flush=True)
         if a.bigline and i == 1:
             out.write('{"step": "x", "blob": "' + "z" * 2_000_000 + '"}\n')
             out.flush()

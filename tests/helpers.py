@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import math
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from textual.pilot import Pilot
 
 FAKE_TRAINER = str(Path(__file__).with_name("fake_trainer.py"))
 """A fake training script (prints tuimon JSONL, misbehaves on request)."""
+
+
+def pair_json(folder: Path) -> dict[str, Any]:
+    """A saved pair's pair.json as written (the raw JSON, not read through `PairDoc`)."""
+    return json.loads((folder / "pair.json").read_text())
 
 
 async def wait_for(pilot: Pilot, ready: Callable[[], bool], timeout: float = 15.0) -> None:
@@ -22,6 +30,27 @@ async def wait_for(pilot: Pilot, ready: Callable[[], bool], timeout: float = 15.
             return
         await pilot.pause(0.05)
     raise AssertionError("the app did not get there in time")
+
+
+def wait_until(ready: Callable[[], bool], within: float = 60.0) -> None:
+    """Poll `ready()` until it holds; fail when it does not within `within` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        time.sleep(0.05)
+    raise AssertionError("not there in time")
+
+
+def raw_lines(store: Path, side: str) -> list[bytes]:
+    """The raw lines of `side` on disk in the (first) pair of `store` ([] before there is one)."""
+    logs = list(store.glob(f"*/{side}.jsonl"))
+    return logs[0].read_bytes().splitlines() if logs else []
+
+
+def wait_for_raw_lines(store: Path, side: str, count: int = 20) -> None:
+    """Until a pair in `store` has more than `count` raw lines of `side` on disk (30 s at most)."""
+    wait_until(lambda: len(raw_lines(store, side)) > count, within=30)
 
 
 def bits(x: float) -> int:

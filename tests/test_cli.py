@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import heavy_modules_after
 
 from tuimon import __version__
 from tuimon.cli import main
@@ -17,19 +18,19 @@ from tuimon.runner import expand_template
 
 @pytest.mark.parametrize("flag", ["--help", "--version"])
 def test_help_and_version_need_neither_torch_nor_textual(flag):
+    expected = __version__ if flag == "--version" else "pair"
     code = (
-        "import sys\n"
+        "import contextlib, io\n"
         "from tuimon.cli import main\n"
+        "out = io.StringIO()\n"
         "try:\n"
-        f"    main([{flag!r}])\n"
+        "    with contextlib.redirect_stdout(out):\n"
+        f"        main([{flag!r}])\n"
         "except SystemExit as e:\n"
         "    assert e.code == 0\n"
-        "bad = [m for m in ('torch', 'textual') if m in sys.modules]\n"
-        "sys.exit(f'loaded {bad}' if bad else 0)\n"
+        f"assert {expected!r} in out.getvalue(), out.getvalue()\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    assert (__version__ in proc.stdout) if flag == "--version" else ("pair" in proc.stdout)
+    assert heavy_modules_after(code) == "LOADED []"
 
 
 def test_every_subcommand_has_help(capsys):

@@ -5,14 +5,15 @@ from __future__ import annotations
 import copy
 import json
 import sys
-from pathlib import Path
 from typing import Any
+
+from helpers import FAKE_TRAINER
 
 from tuimon.cli import main
 from tuimon.hints import likely_causes
 from tuimon.session import env_diff
 
-FAKE = str(Path(__file__).with_name("fake_trainer.py"))
+FAKE = FAKE_TRAINER
 ENV: dict[str, Any] = {
     "device": "cpu",
     "torch": "2.13.0",

@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import IO
 
 import pytest
+from helpers import FAKE_TRAINER, wait_for_raw_lines
 
 from tuimon.cli import main
 from tuimon.plan import PairPlan, launched
 from tuimon.runner import RunSpec
 
-FAKE = str(Path(__file__).with_name("fake_trainer.py"))
+FAKE = FAKE_TRAINER
 LAUNCHER = str(Path(__file__).with_name("fake_launcher.py"))
 SRUN = f"{shlex.quote(sys.executable)} {shlex.quote(LAUNCHER)}"
 
@@ -112,20 +113,11 @@ def start_launched_pair(
     )  # fmt: skip
 
 
-def wait_for_lines(store: Path, side: str) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        logs = list(store.glob(f"*/{side}.jsonl"))
-        if logs and len(logs[0].read_bytes().splitlines()) > 10:
-            return
-        time.sleep(0.1)
-
-
 def test_interrupting_a_launched_pair_ends_the_remote_run(tmp_path):
     store = tmp_path / "store"
     tag = f"launched-{os.getpid()}-{time.monotonic_ns()}"
     proc = start_launched_pair(store, tag)
-    wait_for_lines(store, "b")
+    wait_for_raw_lines(store, "b", 10)
     assert running(tag)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)

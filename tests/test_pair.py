@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import FAKE_TRAINER, heavy_modules_after
+from helpers import FAKE_TRAINER, heavy_modules_after, pair_json, wait_for_raw_lines
 
 from tuimon.cli import main
 from tuimon.steplog import Step, Text, parse_line
@@ -38,13 +38,16 @@ def result(capsys: pytest.CaptureFixture[str]) -> dict:
     return json.loads(out[-1])
 
 
+def outcome(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[dict, Path, dict]:
+    """What the pair that ran left: its JSON result line, its folder and its pair.json."""
+    d = only_pair(tmp_path)
+    return result(capsys), d, pair_json(d)
+
+
 def test_identical_pair_is_saved(tmp_path, capsys):
     assert main(pair(tmp_path, "--steps", "20")) == 0
-    res = result(capsys)
-    assert res["verdict"] == "IDENTICAL"
-    assert res["steps_compared"] == 20
-    d = only_pair(tmp_path)
-    meta = json.loads((d / "pair.json").read_text())
+    res, d, meta = outcome(tmp_path, capsys)
+    assert (res["verdict"], res["steps_compared"]) == ("IDENTICAL", 20)
     assert meta["status"] == "finished"
     assert meta["seed"] == 0 and meta["devices"] == ["cpu", "cpu"]
     assert meta["runs"]["a"]["exit_code"] == 0
@@ -70,11 +73,8 @@ def test_tolerance_makes_it_close(tmp_path, capsys):
 
 def test_crash_mid_run_is_incomplete_and_keeps_lines(tmp_path, capsys):
     assert main(pair(tmp_path, "--steps", "20", "--crash-at", "5")) == 3
-    res = result(capsys)
-    assert res["verdict"] == "INCOMPLETE"
-    assert res["steps_compared"] == 5
-    d = only_pair(tmp_path)
-    meta = json.loads((d / "pair.json").read_text())
+    res, d, meta = outcome(tmp_path, capsys)
+    assert (res["verdict"], res["steps_compared"]) == ("INCOMPLETE", 5)
     assert meta["status"] == "failed"
     assert meta["runs"]["b"]["exit_code"] == 1
     assert "boom at step 5" in " ".join(meta["runs"]["b"]["stderr_tail"])
@@ -87,7 +87,7 @@ def test_stop_on_fail_stops_the_other(tmp_path, capsys):
     args = pair(tmp_path, "--steps", "200", "--crash-at", "3", "--sleep", "0.02",
                 extra=("--stop-on-fail",))  # fmt: skip
     assert main(args) == 3
-    meta = json.loads((only_pair(tmp_path) / "pair.json").read_text())
+    meta = pair_json(only_pair(tmp_path))
     assert meta["runs"]["a"]["status"] == "interrupted"
     assert meta["runs"]["a"]["steps"] < 200
 
@@ -175,14 +175,14 @@ def test_repeat_runs_k_pairs(tmp_path, capsys):
 
 def test_threads_are_the_same_on_both_sides(tmp_path, capsys):
     assert main(pair(tmp_path, "--steps", "3", extra=("--threads", "3"))) == 0
-    meta = json.loads((only_pair(tmp_path) / "pair.json").read_text())
+    meta = pair_json(only_pair(tmp_path))
     assert meta["threads"] == 3
     assert meta["runs"]["a"]["env"]["threads"] == meta["runs"]["b"]["env"]["threads"] == "3"
 
 
 def test_threads_may_differ_on_purpose(tmp_path, capsys):
     assert main(pair(tmp_path, "--steps", "3", extra=("--threads", "1,2"))) == 0
-    meta = json.loads((only_pair(tmp_path) / "pair.json").read_text())
+    meta = pair_json(only_pair(tmp_path))
     assert meta["threads"] == [1, 2]
     assert meta["env_diff"]["threads"] == ["1", "2"]
 
@@ -267,7 +267,7 @@ def test_compare_logs_and_pair_dir(tmp_path, capsys):
     assert main(["compare", str(d / "a.jsonl"), str(d / "b.jsonl"), "--save",
                  "--store", str(tmp_path / "saved")]) == 1  # fmt: skip
     (saved,) = (tmp_path / "saved").iterdir()
-    assert json.loads((saved / "pair.json").read_text())["summary"]["first_divergent_step"] == 4
+    assert pair_json(saved)["summary"]["first_divergent_step"] == 4
     assert (saved / "a.jsonl").read_bytes() == (d / "a.jsonl").read_bytes()
 
 
@@ -309,16 +309,6 @@ def start_long_pair(store: Path, *fake_args: str, pipe: bool) -> subprocess.Pope
     )  # fmt: skip
 
 
-def wait_for_raw_lines(store: Path, side: str, count: int = 20) -> None:
-    """Until a pair in `store` has more than `count` raw lines of `side` on disk (30 s at most)."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        logs = list(store.glob(f"*/{side}.jsonl"))
-        if logs and len(logs[0].read_bytes().splitlines()) > count:
-            return
-        time.sleep(0.1)
-
-
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_to_tuimon_saves_partial_pair(tmp_path, sig):
     store = tmp_path / "store"
@@ -330,7 +320,7 @@ def test_signal_to_tuimon_saves_partial_pair(tmp_path, sig):
     res = json.loads(out.decode().strip().splitlines()[-1])
     assert res["verdict"] == "INCOMPLETE" and res["status"] == "interrupted"
     d = Path(res["pair"])
-    meta = json.loads((d / "pair.json").read_text())
+    meta = pair_json(d)
     assert meta["runs"]["a"]["status"] == meta["runs"]["b"]["status"] == "interrupted"
     for side in "ab":
         lines = (d / f"{side}.jsonl").read_bytes().splitlines()
@@ -398,7 +388,7 @@ def test_progress_bar_on_stderr_shows_its_last_state(tmp_path, capsys):
     args = ["pair", "--headless", "--store", str(tmp_path / "store"), "--",
             sys.executable, "-c", code]  # fmt: skip
     assert main(args) == 3
-    meta = json.loads((only_pair(tmp_path) / "pair.json").read_text())
+    meta = pair_json(only_pair(tmp_path))
     assert meta["runs"]["a"]["stderr_tail"] == ["2/3 it"]
     assert (only_pair(tmp_path) / "a.stderr").read_bytes() == b"\r0/3 it\r1/3 it\r2/3 it\n"
 
@@ -416,7 +406,7 @@ def test_line_splitter_keeps_bytes_and_splits_on_newline_only():
 def test_saved_arrays_are_compared_at_the_end(tmp_path, capsys, diverge, equal):
     emb = str(tmp_path / "emb-{side}.npy")
     assert main(pair(tmp_path, "--steps", "5", "--diverge-at", diverge, "--emb", emb)) in (0, 1)
-    meta = json.loads((only_pair(tmp_path) / "pair.json").read_text())
+    meta = pair_json(only_pair(tmp_path))
     result = meta["artifacts"]["emb"]
     assert result["equal"] is equal and result["shape"] == [2, 3]
     assert result["elements_differ"] == (0 if equal else 1)
@@ -431,7 +421,7 @@ def test_end_of_run_comparison_in_every_json_and_text_of_the_pair(tmp_path, caps
     saved = only_pair(tmp_path)
     for side in "ab":  # the runs' own files gone: what pair.json says still stands
         Path(emb.format(side=side)).unlink()
-    meta = json.loads((saved / "pair.json").read_text())
+    meta = pair_json(saved)
     kf = {"a": {"freqs": [1, 2]}, "b": {"freqs": [1, 3]}, "agree": False,
           "same_order": False, "only_a": [2], "only_b": [3]}  # fmt: skip
     meta["artifacts"]["emb"]["key_freqs"] = kf

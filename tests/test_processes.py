@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import FAKE_TRAINER
+from helpers import FAKE_TRAINER, raw_lines, wait_until
 
 from tuimon import runner
 from tuimon.cli import main
@@ -56,20 +56,6 @@ def gone(word: str, within: float = 20.0) -> bool:
             return True
         time.sleep(0.1)
     return not running(word)
-
-
-def wait_until(ready, within: float = 60.0) -> None:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if ready():
-            return
-        time.sleep(0.05)
-    raise AssertionError("not there in time")
-
-
-def raw_lines(store: Path, side: str) -> list[bytes]:
-    logs = list(store.glob(f"*/{side}.jsonl"))
-    return logs[0].read_bytes().splitlines() if logs else []
 
 
 def catches(pid: int, sig: int) -> bool:

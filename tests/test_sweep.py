@@ -10,12 +10,13 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import FAKE_TRAINER, heavy_modules_after
 
 from tuimon.cli import main
 from tuimon.plan import PairPlan
 from tuimon.sweep import Job, Sweep, SweepError, default_jobs, key_frequencies, parse_seeds, row
 
-FAKE = str(Path(__file__).with_name("fake_trainer.py"))
+FAKE = FAKE_TRAINER
 
 
 def sweep_argv(store: Path, seeds: str, *fake_args: str, extra: tuple[str, ...] = ()) -> list[str]:
@@ -217,11 +218,5 @@ def test_exit_code_and_running_cells():
 
 
 def test_sweep_engine_imports_neither_textual_nor_torch():
-    code = (
-        "import sys\n"
-        "import tuimon.sweep, tuimon.sweep_headless, tuimon.hints\n"
-        "bad = [m for m in ('textual', 'torch') if m in sys.modules]\n"
-        "sys.exit(f'loaded: {bad}' if bad else 0)\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    code = "import tuimon.sweep, tuimon.sweep_headless, tuimon.hints"
+    assert heavy_modules_after(code) == "LOADED []"

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from helpers import alive, wait_for
+from helpers import FAKE_TRAINER, alive, pair_json, wait_for
 from textual.widgets import ContentSwitcher, DataTable
 
 from tuimon.demo import write_demo
@@ -28,25 +27,6 @@ from tuimon.ui.panes import SideHeader, StepPane
 SIZE = (120, 40)
 MARKUP = "[bold red]boom[/] [@click=app.quit]x[/]"
 ANSI = "\x1b[31mred alert\x1b[0m"
-
-TRAINER = r"""
-import json, sys, time
-side, steps, diverge, delay = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
-header = {"type": "header", "format": "tuimon.steplog/1", "run": {"side": side},
-          "hyper": {"steps": steps}, "env": {"device": "cpu", "threads": 1 if side == "a" else 2}}
-print(json.dumps(header), flush=True)
-for step in range(steps):
-    loss = 1.0 / (step + 1)
-    if side == "b" and step >= diverge:
-        loss *= 1 + 1e-6
-    print(json.dumps({"type": "step", "step": step, "train_loss": loss, "test_loss": 2 * loss}),
-          flush=True)
-    if step == 1:
-        print("[bold red]boom[/] from " + side, flush=True)
-        print("warning on stderr " + side, file=sys.stderr, flush=True)
-    time.sleep(delay)
-print(json.dumps({"type": "end", "status": "ok", "steps": steps}), flush=True)
-"""
 
 
 def pair_screen(app: TuimonApp) -> PairScreen:
@@ -79,12 +59,10 @@ def live_app(tmp_path: Path, *, steps: int, delay: float, diverge: int = 3) -> T
     """An app running two fake trainers that part at `diverge`, saving into tmp_path/store."""
 
     def make(on_batch: Callable[[Batch], None]) -> PairSession:
+        args = ["--steps", str(steps), "--diverge-at", str(diverge), "--sleep", str(delay)]
+        args.append("--chatter")  # a markup line on stdout, a warning on stderr
         specs = tuple(
-            RunSpec(
-                side,
-                "cpu",
-                argv=(sys.executable, "-c", TRAINER, side, str(steps), str(diverge), str(delay)),
-            )
+            RunSpec(side, "cpu", argv=(sys.executable, FAKE_TRAINER, "--side", side, *args))
             for side in ("a", "b")
         )
         sides = tuple(SideState(side, "cpu", f"fake trainer {side}") for side in ("a", "b"))
@@ -267,7 +245,7 @@ async def test_quitting_a_running_live_pair_asks_stops_and_saves(tmp_path: Path)
         await wait_for(pilot, lambda: not app.is_running)
     assert app.return_code == 130
     [saved] = (tmp_path / "store").iterdir()
-    meta = json.loads((saved / "pair.json").read_text())
+    meta = pair_json(saved)
     assert meta["status"] == "interrupted"
     assert {run["status"] for run in meta["runs"].values()} == {"interrupted"}
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
-from textual.pilot import Pilot
+import helpers
 from textual.widgets import Input
 
 from tuimon.plan import PairPlan
@@ -21,12 +21,7 @@ FAKE = str(Path(__file__).with_name("fake_trainer.py"))
 SIZE = (140, 30)
 
 
-async def wait_for(pilot: Pilot, ready: Callable[[], bool], timeout: float = 30.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if ready():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("the app did not get there in time")
+wait_for = partial(helpers.wait_for, timeout=30.0)  # sweeps of real pairs take longer
 
 
 def make_sweep(store: Path, *fake_args: str, seeds=(0, 1, 2), at_once: int = 2) -> Sweep:

@@ -85,22 +85,7 @@ def apply_pair_settings(seed: int | None = None) -> dict[str, Any]:
         random.seed(seed)
         if "numpy" in sys.modules:
             sys.modules["numpy"].random.seed(seed % 2**32)
-    try:
-        import torch
-    except ImportError:
-        applied.update(torch=None, threads=None, deterministic=None)
-    else:
-        if seed is not None:
-            torch.manual_seed(seed)
-        if threads is not None:
-            torch.set_num_threads(threads)
-        if deterministic:
-            torch.use_deterministic_algorithms(True)
-        applied.update(
-            torch=torch.__version__,
-            threads=torch.get_num_threads(),
-            deterministic=torch.are_deterministic_algorithms_enabled(),
-        )
+    applied.update(_apply_torch(seed, threads, deterministic))
     _applied = applied
     return {
         "applied": applied,
@@ -108,6 +93,26 @@ def apply_pair_settings(seed: int | None = None) -> dict[str, Any]:
         "threads": applied["threads"],
         "deterministic": applied["deterministic"],
         "torch": applied["torch"],
+    }
+
+
+def _apply_torch(seed: int | None, threads: int | None, deterministic: bool) -> dict[str, Any]:
+    """Seed torch, set its threads and deterministic algorithms as asked; what torch reports
+    afterwards (`torch`, `threads`, `deterministic`: all None without torch)."""
+    try:
+        import torch
+    except ImportError:
+        return {"torch": None, "threads": None, "deterministic": None}
+    if seed is not None:
+        torch.manual_seed(seed)
+    if threads is not None:
+        torch.set_num_threads(threads)
+    if deterministic:
+        torch.use_deterministic_algorithms(True)
+    return {
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "deterministic": torch.are_deterministic_algorithms_enabled(),
     }
 
 

@@ -616,6 +616,13 @@ class PairAligner:
         a, b = (len(self._pending[s]) + self.unmatched_extra[s] for s in SIDES)
         return a, b
 
+    def _held_unmatched(self) -> tuple[int, int]:
+        """Steps only one side has logged that the other side has already gone past (what
+        counts against a pair still running)."""
+        a = sum(step < self.top["b"] for step, _ in self._pending["a"])
+        b = sum(step < self.top["a"] for step, _ in self._pending["b"])
+        return a, b
+
     def summary(
         self,
         complete: bool = True,
@@ -631,15 +638,9 @@ class PairAligner:
         `running=True` judges a pair still under way: steps one side has not reached yet are
         not held against it.
         """
-        ua, ub = self.unmatched()
-        if running:  # only steps the other side has already gone past count
-            ua = sum(step < self.top["b"] for step, _ in self._pending["a"])
-            ub = sum(step < self.top["a"] for step, _ in self._pending["b"])
+        ua, ub = self._held_unmatched() if running else self.unmatched()
         t = self.tally
-        cover = self._coverage_reasons(ua, ub)
-        ok = complete and not cover
-        why = [reason] if reason else [] if complete else ["the pair did not finish"]
-        why += [c for c in cover if not (why and c == _NO_STEP)]  # the headline says it
+        ok, why = self._completeness(complete, reason, ua, ub)
         fd = t.first_divergent
         only = {s: sorted(self.names[s] - self.names["b" if s == "a" else "a"]) for s in SIDES}
         return Summary(
@@ -658,7 +659,7 @@ class PairAligner:
             max_divergence_step=t.max_step[0] if t.max_step else None,
             metric_max=dict(t.metric_max),
             complete=ok,
-            reason="; ".join(why) or None,
+            reason=why,
             values_compared=t.values_compared,
             steps_without_values=t.steps_without_values,
             metrics_only_a=only["a"],
@@ -671,6 +672,16 @@ class PairAligner:
             unreadable_first=list(self.unreadable_first),
             interrupted=interrupted,
         )  # fmt: skip
+
+    def _completeness(
+        self, complete: bool, reason: str | None, ua: int, ub: int
+    ) -> tuple[bool, str | None]:
+        """Whether the pair counts as complete, and why not: `reason` (or that the pair did not
+        finish), then what its steps lack (None when nothing is missing)."""
+        cover = self._coverage_reasons(ua, ub)
+        why = [reason] if reason else [] if complete else ["the pair did not finish"]
+        why += [c for c in cover if not (why and c == _NO_STEP)]  # the headline says it
+        return complete and not cover, "; ".join(why) or None
 
     def _coverage_reasons(self, ua: int, ub: int) -> list[str]:
         t = self.tally

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import gc
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -166,7 +167,9 @@ class _BlockReader:
                 return got
         return parse_line(orjson.dumps(row))
 
-    def _uniform(self, rows: list[dict[str, Any]], keys: tuple[str, ...]) -> Any:
+    def _uniform(
+        self, rows: list[dict[str, Any]], keys: tuple[str, ...]
+    ) -> Callable[[], Columns] | None:
         """Step rows with the same keys, column by column: a function that counts them and
         gives their `Columns`; None when a value needs the record-by-record reader (a string,
         a nested object); `_Suspect` when a number may be an integer beyond 64 bits."""
@@ -199,25 +202,33 @@ class _BlockReader:
                 values[name] = arr
             else:
                 return None
+        return partial(self._counted, step, values, ignored, digest, digests)
 
-        def counted() -> Columns:
-            n = len(rows)
-            self.log.steps += n
-            self.aligner.names[self.side].update(values)
-            self.aligner.ignored.update(ignored)
-            self.aligner.top[self.side] = max(self.aligner.top[self.side], max(step))
-            digest_array = np.empty(n, dtype=object)
-            digest_array[:] = list(digest) if digest is not None else [None] * n
-            return Columns(
-                steps=np.array(step, dtype=np.int64),
-                occ=np.zeros(n, np.int64),
-                values=values,
-                present={k: np.ones(n, bool) for k in values},
-                digest=digest_array,
-                digests=digests,
-            )
-
-        return counted
+    def _counted(
+        self,
+        step: list[int],
+        values: dict[str, np.ndarray],
+        ignored: list[str],
+        digest: list[str] | None,
+        digests: list[dict[str, str]] | None,
+    ) -> Columns:
+        """Count a block `_uniform` read (its steps, metric names, ignored names) on this side
+        and give its `Columns`."""
+        n = len(step)
+        self.log.steps += n
+        self.aligner.names[self.side].update(values)
+        self.aligner.ignored.update(ignored)
+        self.aligner.top[self.side] = max(self.aligner.top[self.side], max(step))
+        digest_array = np.empty(n, dtype=object)
+        digest_array[:] = list(digest) if digest is not None else [None] * n
+        return Columns(
+            steps=np.array(step, dtype=np.int64),
+            occ=np.zeros(n, np.int64),
+            values=values,
+            present={k: np.ones(n, bool) for k in values},
+            digest=digest_array,
+            digests=digests,
+        )
 
     def _slow(self, records: list[Any]) -> Columns | None:
         steps = []

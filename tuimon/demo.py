@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tuimon.steplog import FORMAT, dumps
-from tuimon.store import SIDES
+from tuimon.store import SIDES, RunDoc
 
 TENSORS = ("W_E", "W_pos", "W_Q", "W_U")
 
@@ -108,6 +108,29 @@ def write_demo(
     return paths[0], paths[1]
 
 
+def _demo_runs(
+    logs: tuple[Path, Path], *, seed: int, devices: tuple[str, str], status: str
+) -> dict[str, RunDoc]:
+    """Each side's run as `PairSession` records it: the command, how it ended (side b ends
+    with `status`) and the env and hyper-parameters of its log's header."""
+    from tuimon.replay import read_lines
+    from tuimon.steplog import Header, parse_line
+
+    firsts = {side: parse_line(read_lines(path)[0]) for side, path in zip(SIDES, logs, strict=True)}
+    headers = {side: h if isinstance(h, Header) else None for side, h in firsts.items()}
+    return {
+        side: RunDoc(
+            device=devices[i],
+            command=f"tuimon train --seed {seed} --device {devices[i]}",
+            status="finished" if side == "a" else status,
+            exit_code=0 if side == "a" or status == "finished" else 1,
+            env={**head.env, "device": devices[i]} if head else {},
+            hyper=head.hyper if head else {},
+        )
+        for i, (side, head) in enumerate(headers.items())
+    }
+
+
 def write_demo_pair(
     root: Path,
     name: str,
@@ -123,8 +146,7 @@ def write_demo_pair(
     from tuimon.align import compare_steps
     from tuimon.replay import read_lines, steps_of
     from tuimon.session import env_diff
-    from tuimon.steplog import Header, parse_line
-    from tuimon.store import PairDoc, RunDoc, pair_files
+    from tuimon.store import PairDoc, pair_files
 
     folder = root / name
     a, b = write_demo(folder, steps=steps, diverge=diverge)
@@ -132,21 +154,7 @@ def write_demo_pair(
     complete = status == "finished"
     summary = aligner.summary(complete=complete, reason=None if complete else f"run b {status}")
     (folder / "aligned.jsonl").write_bytes(b"".join(dumps(s.to_dict()) for s in aligned))
-    firsts = {
-        side: parse_line(read_lines(path)[0]) for side, path in zip(SIDES, (a, b), strict=True)
-    }
-    headers = {side: h if isinstance(h, Header) else None for side, h in firsts.items()}
-    runs = {
-        side: RunDoc(
-            device=devices[i],
-            command=f"tuimon train --seed {seed} --device {devices[i]}",
-            status="finished" if side == "a" else status,
-            exit_code=0 if side == "a" or status == "finished" else 1,
-            env={**head.env, "device": devices[i]} if head else {},
-            hyper=head.hyper if head else {},
-        )
-        for i, (side, head) in enumerate(headers.items())
-    }
+    runs = _demo_runs((a, b), seed=seed, devices=devices, status=status)
     PairDoc(
         created=created,
         seed=seed,

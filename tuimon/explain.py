@@ -236,11 +236,9 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def run_traced(
-    doc: dict[str, Any], out_dir: Path, steps: list[int], tag: str, timeout: float
-) -> dict[str, SideRun]:
-    """Run both sides at once (as the pair did), each tracing `steps`; stop each when its trace
-    is complete, when it runs past the steps without tracing, or at the timeout."""
+def _commands(doc: dict[str, Any]) -> dict[str, list[str]]:
+    """Each side's recorded command; ExplainError when the pair has none (it was compared,
+    not launched)."""
     commands = doc.get("commands")
     if not isinstance(commands, dict) or not all(
         isinstance(commands.get(s), list) and commands.get(s) for s in SIDES
@@ -248,40 +246,60 @@ def run_traced(
         raise ExplainError(
             "pair.json has no commands to re-run (a compared pair, not a launched one)"
         )
+    return {side: [str(a) for a in commands[side]] for side in SIDES}
+
+
+def _fresh_trace(out_dir: Path, side: str, tag: str) -> Path:
+    """Where this side's trace of rerun `tag` goes, with an earlier one (and its saved op
+    outputs) removed."""
+    trace = out_dir / f"{side}-{tag}.trace.jsonl"
+    for old in (trace, trace.with_name(trace.name + ".tensors")):
+        if old.is_dir():
+            shutil.rmtree(old)
+        elif old.exists():
+            old.unlink()
+    return trace
+
+
+def _start_side(
+    doc: dict[str, Any], side: str, argv: list[str], steps: list[int], trace: Path, stdout: Path
+) -> subprocess.Popen[bytes]:
+    """Start one side's rerun with the pair's settings, told to trace `steps` into `trace`;
+    its stdout goes to `stdout`, its stderr beside it (`.stderr`)."""
     shell = bool(doc.get("shell"))
+    env = {
+        **os.environ,
+        **side_env(doc, side),
+        TRACE_STEP_ENV: ",".join(map(str, steps)),
+        TRACE_FILE_ENV: str(trace),
+    }
+    with open(stdout, "wb") as out, open(stdout.with_suffix(".stderr"), "wb") as err:
+        return subprocess.Popen(
+            argv[0] if shell else rerun_argv(argv, max(steps)),
+            shell=shell,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            env=env,
+            start_new_session=True,
+        )
+
+
+def run_traced(
+    doc: dict[str, Any], out_dir: Path, steps: list[int], tag: str, timeout: float
+) -> dict[str, SideRun]:
+    """Run both sides at once (as the pair did), each tracing `steps`; stop each when its trace
+    is complete, when it runs past the steps without tracing, or at the timeout."""
+    commands = _commands(doc)
     runs: dict[str, SideRun] = {}
     procs: dict[str, subprocess.Popen[bytes]] = {}
-    outs: dict[str, Path] = {}
+    outs = {side: out_dir / f"{side}-{tag}.stdout" for side in SIDES}
     try:
         for side in SIDES:
-            trace = out_dir / f"{side}-{tag}.trace.jsonl"
-            for old in (trace, trace.with_name(trace.name + ".tensors")):
-                if old.is_dir():
-                    shutil.rmtree(old)
-                elif old.exists():
-                    old.unlink()
-            runs[side] = SideRun(side, trace)
-            argv = [str(a) for a in commands[side]]
-            env = {
-                **os.environ,
-                **side_env(doc, side),
-                TRACE_STEP_ENV: ",".join(map(str, steps)),
-                TRACE_FILE_ENV: str(trace),
-            }
-            outs[side] = out_dir / f"{side}-{tag}.stdout"
-            with (
-                open(outs[side], "wb") as stdout,
-                open(out_dir / f"{side}-{tag}.stderr", "wb") as err,
-            ):
-                procs[side] = subprocess.Popen(
-                    argv[0] if shell else rerun_argv(argv, max(steps)),
-                    shell=shell,
-                    stdin=subprocess.DEVNULL,
-                    stdout=stdout,
-                    stderr=err,
-                    env=env,
-                    start_new_session=True,
-                )
+            runs[side] = SideRun(side, _fresh_trace(out_dir, side, tag))
+            procs[side] = _start_side(
+                doc, side, commands[side], steps, runs[side].trace, outs[side]
+            )
         deadline = time.monotonic() + timeout
         pending = set(SIDES)
         while pending:
@@ -442,16 +460,7 @@ def explain_pair(
     k, steps = traced_steps(doc["summary"])
     out_dir = Path(path) / "explain"
     out_dir.mkdir(exist_ok=True)
-    devices = [str(d) for d in doc.get("devices") or []]
-    result: dict[str, Any] = {
-        "divergent_step": k,
-        "traced_steps": steps,
-        "repeats": repeats,
-        "reproduced": 0,
-        "runs": [],
-        "cross_device": len(set(devices)) > 1,
-        "devices": devices,
-    }
+    result = _new_result(doc, k, steps, repeats)
     firsts: list[dict[str, Any]] = []
     r = 0
     while r < repeats:
@@ -461,19 +470,9 @@ def explain_pair(
         problems = {s: run.problem for s, run in runs.items() if run.problem}
         if problems:
             _cleanup(runs)
-            if any(p == NO_HELPER for p in problems.values()):
-                result.update(status="no_helper", message=NO_HELPER)
-            else:
-                text = "; ".join(f"run {s}: {p}" for s, p in problems.items())
-                result.update(status="failed", message=f"traced rerun failed: {text}")
+            result.update(_failure(problems))
             return result
-        ops = {s: read_trace(run.trace) for s, run in runs.items()}
-        found = first_difference(
-            ops["a"],
-            ops["b"],
-            *(run.trace.with_name(run.trace.name + ".tensors") for run in runs.values()),
-        )
-        _cleanup(runs)
+        ops, found = _compare_traces(runs)
         if found is not None and found.get("state") and steps[0] > 0 and k <= WIDEN_UP_TO:
             # The runs differ already where the window starts (e.g. in AdamW's state after a
             # step whose learning rate was 0, which left the parameters equal): trace from 0.
@@ -484,17 +483,61 @@ def explain_pair(
             result["traced_steps"] = steps
             result["runs"], result["reproduced"], firsts, r = [], 0, [], 0
             continue
-        entry: dict[str, Any] = {
+        result["runs"].append({
             "repeat": r,
             "ops": {s: len(v) for s, v in ops.items()},
             "traces": {s: str(run.trace.relative_to(path)) for s, run in runs.items()},
             "first": found,
-        }
-        result["runs"].append(entry)
+        })  # fmt: skip
         if found is not None:
             result["reproduced"] += 1
             firsts.append(found)
         r += 1
+    return _conclude(result, firsts, steps, repeats)
+
+
+def _new_result(doc: dict[str, Any], k: int, steps: list[int], repeats: int) -> dict[str, Any]:
+    """The explanation before any rerun: what is traced, on which devices."""
+    devices = [str(d) for d in doc.get("devices") or []]
+    return {
+        "divergent_step": k,
+        "traced_steps": steps,
+        "repeats": repeats,
+        "reproduced": 0,
+        "runs": [],
+        "cross_device": len(set(devices)) > 1,
+        "devices": devices,
+    }
+
+
+def _failure(problems: dict[str, str]) -> dict[str, str]:
+    """The status and message of a rerun that left a side without a trace."""
+    if any(p == NO_HELPER for p in problems.values()):
+        return {"status": "no_helper", "message": NO_HELPER}
+    text = "; ".join(f"run {s}: {p}" for s, p in problems.items())
+    return {"status": "failed", "message": f"traced rerun failed: {text}"}
+
+
+def _compare_traces(
+    runs: dict[str, SideRun],
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any] | None]:
+    """One rerun's two traces: their ops, and the first op that differs (None when they are
+    equal). The saved op outputs are removed once measured."""
+    ops = {s: read_trace(run.trace) for s, run in runs.items()}
+    found = first_difference(
+        ops["a"],
+        ops["b"],
+        *(run.trace.with_name(run.trace.name + ".tensors") for run in runs.values()),
+    )
+    _cleanup(runs)
+    return ops, found
+
+
+def _conclude(
+    result: dict[str, Any], firsts: list[dict[str, Any]], steps: list[int], repeats: int
+) -> dict[str, Any]:
+    """The result once every rerun is in: the op most often first to differ (with a hint and
+    a message), or that the reruns did not diverge."""
     counts = Counter(_label(f) for f in firsts)
     result["first_counts"] = dict(counts.most_common())
     if not firsts:

@@ -8,6 +8,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -18,7 +19,7 @@ from rich.text import Text
 
 from tuimon.align import Summary, exit_code
 from tuimon.artifacts import lines as artifact_lines
-from tuimon.hints import likely_causes
+from tuimon.hints import Hint, likely_causes
 from tuimon.sanitize import clean
 from tuimon.session import Batch, PairSession
 from tuimon.wording import divergence_line, first_divergence_event, headline, side_line
@@ -94,50 +95,80 @@ def run_headless(
         with HeadlessReporter(console) as reporter:
             session = make(reporter)
             summary = asyncio.run(_run_with_signals(session))
-        writer = session.writer
-        saved = writer is not None and writer.finished
-        save_error = writer.save_error if writer is not None and not saved else None
-        codes.append(3 if save_error else exit_code(summary))  # a pair not saved is not done
-        hints = likely_causes(session.pair_doc().to_json())
-        explained = None
+        report = PairReport.of(session, summary)
+        codes.append(report.code)
         if explain and not session.interrupted:
             from tuimon.explain import explain_after
 
-            explained = explain_after(session, lambda text: console.print(Text(text)))
-        artifacts = end_artifacts(session)
-        if as_json:
-            record = {
-                "pair": str(session.pair_path) if session.pair_path else None,
-                "saved": saved,
-                **({"save_error": save_error} if save_error else {}),
-                "status": session.status(),
-                **summary.to_dict(),
-                "hints": [h.to_dict() for h in hints],
-                **({"artifacts": artifacts} if artifacts else {}),
-            }
-            if explained is not None:
-                record["explain"] = explained
-            out.write(orjson.dumps(record).decode() + "\n")
-        else:
-            out.write(headline(summary) + "\n")
-            for line in artifact_lines(artifacts):
-                out.write(clean(line, None) + "\n")
-            for hint in hints:
-                out.write(hint.text() + "\n")
-            if explained is not None:
-                from tuimon.explain import describe
-
-                out.write(clean(describe(explained), None) + "\n")
-            if saved:
-                out.write(f"pair saved in {clean(session.pair_path, None)}\n")
-            elif save_error:
-                out.write(f"pair NOT saved: {clean(save_error, None)}\n")
+            report.explained = explain_after(session, lambda text: console.print(Text(text)))
+        report.artifacts = end_artifacts(session)
+        out.write(report.json_line() if as_json else report.text())
         out.flush()
         if session.interrupted:
             break
     if 3 in codes:
         return 3
     return max(codes) if codes else 3
+
+
+@dataclass
+class PairReport:
+    """What `run_headless` says of one finished pair, on stdout."""
+
+    session: PairSession
+    summary: Summary
+    saved: bool
+    save_error: str | None
+    hints: list[Hint]
+    explained: dict[str, Any] | None = None
+    """`pair --explain`'s result."""
+    artifacts: dict[str, Any] = field(default_factory=dict)
+    """What both runs saved at the end, compared (`end_artifacts`)."""
+
+    @classmethod
+    def of(cls, session: PairSession, summary: Summary) -> PairReport:
+        """The pair's verdict, whether it was saved, and its likely causes."""
+        writer = session.writer
+        saved = writer is not None and writer.finished
+        save_error = writer.save_error if writer is not None and not saved else None
+        hints = likely_causes(session.pair_doc().to_json())
+        return cls(session, summary, saved, save_error, hints)
+
+    @property
+    def code(self) -> int:
+        """The pair's exit code: 3 when it was not saved (a pair not saved is not done)."""
+        return 3 if self.save_error else exit_code(self.summary)
+
+    def json_line(self) -> str:
+        """`--json`: one line with the summary, the save, the hints and what was explained."""
+        session, save_error, artifacts = self.session, self.save_error, self.artifacts
+        record = {
+            "pair": str(session.pair_path) if session.pair_path else None,
+            "saved": self.saved,
+            **({"save_error": save_error} if save_error else {}),
+            "status": session.status(),
+            **self.summary.to_dict(),
+            "hints": [h.to_dict() for h in self.hints],
+            **({"artifacts": artifacts} if artifacts else {}),
+        }
+        if self.explained is not None:
+            record["explain"] = self.explained
+        return orjson.dumps(record).decode() + "\n"
+
+    def text(self) -> str:
+        """The headline, the artifacts, the hints, the explanation and where the pair is."""
+        lines = [headline(self.summary)]
+        lines += [clean(line, None) for line in artifact_lines(self.artifacts)]
+        lines += [hint.text() for hint in self.hints]
+        if self.explained is not None:
+            from tuimon.explain import describe
+
+            lines.append(clean(describe(self.explained), None))
+        if self.saved:
+            lines.append(f"pair saved in {clean(self.session.pair_path, None)}")
+        elif self.save_error:
+            lines.append(f"pair NOT saved: {clean(self.save_error, None)}")
+        return "".join(line + "\n" for line in lines)
 
 
 def end_artifacts(session: PairSession) -> dict[str, Any]:

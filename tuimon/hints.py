@@ -8,7 +8,7 @@ never differed gets none: there is nothing to explain.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +70,107 @@ def _threads(env: Mapping[str, Any]) -> int | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class _Pair:
+    """What the hints read from a pair.json document that differed."""
+
+    summary: Mapping[str, Any]
+    envs: dict[str, dict[str, Any]]
+    diff: Mapping[str, Any]
+    """`env_diff`: key -> (a's value, b's value)."""
+    devices: dict[str, str]
+
+
+def _racy_threads(pair: _Pair) -> Hint | None:
+    """A CPU side with more than one thread and deterministic algorithms off."""
+    racy = []
+    for side in SIDES:
+        env = pair.envs[side]
+        threads = _threads(env)
+        if (
+            pair.devices[side].startswith("cpu")
+            and threads is not None
+            and threads > 1
+            and env.get("deterministic") is not True
+        ):
+            racy.append(f"run {side}: cpu, {threads} threads, deterministic algorithms off")
+    if not racy:
+        return None
+    return Hint(
+        "threads",
+        "more than one CPU thread without deterministic algorithms (racy backward "
+        "kernels; try --threads 1 or --deterministic)",
+        "; ".join(racy),
+    )
+
+
+def _versions(pair: _Pair) -> Hint | None:
+    """Library or driver versions that differ between the sides."""
+    diff = pair.diff
+    versions = [f"{k} {diff[k][0]} vs {diff[k][1]}" for k in VERSION_KEYS if k in diff]
+    if not versions:
+        return None
+    return Hint("versions", "different library or driver versions", "; ".join(versions))
+
+
+def _loss_dtype(pair: _Pair) -> Hint | None:
+    """A loss computed in different dtypes."""
+    if "loss_dtype" not in pair.diff:
+        return None
+    a, b = pair.diff["loss_dtype"]
+    return Hint("loss dtype", "different loss dtype", f"loss_dtype {a} vs {b}")
+
+
+def _mps(pair: _Pair) -> Hint | None:
+    """A side on Apple's MPS."""
+    devices = pair.devices
+    on_mps = [side for side in SIDES if devices[side].startswith("mps")]
+    if not on_mps:
+        return None
+    where = " and ".join(f"run {side}" for side in on_mps)
+    return Hint(
+        "mps",
+        "MPS: its kernels differ from other devices' and are not promised deterministic",
+        f"{where} on mps (devices {devices['a']} vs {devices['b']})",
+    )
+
+
+def _embedding(pair: _Pair) -> Hint | None:
+    """An embedding among the tensors that parted first."""
+    tensors = pair.summary.get("first_tensors")
+    if not isinstance(tensors, list):
+        return None
+    embeds = [str(t) for t in tensors if any(n in str(t).lower() for n in EMBEDDING_NAMES)]
+    if not embeds:
+        return None
+    return Hint(
+        "embedding",
+        "the embedding's gradient (index accumulate, not deterministic with more "
+        "than one thread or on GPU) parted first",
+        f"first divergent tensor(s) at step {pair.summary['first_divergent_step']}: "
+        + ", ".join(tensors),
+    )
+
+
+def _hosts(pair: _Pair) -> Hint | None:
+    """Sides on different hosts."""
+    if "host" not in pair.diff:
+        return None
+    a, b = pair.diff["host"]
+    return Hint("hosts", "different hosts (hardware, libraries)", f"host {a} vs {b}")
+
+
+CHECKS: tuple[Callable[[_Pair], Hint | None], ...] = (
+    _racy_threads,
+    _versions,
+    _loss_dtype,
+    _mps,
+    _embedding,
+    _hosts,
+)
+"""One check per known cause, in the order their hints are listed."""
+
+
 def likely_causes(meta: Mapping[str, Any]) -> list[Hint]:
     """Hints for a pair.json document (or `PairSession.meta()`); [] when nothing differed."""
     summary = meta.get("summary")
@@ -79,58 +180,6 @@ def likely_causes(meta: Mapping[str, Any]) -> list[Hint]:
     envs = _envs(meta)
     diff = meta.get("env_diff")
     diff = diff if isinstance(diff, Mapping) else {}
-    hints: list[Hint] = []
-    racy = []
-    for side in SIDES:
-        env = envs[side]
-        threads = _threads(env)
-        if (
-            _device(meta, envs, side).startswith("cpu")
-            and threads is not None
-            and threads > 1
-            and env.get("deterministic") is not True
-        ):
-            racy.append(f"run {side}: cpu, {threads} threads, deterministic algorithms off")
-    if racy:
-        hints.append(
-            Hint(
-                "threads",
-                "more than one CPU thread without deterministic algorithms (racy backward "
-                "kernels; try --threads 1 or --deterministic)",
-                "; ".join(racy),
-            )
-        )
-    versions = [f"{k} {diff[k][0]} vs {diff[k][1]}" for k in VERSION_KEYS if k in diff]
-    if versions:
-        hints.append(Hint("versions", "different library or driver versions", "; ".join(versions)))
-    if "loss_dtype" in diff:
-        a, b = diff["loss_dtype"]
-        hints.append(Hint("loss dtype", "different loss dtype", f"loss_dtype {a} vs {b}"))
     devices = {side: _device(meta, envs, side) for side in SIDES}
-    on_mps = [side for side in SIDES if devices[side].startswith("mps")]
-    if on_mps:
-        where = " and ".join(f"run {side}" for side in on_mps)
-        hints.append(
-            Hint(
-                "mps",
-                "MPS: its kernels differ from other devices' and are not promised deterministic",
-                f"{where} on mps (devices {devices['a']} vs {devices['b']})",
-            )
-        )
-    tensors = summary.get("first_tensors")
-    if isinstance(tensors, list):
-        embeds = [str(t) for t in tensors if any(n in str(t).lower() for n in EMBEDDING_NAMES)]
-        if embeds:
-            hints.append(
-                Hint(
-                    "embedding",
-                    "the embedding's gradient (index accumulate, not deterministic with more "
-                    "than one thread or on GPU) parted first",
-                    f"first divergent tensor(s) at step {summary['first_divergent_step']}: "
-                    + ", ".join(tensors),
-                )
-            )
-    if "host" in diff:
-        a, b = diff["host"]
-        hints.append(Hint("hosts", "different hosts (hardware, libraries)", f"host {a} vs {b}"))
-    return hints
+    pair = _Pair(summary, envs, diff, devices)
+    return [hint for check in CHECKS if (hint := check(pair)) is not None]

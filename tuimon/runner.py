@@ -393,39 +393,14 @@ class Run:
 
         A child that has exited while a descendant still holds its pipes gets the grace, then
         its process group is killed and the run ends."""
-        assert self.proc is not None and self._fds is not None
+        assert self.proc is not None
         side = self.spec.side
-        out_fd, err_fd = self._fds
-        save_out = functools.partial(self._save, side) if self._save else None
-        save_err = functools.partial(self._save_stderr, side) if self._save_stderr else None
-        out = PipeReader(out_fd, f"tuimon-{side}-stdout", save=save_out, lines=True)
-        err = PipeReader(err_fd, f"tuimon-{side}-stderr", save=save_err, lines=False)
-        self._readers = [out, err]
-        for reader in self._readers:
-            reader.start()
+        out, err = self._start_readers()
         tail = asyncio.create_task(self._tail(self.spec.log_file)) if self.spec.log_file else None
         parser = self._parser(text=self.spec.log_file is None)  # the log is the file
         wait = asyncio.create_task(self.proc.wait())
-        exited_at: float | None = None
-        killed = False
         try:
-            while True:
-                if wait.done():
-                    await asyncio.sleep(TICK)
-                else:
-                    await asyncio.wait({wait}, timeout=TICK)
-                await self._deliver(out, err, parser)
-                if all(r.eof.is_set() for r in self._readers):
-                    break
-                if wait.done():
-                    now = time.monotonic()
-                    exited_at = exited_at or now
-                    if not killed and now - exited_at > self.grace:
-                        killed = True  # a descendant holds the pipes: end the group
-                        _killpg(self.proc.pid, signal.SIGKILL)
-                    elif killed and now - exited_at > self.grace + 1.0:
-                        for reader in self._readers:  # held outside the group: stop reading
-                            reader.stop()
+            await self._drain(wait, out, err, parser)
             code = await wait
             for reader in self._readers:
                 reader.join()
@@ -445,6 +420,48 @@ class Run:
             self._watchdog.release()
         status = "interrupted" if self.interrupted else "finished" if code == 0 else "failed"
         await self.queue.put(Exited(side, code, status))
+
+    def _start_readers(self) -> tuple[PipeReader, PipeReader]:
+        """Start the threads that drain the child's stdout (cut into lines) and stderr, each
+        saving what it reads."""
+        assert self._fds is not None
+        side = self.spec.side
+        out_fd, err_fd = self._fds
+        save_out = functools.partial(self._save, side) if self._save else None
+        save_err = functools.partial(self._save_stderr, side) if self._save_stderr else None
+        out = PipeReader(out_fd, f"tuimon-{side}-stdout", save=save_out, lines=True)
+        err = PipeReader(err_fd, f"tuimon-{side}-stderr", save=save_err, lines=False)
+        self._readers = [out, err]
+        for reader in self._readers:
+            reader.start()
+        return out, err
+
+    async def _drain(
+        self, wait: asyncio.Task[int], out: PipeReader, err: PipeReader, parser: LineParser
+    ) -> None:
+        """Deliver what the readers take, once a tick, until both pipes are closed. When the
+        child has exited (`wait` done) but a descendant still holds its pipes: after the grace
+        its process group is killed, a second later the readers stop."""
+        assert self.proc is not None
+        exited_at: float | None = None
+        killed = False
+        while True:
+            if wait.done():
+                await asyncio.sleep(TICK)
+            else:
+                await asyncio.wait({wait}, timeout=TICK)
+            await self._deliver(out, err, parser)
+            if all(r.eof.is_set() for r in self._readers):
+                return
+            if wait.done():
+                now = time.monotonic()
+                exited_at = exited_at or now
+                if not killed and now - exited_at > self.grace:
+                    killed = True  # a descendant holds the pipes: end the group
+                    _killpg(self.proc.pid, signal.SIGKILL)
+                elif killed and now - exited_at > self.grace + 1.0:
+                    for reader in self._readers:  # held outside the group: stop reading
+                        reader.stop()
 
     async def _deliver(self, out: PipeReader, err: PipeReader, parser: LineParser) -> None:
         """What the readers took since the last tick, parsed, onto the queue (in slices, so a

@@ -147,27 +147,13 @@ def parse_obj(obj: Mapping[str, Any]) -> Record | None:
     """The record a decoded JSON object stands for, or None when it is not one."""
     kind = obj.get("type")
     if kind == "header":
-        return Header(
-            run=_dict(obj.get("run")),
-            hyper=_dict(obj.get("hyper")),
-            env=_dict(obj.get("env")),
-            format=_str(obj.get("format"), FORMAT),
-        )
+        return _header(obj)
     if kind == "end":
-        steps = obj.get("steps")
-        return End(
-            status=_str(obj.get("status"), "ok"),
-            steps=steps if isinstance(steps, int) and not isinstance(steps, bool) else None,
-            wall_s=number_of(obj.get("wall_s")),
-            artifacts=_dict(obj.get("artifacts")),
-        )
+        return _end(obj)
     step = obj.get("step")
     if not (type(step) is int and -(2**63) <= step < 2**64):  # else the general rule:
-        for key in STEP_KEYS:
-            step = obj.get(key)
-            if isinstance(step, int) and not isinstance(step, bool) and -(2**63) <= step < 2**64:
-                break
-        else:
+        step = _step_of(obj)
+        if step is None:
             return None
     metrics: dict[str, float] = {}
     clocks: dict[str, float] = {}
@@ -204,6 +190,37 @@ def parse_obj(obj: Mapping[str, Any]) -> Record | None:
         clocks=clocks,
         unreadable=tuple(bad),
     )
+
+
+def _header(obj: Mapping[str, Any]) -> Header:
+    """A header record's fields (a missing or mistyped one: empty, or the current format)."""
+    return Header(
+        run=_dict(obj.get("run")),
+        hyper=_dict(obj.get("hyper")),
+        env=_dict(obj.get("env")),
+        format=_str(obj.get("format"), FORMAT),
+    )
+
+
+def _end(obj: Mapping[str, Any]) -> End:
+    """An end record's fields (a missing or mistyped one: "ok" or None)."""
+    steps = obj.get("steps")
+    return End(
+        status=_str(obj.get("status"), "ok"),
+        steps=steps if isinstance(steps, int) and not isinstance(steps, bool) else None,
+        wall_s=number_of(obj.get("wall_s")),
+        artifacts=_dict(obj.get("artifacts")),
+    )
+
+
+def _step_of(obj: Mapping[str, Any]) -> int | None:
+    """The step of a record under the first of `STEP_KEYS` that holds an integer in range
+    (None when none does)."""
+    for key in STEP_KEYS:
+        step = obj.get(key)
+        if isinstance(step, int) and not isinstance(step, bool) and -(2**63) <= step < 2**64:
+            return step
+    return None
 
 
 def _add_metrics(

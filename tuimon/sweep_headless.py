@@ -7,6 +7,7 @@ import contextlib
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -46,8 +47,30 @@ def run_sweep_headless(sweep: Sweep, *, as_json: bool = False, out: Any = None) 
     """Run the sweep, print its table (or its record as JSON) on `out`; the exit code."""
     out = out or sys.stdout
     console = Console(stderr=True)
-    told: dict[int, str] = {}
+    changed = _job_lines(sweep, console)
+    todo = len(sweep.todo())
+    console.print(
+        Text(f"sweep {sweep.id}: {todo} pairs, {sweep.at_once} at a time; record {sweep.path}")
+    )
+    if console.is_terminal:  # the table, live, on stderr; the final one goes to stdout
+        with Live(sweep_table(sweep), console=console, transient=True) as live:
+            sweep.on_change = _redraw(sweep, live)
+            code = asyncio.run(_run_with_signals(sweep))
+    else:
+        sweep.on_change = changed
+        code = asyncio.run(_run_with_signals(sweep))
+    if as_json:
+        out.write(orjson.dumps(sweep.to_dict()).decode() + "\n")
+    else:
+        _print_result(sweep, out)
+    out.flush()
+    return code
 
+
+def _job_lines(sweep: Sweep, console: Console) -> Callable[[int], None]:
+    """`Sweep.on_change` for a stderr that is not a terminal: a line when a job starts or
+    ends, and every `PLAIN_EVERY` seconds a line for each running job."""
+    told: dict[int, str] = {}
     next_plain = time.monotonic() + PLAIN_EVERY
 
     def changed(index: int) -> None:
@@ -66,45 +89,40 @@ def run_sweep_headless(sweep: Sweep, *, as_json: bool = False, out: Any = None) 
         else:
             console.print(Text(f"{job.name}: {job.status} · {job.verdict or '–'}"))
 
-    todo = len(sweep.todo())
-    console.print(
-        Text(f"sweep {sweep.id}: {todo} pairs, {sweep.at_once} at a time; record {sweep.path}")
-    )
-    if console.is_terminal:  # the table, live, on stderr; the final one goes to stdout
-        with Live(sweep_table(sweep), console=console, transient=True) as live:
-            last = 0.0
+    return changed
 
-            def redraw(index: int) -> None:
-                nonlocal last
-                if time.monotonic() - last >= LIVE_EVERY or sweep.jobs[index].status != "running":
-                    last = time.monotonic()
-                    live.update(sweep_table(sweep))
 
-            sweep.on_change = redraw
-            code = asyncio.run(_run_with_signals(sweep))
-    else:
-        sweep.on_change = changed
-        code = asyncio.run(_run_with_signals(sweep))
-    if as_json:
-        out.write(orjson.dumps(sweep.to_dict()).decode() + "\n")
-    else:
-        width = None if getattr(out, "isatty", lambda: False)() else 200
-        printer = Console(file=out, width=width, highlight=False, markup=False, emoji=False)
-        printer.print(sweep_table(sweep))
-        for line in hint_lines(sweep.jobs):
-            printer.print(Text(line))
-        if never := sweep.never_ran():
-            printer.print(
-                Text(
-                    f"never ran: seeds {', '.join(map(str, never))} · "
-                    f"`tuimon sweep --resume {sweep.id}` runs them"
-                )
+def _redraw(sweep: Sweep, live: Live) -> Callable[[int], None]:
+    """`Sweep.on_change` for a terminal: the live table redrawn, at most every `LIVE_EVERY`
+    seconds while a job runs, at once when one starts or ends."""
+    last = 0.0
+
+    def redraw(index: int) -> None:
+        nonlocal last
+        if time.monotonic() - last >= LIVE_EVERY or sweep.jobs[index].status != "running":
+            last = time.monotonic()
+            live.update(sweep_table(sweep))
+
+    return redraw
+
+
+def _print_result(sweep: Sweep, out: Any) -> None:
+    """The final table on `out`, the hints, and what is left to run (`--resume`)."""
+    width = None if getattr(out, "isatty", lambda: False)() else 200
+    printer = Console(file=out, width=width, highlight=False, markup=False, emoji=False)
+    printer.print(sweep_table(sweep))
+    for line in hint_lines(sweep.jobs):
+        printer.print(Text(line))
+    if never := sweep.never_ran():
+        printer.print(
+            Text(
+                f"never ran: seeds {', '.join(map(str, never))} · "
+                f"`tuimon sweep --resume {sweep.id}` runs them"
             )
-        elif sweep.todo():
-            printer.print(Text(f"interrupted · `tuimon sweep --resume {sweep.id}` runs them again"))
-        printer.print(Text(f"sweep record: {sweep.path}"))
-    out.flush()
-    return code
+        )
+    elif sweep.todo():
+        printer.print(Text(f"interrupted · `tuimon sweep --resume {sweep.id}` runs them again"))
+    printer.print(Text(f"sweep record: {sweep.path}"))
 
 
 async def _run_with_signals(sweep: Sweep) -> int:

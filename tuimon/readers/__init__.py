@@ -252,30 +252,47 @@ def load(path: str | Path, reading: Reading | None = None, side: str = "a") -> L
             return _renamed(Loaded("tensorboard", read_events(path)), rename)
         except MissingExtra as exc:
             raise ReaderError(f"{path}: {exc}") from None
+    document = _json_document(path, data)
+    if document is not None:
+        return _renamed(document, rename)
+    return _line_log(data, reading, side)
+
+
+def _json_document(path: Path, data: bytes) -> Loaded | None:
+    """A whole-file JSON document (trainer_state.json, a list of rows, per-metric arrays) as
+    its steps; None when the data is not one (a JSON Lines file of one line is not).
+    ReaderError when it is one without steps."""
     body = data.lstrip()
-    if body[:1] in (b"{", b"["):
-        try:
-            doc = _load_document(body)
-        except (ValueError, RecursionError):
-            doc = None
-        single_row = (  # a JSON Lines file of one line
-            isinstance(doc, dict)
-            and b"\n" not in body.strip()
-            and ("type" in doc or step_key(doc) is not None)
+    if body[:1] not in (b"{", b"["):
+        return None
+    try:
+        doc = _load_document(body)
+    except (ValueError, RecursionError):
+        return None
+    single_row = (  # a JSON Lines file of one line
+        isinstance(doc, dict)
+        and b"\n" not in body.strip()
+        and ("type" in doc or step_key(doc) is not None)
+    )
+    if single_row:
+        return None
+    records = read_document(doc)
+    kind = (
+        "trainer_state.json"
+        if isinstance(doc, dict) and "log_history" in doc
+        else ("JSON document")
+    )
+    if not records:
+        raise ReaderError(
+            f"{path}: a JSON document with no steps (no list of objects with a step "
+            f"key, no per-metric arrays beside a step array; {HELP})"
         )
-        if doc is not None and not single_row:
-            records = read_document(doc)
-            kind = (
-                "trainer_state.json"
-                if isinstance(doc, dict) and "log_history" in doc
-                else ("JSON document")
-            )
-            if not records:
-                raise ReaderError(
-                    f"{path}: a JSON document with no steps (no list of objects with a step "
-                    f"key, no per-metric arrays beside a step array; {HELP})"
-                )
-            return _renamed(Loaded(kind, records), rename)
+    return Loaded(kind, records)
+
+
+def _line_log(data: bytes, reading: Reading, side: str) -> Loaded:
+    """A log of lines: CSV, a tuimon step log, JSON Lines or printed text (`LineParser`)."""
+    rename = reading.renames(side)
     lines = _lines(data)
     first = next((line for line in lines if line.strip()), b"").decode("utf-8", "replace")
     if csv_columns(first.strip()):

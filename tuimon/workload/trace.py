@@ -98,6 +98,11 @@ def _bytes_of(t: torch.Tensor) -> np.ndarray | None:
     return flat.view(torch.uint8).numpy()
 
 
+def _hash(raw: np.ndarray | None) -> str | None:
+    """A tensor's bytes (`_bytes_of`) as a 128-bit BLAKE2b hex digest (None without bytes)."""
+    return None if raw is None else hashlib.blake2b(raw.tobytes(), digest_size=16).hexdigest()
+
+
 class _Context:
     """What the tracer knows of the code around an op: module stack, phase, node origins."""
 
@@ -333,9 +338,7 @@ class Tracer:
             "shapes": [list(value.shape)],
             "dtypes": [str(value.dtype).removeprefix("torch.")],
             "devices": [str(value.device)],
-            "hashes": [
-                None if raw is None else hashlib.blake2b(raw.tobytes(), digest_size=16).hexdigest()
-            ],
+            "hashes": [_hash(raw)],
         }
         if raw is not None and (name := self._save(value, 0)):
             entry["files"] = [name]
@@ -350,7 +353,6 @@ class Tracer:
             return
         outs = _tensors(out)
         phase, node = self._phase()
-        ctx = self.ctx
         entry: dict[str, Any] = {
             "type": "op",
             "i": self.index,
@@ -359,18 +361,9 @@ class Tracer:
             "op": name,
         }
         if phase == "backward" and node is not None:
-            entry["node"] = node.name()
-            origin = ctx.nodes.get(node)
-            if type(node).__name__ == "AccumulateGrad":
-                variable = getattr(node, "variable", None)
-                params = ctx.params_of([variable]) if variable is not None else []
-                origin = {"line": None, "module": None, "params": params}
-            if origin is not None:
-                entry.update(module=origin["module"], params=origin["params"])
-                entry["line"] = origin["line"] or user_line()
-            else:
-                entry.update(module=None, params=[], line=user_line())
+            entry.update(self._backward_origin(node))
         else:
+            ctx = self.ctx
             entry["module"] = ctx.modules[-1] if ctx.modules else None
             entry["params"] = ctx.params_of(_tensors((args, kwargs)) + outs)
             entry["line"] = user_line()
@@ -389,15 +382,29 @@ class Tracer:
             dtypes.append(str(t.dtype).removeprefix("torch."))
             devices.append(str(t.device))
             raw = _bytes_of(t)
-            hashes.append(
-                None if raw is None else hashlib.blake2b(raw.tobytes(), digest_size=16).hexdigest()
-            )
+            hashes.append(_hash(raw))
             files.append(None if raw is None or entry["view"] else self._save(t, j))
         entry.update(shapes=shapes, dtypes=dtypes, devices=devices, hashes=hashes)
         if any(files):
             entry["files"] = files
         self.index += 1
         self._write(entry)
+
+    def _backward_origin(self, node: Any) -> dict[str, Any]:
+        """A backward op's autograd node, and the module, parameters and calling line of the
+        forward op that made it (an AccumulateGrad: the parameter it accumulates into)."""
+        out: dict[str, Any] = {"node": node.name()}
+        origin = self.ctx.nodes.get(node)
+        if type(node).__name__ == "AccumulateGrad":
+            variable = getattr(node, "variable", None)
+            params = self.ctx.params_of([variable]) if variable is not None else []
+            origin = {"line": None, "module": None, "params": params}
+        if origin is not None:
+            out.update(module=origin["module"], params=origin["params"])
+            out["line"] = origin["line"] or user_line()
+        else:
+            out.update(module=None, params=[], line=user_line())
+        return out
 
     def _save(self, t: torch.Tensor, j: int) -> str | None:
         """Save one output as .npy (float32 for dtypes numpy lacks); None past the budget."""
