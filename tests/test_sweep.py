@@ -211,6 +211,9 @@ def test_exit_code_and_running_cells():
     assert sweep.exit_code() == 1
     sweep.jobs.append(Job(3, 1, "pending"))
     assert sweep.exit_code() == 3 and sweep.never_ran() == [3]
+    assert sweep.rest_line() == f"never ran: seeds 3 · `tuimon sweep --resume {sweep.id}` runs them"
+    sweep.jobs.insert(0, Job(5, 2, "interrupted", verdict="INCOMPLETE"))
+    assert sweep.rest_line().startswith("interrupted: seed 5 r2 · never ran: seeds 3 · ")
     running = Job(4, 1, "running", verdict="INCOMPLETE", step=9, total=40)
     assert row(running)[2:4] == ["running 10/40", "–"]
     running.first_step, running.verdict = 3, "DIVERGED"

@@ -277,6 +277,17 @@ class Sweep:
         """Seeds with a job that never started."""
         return sorted({j.seed for j in self.jobs if j.status == "pending"})
 
+    def rest_line(self) -> str | None:
+        """What `--resume` would run, in a line (None when nothing is left)."""
+        interrupted = [j.name for j in self.jobs if j.status == "interrupted"]
+        never = self.never_ran()
+        parts = [f"interrupted: {', '.join(interrupted)}"] if interrupted else []
+        if never:
+            parts.append(f"never ran: seeds {', '.join(map(str, never))}")
+        if not parts:
+            return None
+        return " · ".join([*parts, f"`tuimon sweep --resume {self.id}` runs them"])
+
     def status(self) -> str:
         """running / interrupted / finished."""
         if self.sessions:

@@ -113,15 +113,8 @@ def _print_result(sweep: Sweep, out: Any) -> None:
     printer.print(sweep_table(sweep))
     for line in hint_lines(sweep.jobs):
         printer.print(Text(line))
-    if never := sweep.never_ran():
-        printer.print(
-            Text(
-                f"never ran: seeds {', '.join(map(str, never))} · "
-                f"`tuimon sweep --resume {sweep.id}` runs them"
-            )
-        )
-    elif sweep.todo():
-        printer.print(Text(f"interrupted · `tuimon sweep --resume {sweep.id}` runs them again"))
+    if rest := sweep.rest_line():
+        printer.print(Text(rest))
     printer.print(Text(f"sweep record: {sweep.path}"))
 
 
