@@ -538,3 +538,58 @@ def test_a_number_that_does_not_fit_is_reported_in_every_format(
 def test_infinity_spelled_out_is_a_value_not_an_overflow() -> None:
     assert as_float("inf") == math.inf and as_float("-Infinity") == -math.inf
     assert math.isnan(as_float("nan") or 0.0) and as_float("1e308") == 1e308
+
+
+HF_PRINTS = [
+    "***** Running training *****",
+    "{'loss': 0.6931, 'grad_norm': 1.2345, 'learning_rate': 5e-05, 'epoch': 0.5}",
+    "{'loss': nan, 'grad_norm': inf, 'learning_rate': 4.9e-05, 'epoch': 1.0}",
+    "{'eval_loss': 0.69, 'eval_accuracy': 0.5, 'eval_runtime': 1.2, "
+    "'eval_samples_per_second': 100.0, 'epoch': 1.0}",
+    "{'train_runtime': 12.3, 'train_steps_per_second': 1.0, 'train_loss': 0.65, 'epoch': 1.0}",
+]
+
+
+def test_printed_python_dicts_are_rows_numbered_in_order() -> None:
+    """What the Hugging Face Trainer prints: dicts without a step, numbered as printed; its
+    float epochs are metrics; clocks stay clocks; nan/inf are values."""
+    parser = LineParser()
+    records = parser.feed([(line + "\n").encode() for line in HF_PRINTS]) + parser.close()
+    steps = [r for r in records if isinstance(r, Step)]
+    assert [s.step for s in steps] == [0, 1, 2, 3]
+    assert steps[0].metrics == {"loss": 0.6931, "grad_norm": 1.2345, "learning_rate": 5e-05,
+                                "epoch": 0.5}  # fmt: skip
+    assert math.isnan(steps[1].metrics["loss"]) and steps[1].metrics["grad_norm"] == math.inf
+    assert "eval_runtime" in steps[2].clocks and "eval_runtime" not in steps[2].metrics
+    assert isinstance(records[0], Text)
+
+
+def test_printed_dicts_with_a_step_key_or_int_epochs_use_it() -> None:
+    parser = LineParser()
+    lines = [b"{'epoch': 3, 'loss': 0.5}\n", b"{'epoch': 4, 'loss': -inf}\n", b"{'lr': 1.0}\n"]
+    steps = [r for r in parser.feed(lines) + parser.close() if isinstance(r, Step)]
+    assert [s.step for s in steps] == [3, 4]  # once steps are given, a dict without one is text
+    assert steps[1].metrics == {"loss": -math.inf}
+
+
+@pytest.mark.parametrize("line", [
+    "{'x': __import__('os').system('touch /tmp/tuimon-pwned')}",  # never run: literals only
+    "{'a': 'b'}",  # no number: text
+    "{'a': 1",  # not a dict
+    "{1: 2.0}",  # keys are not names
+    "{'x': " + "[" * 5000 + "]" * 5000 + "}",  # too deep for the parser
+])  # fmt: skip
+def test_printed_things_that_are_not_rows_stay_text(line: str) -> None:
+    parser = LineParser()
+    records = parser.feed([line.encode() + b"\n"]) + parser.close()
+    assert len(records) == 1 and isinstance(records[0], Text)
+    assert not Path("/tmp/tuimon-pwned").exists()
+
+
+def test_printed_dict_logs_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    a.write_text("\n".join(HF_PRINTS) + "\n")
+    b.write_text("\n".join(HF_PRINTS).replace("0.6931", "0.6932") + "\n")
+    assert main(["compare", str(a), str(b), "--json"]) == 1
+    out = summary(capsys)
+    assert out["first_divergent_step"] == 0 and out["steps_compared"] == 4

@@ -28,7 +28,8 @@ import orjson
 
 from tuimon.clocks import is_clock
 from tuimon.readers.documents import read_document
-from tuimon.readers.rows import StreamMerger, merge, renamed, row_step, step_key
+from tuimon.readers.literal import literal_row
+from tuimon.readers.rows import StreamMerger, as_number, merge, renamed, row_step, step_key
 from tuimon.readers.tabular import csv_columns, read_csv
 from tuimon.readers.tensorboard import MissingExtra, event_dirs, read_events
 from tuimon.readers.text import PatternError, compile_pattern, last_state, parse_text
@@ -160,6 +161,10 @@ class LineParser:
         self.tuimon = False
         """A tuimon header was seen: its other lines are text, not patterns."""
         self._merger = StreamMerger()
+        self._printed_dicts = 0
+        """Printed Python dicts without a step key numbered so far (`literal`)."""
+        self._printed_steps = False
+        """A printed Python dict had a step key: those without one are not numbered."""
 
     def parse(self, line: bytes) -> tuple[Record, bool]:
         """One line as a record, and whether it is a complete tuimon step (never merged)."""
@@ -183,12 +188,33 @@ class LineParser:
                         return step, False
             except (ValueError, RecursionError):
                 pass
+            if (printed := self._printed_dict(stripped)) is not None:
+                return printed, False
             return parse_line(line), False
         if self.tuimon or not self.text or not stripped:
             return parse_line(line), False
         text = last_state(line.decode("utf-8", "replace"))
         step = parse_text(text, self.patterns)
         return (self._renamed(step), False) if step is not None else (parse_line(line), False)
+
+    def _printed_dict(self, stripped: bytes) -> Step | None:
+        """A printed Python dict (`{'loss': 0.69, 'epoch': 0.01}`, as the Hugging Face Trainer
+        prints) as a step: its own step key (`epoch` only as an int), else the number of such
+        dicts before it."""
+        if self.tuimon or not self.text or self.patterns or not stripped.startswith(b"{'"):
+            return None
+        row = literal_row(last_state(stripped.decode("utf-8", "replace")))
+        if row is None or not any(as_number(v) is not None for v in row.values()):
+            return None
+        finer = step_key({k: v for k, v in row.items() if k != "epoch"})
+        if finer is not None or type(row.get("epoch")) is int:  # HF's float epochs are metrics
+            self._printed_steps = True
+            return row_step(row, self.rename)
+        if self._printed_steps:
+            return None
+        row = {"step": self._printed_dicts, **{k: v for k, v in row.items() if k != "step"}}
+        self._printed_dicts += 1
+        return row_step(row, self.rename)
 
     def _renamed(self, record: Record) -> Record:
         return renamed(record, self.rename) if isinstance(record, Step) else record
