@@ -21,6 +21,16 @@ def run_pair(tmp_path: Path, capsys, *args: str, extra: tuple[str, ...] = ()) ->
     return code, out
 
 
+def run_script_pair(tmp_path: Path, capsys, source: str) -> tuple[int, dict]:
+    """A pair of a script written here (called with its side as the only argument)."""
+    script = tmp_path / "t.py"
+    script.write_text(source)
+    argv = ["pair", "--headless", "--json", "--store", str(tmp_path / "store"),
+            "--", sys.executable, str(script), "{side}"]  # fmt: skip
+    code = main(argv)
+    return code, json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
 def saved(out: dict) -> dict:
     return json.loads((Path(out["pair"]) / "pair.json").read_text())
 
@@ -91,19 +101,17 @@ def test_a_run_printing_a_number_that_does_not_fit(tmp_path: Path, capsys) -> No
 
 def test_a_script_printing_python_dicts_as_the_hf_trainer_does(tmp_path: Path, capsys) -> None:
     """An unchanged Trainer-style script: dicts without a step, rounded values as strings."""
-    script = tmp_path / "t.py"
-    script.write_text(
+    code, out = run_script_pair(
+        tmp_path,
+        capsys,
         "import sys\n"
         "b = sys.argv[1] == 'b'\n"
         "print('***** Running training *****')\n"
         "for i in range(4):\n"
         "    loss = '0.69%d' % (i + (1 if b and i >= 2 else 0))\n"
         "    print({'loss': loss, 'learning_rate': '5e-05', 'epoch': str(0.25 * (i + 1))})\n"
-        "print({'train_runtime': '1.2', 'train_loss': '0.69', 'epoch': '1.0'})\n"
+        "print({'train_runtime': '1.2', 'train_loss': '0.69', 'epoch': '1.0'})\n",
     )
-    argv = ["pair", "--headless", "--json", "--store", str(tmp_path / "store"),
-            "--", sys.executable, str(script), "{side}"]  # fmt: skip
-    assert main(argv) == 1
-    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert code == 1
     assert out["first_divergent_step"] == 2 and out["steps_compared"] == 5
     assert out["first_divergent_metrics"] == ["loss"]

@@ -163,6 +163,12 @@ def test_sigkill_of_tuimon_ends_silent_runs(tmp_path):
     word, store = tag(), tmp_path / "store"
     proc = headless(store, PY, FAKE_TRAINER, "--side", "{side}", "--hang-at", "0",
                     "--hang-s", "1000", "--tag", word)  # fmt: skip
+    assert_killing_tuimon_ends(proc, store, word)
+
+
+def assert_killing_tuimon_ends(proc: subprocess.Popen[bytes], store: Path, word: str) -> None:
+    """Once each run has logged its line and hangs, SIGKILL tuimon: no process with `word`
+    is left."""
     try:
         wait_until(lambda: len(raw_lines(store, "a")) == len(raw_lines(store, "b")) == 1)
         assert running(word)
@@ -177,14 +183,7 @@ def test_sigkill_of_tuimon_ends_a_silent_runs_descendants_too(tmp_path):
     the watchdog ends the rest of the run's process group."""
     word, store = tag(), tmp_path / "store"
     trainer = f"{PY} {FAKE_TRAINER} --side {{side}} --hang-at 0 --hang-s 1000 --tag {word}"
-    proc = headless(store, "sh", "-c", f"{trainer} & wait")
-    try:
-        wait_until(lambda: len(raw_lines(store, "a")) == len(raw_lines(store, "b")) == 1)
-        assert running(word)
-    finally:
-        proc.kill()
-        proc.communicate()
-    assert gone(word)
+    assert_killing_tuimon_ends(headless(store, "sh", "-c", f"{trainer} & wait"), store, word)
 
 
 def group_alive(pgid: int) -> bool:

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from tuimon.argv import without_options
 from tuimon.errors import StoreError, UsageError
 from tuimon.plan import PairPlan
 from tuimon.steplog import Step, parse_line
@@ -159,18 +160,9 @@ def rerun_argv(argv: Sequence[str], last_step: int) -> list[str]:
     argv = list(argv)
     if not _is_reference(argv):
         return argv
-    out: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        if arg in ("--save-emb", "--steps", "--log", "--trace-step", "--trace-file"):
-            skip = True
-            continue
-        if arg == "--time-only" or arg.startswith(("--save-emb=", "--steps=", "--log=")):
-            continue
-        out.append(arg)
+    out = without_options(
+        argv, ("--save-emb", "--steps", "--log", "--trace-step", "--trace-file"), ("--time-only",)
+    )
     return [*out, "--steps", str(last_step + 1), "--time-only"]
 
 

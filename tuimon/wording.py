@@ -13,6 +13,7 @@ import signal
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tuimon.argv import without_options
 from tuimon.sanitize import clean
 
 if TYPE_CHECKING:
@@ -212,16 +213,7 @@ def title_words(command: str) -> list[str]:
     words = short_command(command)
     if words[:2] != ["tuimon", "train"]:
         return words
-    out: list[str] = []
-    skip = False
-    for word in words:
-        if skip:
-            skip = False
-        elif word in _BOOKKEEPING:
-            skip = True
-        elif not word.startswith(tuple(f"{o}=" for o in _BOOKKEEPING)):
-            out.append(word)
-    return out
+    return without_options(words, _BOOKKEEPING)
 
 
 def _side_only(x: str, y: str) -> bool:
