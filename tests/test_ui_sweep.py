@@ -159,3 +159,22 @@ async def test_browser_filters_by_sweep(tmp_path):
         assert {p.sweep for p in browser.shown} == {sweep.id}
         assert browser.query_one("#filter", Input).value == sweep.id
         assert f"[sweep {sweep.id}]" in str(table.get_row_at(0)[-1])
+
+
+def test_after_the_sweep_tui_the_shell_keeps_its_table(tmp_path, capsys, monkeypatch):
+    """The alternate screen goes with the app: the sweep's table, as headless prints it, and
+    the record's path stay in the shell (not the summary of a pair opened from it)."""
+    from tuimon.sweep import Job
+    from tuimon.ui import app as app_module
+
+    sweep = make_sweep(tmp_path / "store", seeds=(0, 1))
+    sweep.jobs = [Job(0, 1, "finished", verdict="IDENTICAL"), Job(1, 1, "pending")]
+
+    def run(self):  # the user watched the sweep, opened a pair, and quit
+        self.summary_lines = ["DIVERGED: a pair's own summary"]
+
+    monkeypatch.setattr(app_module.TuimonApp, "run", run)
+    app_module.run_app(store=tmp_path / "store", sweep=sweep)
+    out = capsys.readouterr().out
+    assert "IDENTICAL" in out and "never ran: seeds 1" in out and str(sweep.path) in out
+    assert "a pair's own summary" not in out

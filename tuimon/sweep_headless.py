@@ -62,7 +62,7 @@ def run_sweep_headless(sweep: Sweep, *, as_json: bool = False, out: Any = None) 
     if as_json:
         out.write(orjson.dumps(sweep.to_dict()).decode() + "\n")
     else:
-        _print_result(sweep, out)
+        print_result(sweep, out)
     out.flush()
     return code
 
@@ -106,7 +106,7 @@ def _redraw(sweep: Sweep, live: Live) -> Callable[[int], None]:
     return redraw
 
 
-def _print_result(sweep: Sweep, out: Any) -> None:
+def print_result(sweep: Sweep, out: Any) -> None:
     """The final table on `out`, the hints, and what is left to run (`--resume`)."""
     width = None if getattr(out, "isatty", lambda: False)() else 200
     printer = Console(file=out, width=width, highlight=False, markup=False, emoji=False)

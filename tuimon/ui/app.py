@@ -17,6 +17,7 @@ from textual.binding import Binding
 
 from tuimon.session import Batch, PairSession
 from tuimon.sweep import Sweep
+from tuimon.sweep_headless import print_result
 from tuimon.ui.browser import BrowserScreen
 from tuimon.ui.footer_fit import FitsFooter
 from tuimon.ui.modals import HelpScreen
@@ -156,8 +157,12 @@ def run_app(
         result = app.run()
     finally:
         terminate_leftovers(app.sessions + (list(sweep.sessions.values()) if sweep else []))
-    for line in app.summary_lines:  # the alternate screen is gone: the shell keeps these
-        print(line)
+    # the alternate screen is gone: the shell keeps the sweep's table or the pair's summary
+    if sweep is not None:
+        print_result(sweep, sys.stdout)
+    else:
+        for line in app.summary_lines:
+            print(line)
     for session in app.sessions:  # a pair that could not be saved is said after the screen
         writer = session.writer
         if writer is not None and writer.save_error and not writer.finished:
