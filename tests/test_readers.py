@@ -365,8 +365,16 @@ def test_nanogpt_prints(tmp_path: Path) -> None:
         ("step=7 loss=1e-3 grad_norm=0.5 lr=3e-4", 7, {"loss": 1e-3, "grad_norm": 0.5, "lr": 3e-4}),
         ("[step 5] loss: nan | time: 1.2s", 5, {"loss": math.nan}),
         ("Epoch 2, step 120: loss=0.5", 120, {"loss": 0.5, "epoch": 2.0}),
+        # llm.c, torchtitan, torchvision's references: throughput and ETAs are clocks, and a
+        # number with a thousands comma or a time of day is not read as its first digits
+        ("step    1/74 | train loss 11.009184 | norm 15.4055 | lr 1.00e-06 | (102.11 ms | "
+         "4999 tok/s)", 1, {"train_loss": 11.009184, "norm": 15.4055, "lr": 1e-06}),
+        ("step:  1  loss: 12.2532  memory:  9.41GiB(23.79%)  wps: 3,201  mfu: 1.25%", 1,
+         {"loss": 12.2532}),
+        ("Epoch: [0]  [   0/5005]  eta: 5:06:52  lr: 0.1  img/s: 30.1  loss: 6.9342 (6.9342)",
+         0, {"lr": 0.1, "loss": 6.9342}),
     ],
-)
+)  # fmt: skip
 def test_built_in_text_shapes(line: str, step: int, metrics: dict) -> None:
     parser = LineParser()
     assert parser.feed([line.encode() + b"\n"]) == []  # held until the step is over

@@ -626,3 +626,12 @@ def test_dumps_numpy_array_value() -> None:
 def test_dumps_nested_nonfinite_not_null() -> None:
     line = dumps({"type": "header", "hyper": {"betas": [0.9, math.nan]}, "x": [math.inf]})
     assert b"null" not in line
+
+
+def test_throughput_and_eta_names_are_clocks() -> None:
+    from tuimon.clocks import is_clock
+
+    for name in ("eta", "wps", "tflops", "img_s", "tok_s", "tokens_s", "it_s", "samples_per_sec"):
+        assert is_clock(name), name
+    for name in ("loss", "train_loss", "lr", "acc1", "norm", "steps", "items", "loss_s"):
+        assert not is_clock(name), name

@@ -17,12 +17,20 @@ CLOCK_NAMES = TIME_KEYS | {
     "throughput",
     "it/s",
     "s/it",
+    "eta",
+    "wps",
+    "tps",
+    "ips",
+    "fps",
+    "tflops",
 }
 """Names that are clocks, throughput or counters of work done per second."""
 _CLOCK = re.compile(
     r"(^|[_./ -])(time|times|timestamp|runtime|elapsed|duration|wall|latency|dt)"
     r"(_?(s|ms|us|sec|secs|seconds))?$"
-    r"|_per_(second|sec|s)$|per_second|(^|_)(tokens|samples|steps|it|items)_?(per_?s|/s|ps)$"
+    r"|_per_(second|sec|s)$|per_second"
+    r"|(^|_)(tok|toks|tokens|img|imgs|images|samples|steps|it|items|ex|examples|seqs|words)"
+    r"_?(per_?s|/s|ps|_s)$|(^|_)tflops$"
     r"|(^|_)(time|dt)_(s|ms|us|sec)(_|$)|_ms$",
     re.IGNORECASE,
 )

@@ -28,7 +28,7 @@ _STEP = re.compile(
 )
 _PAIR = re.compile(
     r"(?<![\w.])(?P<name>[A-Za-z_][\w./-]*(?: [A-Za-z_][\w./-]*)?)\s*(?:[:=]\s*|\s)"
-    r"(?P<value>" + _NUM + r")(?P<unit>ms|us|µs|s|%)?(?![\w.])",
+    r"(?P<value>" + _NUM + r")(?P<unit>ms|us|µs|s|%)?(?![\w.]|[,:]\d)",  # not 3,201 or 5:06
     re.IGNORECASE,
 )
 _RANK = {"global step": 0, "global_step": 0, "step": 1, "iteration": 2, "iter": 2, "it": 3}
@@ -107,7 +107,7 @@ def parse_text(text: str, patterns: Sequence[re.Pattern[str]] = ()) -> Step | No
             metrics["epoch"] = float(m["n"])
     if not metrics and not bad:
         return None
-    return Step(step=int(best["n"]), metrics=metrics, unreadable=tuple(bad))
+    return Step(step=int(best["n"]), metrics=metrics, clocks=clocks, unreadable=tuple(bad))
 
 
 def _by_patterns(text: str, patterns: Sequence[re.Pattern[str]]) -> Step | None:
