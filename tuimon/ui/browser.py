@@ -22,7 +22,7 @@ from tuimon.ui.modals import ConfirmScreen
 from tuimon.ui.pair_screen import PairScreen
 from tuimon.ui.tables import RowTable
 from tuimon.ui.text import clean, sci
-from tuimon.ui.workers import ReportsWorkerErrors
+from tuimon.ui.workers import ReportsWorkerErrors, read_then_show
 
 COLUMNS = ("when", "seed", "devices", "steps", "verdict", "status", "1st div", "max div", "pair")
 VERDICT_COLOURS = {
@@ -189,18 +189,12 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
 
     def action_reload(self) -> None:
         """Read the store again."""
-
-        def read() -> None:
-            pairs = list_pairs(self.store)
-            self.app.call_from_thread(self._show_pairs, pairs)
-
-        self.run_worker(
-            read,
-            thread=True,
+        read_then_show(
+            self,
+            lambda: list_pairs(self.store),
+            self._show_pairs,
             group="store",
-            exclusive=True,
-            exit_on_error=False,
-            description=f"reading the store {self.store}",
+            what=f"reading the store {self.store}",
         )
 
     def _show_pairs(self, pairs: list[PairInfo]) -> None:

@@ -40,7 +40,7 @@ from tuimon.ui.panes import SideHeader, StepPane
 from tuimon.ui.replay_controls import ReplayControls
 from tuimon.ui.saved import SavedPair, load_saved, window
 from tuimon.ui.text import clean
-from tuimon.ui.workers import ReportsWorkerErrors
+from tuimon.ui.workers import ReportsWorkerErrors, read_then_show
 from tuimon.wording import headline
 
 MAX_LINES = 2000
@@ -268,18 +268,12 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         path = self.saved_path
         assert path is not None
         self.query_one(DivergencePanel).say(f"loading {path} …")
-
-        def load() -> None:
-            saved = load_saved(path, self.max_lines)
-            self.app.call_from_thread(self._show_saved, saved)
-
-        self.run_worker(
-            load,
-            thread=True,
+        read_then_show(
+            self,
+            lambda: load_saved(path, self.max_lines),
+            self._show_saved,
             group="load",
-            exclusive=True,
-            exit_on_error=False,
-            description=f"loading {path.name}",
+            what=f"loading {path.name}",
         )
 
     # -- data ---------------------------------------------------------------------------------
@@ -518,17 +512,12 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         return None
 
     def _load_window(self, step: int, logs: SavedLogs) -> None:
-        def load() -> None:
-            lines = window(logs, step, self.max_lines)
-            self.app.call_from_thread(self._show_window, step, lines)
-
-        self.run_worker(
-            load,
-            thread=True,
+        read_then_show(
+            self,
+            lambda: window(logs, step, self.max_lines),
+            lambda lines: self._show_window(step, lines),
             group="window",
-            exclusive=True,
-            exit_on_error=False,
-            description=f"reading the lines around step {step}",
+            what=f"reading the lines around step {step}",
         )
 
     def _show_window(self, step: int, lines: dict[str, list[Record]]) -> None:

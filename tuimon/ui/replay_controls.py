@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from tuimon.replay import first_divergence
 from tuimon.session import PaceControls
+from tuimon.ui.workers import read_then_show
 from tuimon.wording import si
 
 if TYPE_CHECKING:
@@ -77,17 +78,12 @@ class ReplayControls:
         if session is None or session.controls is None or session.logs is None:
             return False
         logs, tolerance = session.logs, session.options.tolerance
-
-        def find() -> None:
-            screen.app.call_from_thread(self.jump, first_divergence(logs, tolerance))
-
-        screen.run_worker(
-            find,
-            thread=True,
+        read_then_show(
+            screen,
+            lambda: first_divergence(logs, tolerance),
+            self.jump,
             group="jump",
-            exclusive=True,
-            exit_on_error=False,
-            description="finding the first divergence",
+            what="finding the first divergence",
         )
         return True
 

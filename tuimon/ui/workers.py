@@ -2,9 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from textual.dom import DOMNode
 from textual.worker import Worker, WorkerState
 
 from tuimon.sanitize import clean
+
+T = TypeVar("T")
+
+
+def read_then_show(
+    node: DOMNode, read: Callable[[], T], show: Callable[[T], Any], *, group: str, what: str
+) -> None:
+    """`read` in a thread (files, the store), then `show` its result on the app's loop; a new
+    read of the same group replaces one still running; a failure is told (`what` failed)."""
+
+    def work() -> None:
+        result = read()
+        node.app.call_from_thread(show, result)
+
+    node.run_worker(
+        work, thread=True, group=group, exclusive=True, exit_on_error=False, description=what
+    )
 
 
 class ReportsWorkerErrors:
