@@ -60,19 +60,18 @@ def _cpu_name() -> str | None:
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    if platform.system() == "Darwin":
-        try:
-            out = subprocess.run(
-                ["sysctl", "-n", "machdep.cpu.brand_string"],
-                capture_output=True,
-                text=True,
-                timeout=2,
-                check=False,
-            )
-            return out.stdout.strip() or None
-        except (OSError, subprocess.SubprocessError):
-            pass
+    if platform.system() == "Darwin" and (name := _ask("sysctl", "-n", "machdep.cpu.brand_string")):
+        return name
     return platform.processor() or None
+
+
+def _ask(*argv: str) -> str | None:
+    """The first line a system tool prints, or None where it cannot be asked."""
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.split("\n", 1)[0].strip() or None
 
 
 def device_name(device: torch.device) -> str | None:
@@ -112,14 +111,4 @@ def fingerprint(device: torch.device, loss_dtype: torch.dtype, time_only: bool) 
 
 def _nvidia_driver() -> str | None:
     """The NVIDIA driver version (nvidia-smi), or None where it cannot be asked."""
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.split("\n", 1)[0].strip() or None
+    return _ask("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
