@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tuimon.cli import main
 from tuimon.clocks import is_clock
@@ -601,3 +603,19 @@ def test_printed_dict_logs_compare(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["compare", str(a), str(b), "--json"]) == 1
     out = summary(capsys)
     assert out["first_divergent_step"] == 0 and out["steps_compared"] == 4
+
+
+FRAGMENTS = ["'a'", "'step'", "'epoch'", ":", ",", "1", "-2", "1e400", "9" * 25, "nan", "-inf",
+             "{", "}", "[", "]", "(", ")", "'", "\\", " ", "None", "True", "1j", "b'x'", "...",
+             "0x1", "1_0", "f'x'", "__import__('os')", "\x1b[2J"]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.text(max_size=80), st.lists(st.sampled_from(FRAGMENTS)).map("".join)))
+def test_any_printed_dict_like_line_is_a_record_or_text(body: str) -> None:
+    """Whatever follows `{'` on a line (and ends in `}`), the parser gives a record, never an
+    exception."""
+    parser = LineParser()
+    line = ("{'" + body + "}").encode("utf-8", "replace") + b"\n"
+    records = parser.feed([line]) + parser.close()
+    assert len(records) == 1 and isinstance(records[0], (Step, Text))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from typing import Any
 
 MAX_CHARS = 20_000
@@ -36,7 +37,9 @@ def literal_row(text: str) -> dict[str, Any] | None:
     if "nan" in s or "inf" in s:
         s = _NONFINITE.sub(_spelled, s)
     try:
-        value = ast.literal_eval(s)
+        with warnings.catch_warnings():  # `'\d'` in a printed string: no warning on the screen
+            warnings.simplefilter("ignore")
+            value = ast.literal_eval(s)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
