@@ -146,3 +146,15 @@ def test_reference_pair_compares_the_saved_embeddings(tmp_path: Path, capsys):
     a = " ".join(map(str, freqs["a"]["freqs"]))
     err = " ".join(capsys.readouterr().err.split())  # on stderr, wrapped to the console's width
     assert f"key frequencies a {a} | b {a}: sets agree" in err
+
+
+def test_reference_key_frequencies_are_shown_not_judged() -> None:
+    """An implicit --ignore for the reference workload only; --only overrides it."""
+    from tuimon.cli import _select, build_parser
+
+    parse = build_parser().parse_args
+    assert _select(parse(["pair"]), reference=True).ignore == ("key_freqs.*",)
+    assert not _select(parse(["pair"]), reference=True).judged("key_freqs.3")
+    assert _select(parse(["pair"]), reference=True).judged("train_loss")
+    assert _select(parse(["pair", "--", "python", "t.py"])).ignore == ()
+    assert _select(parse(["pair", "--only", "key_*"]), reference=True).judged("key_freqs.3")

@@ -223,11 +223,16 @@ def _add_select(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _select(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    """The `MetricFilter` of --ignore / --only."""
+def _select(args: argparse.Namespace, *, reference: bool = False):  # type: ignore[no-untyped-def]
+    """The `MetricFilter` of --ignore / --only; for the reference workload its key frequencies
+    are shown, not judged, unless --only chooses (`plan.SHOWN_ONLY`)."""
     from tuimon.align import MetricFilter
+    from tuimon.plan import SHOWN_ONLY
 
-    return MetricFilter(tuple(args.ignore), tuple(args.only))
+    ignore = tuple(args.ignore)
+    if reference and not args.only:
+        ignore += tuple(g for g in SHOWN_ONLY if g not in ignore)
+    return MetricFilter(ignore, tuple(args.only))
 
 
 def _add_store(p: argparse.ArgumentParser) -> None:
@@ -449,7 +454,7 @@ def _pair_plan(
         label=args.label,
         reading=_reading(args),
         launch=launch,
-        select=_select(args),
+        select=_select(args, reference=not template),
     )
     if template and not args.shell:
         _check_programs(plan)

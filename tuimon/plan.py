@@ -47,6 +47,13 @@ def parse_launcher(text: str | None) -> tuple[str, ...] | None:
     return tuple(shlex.split(text))
 
 
+SHOWN_ONLY = ("key_freqs.*",)
+"""Metrics of the reference workload that are shown, not judged (an implicit `--ignore`):
+its top key frequencies (`--freq-every`) are labels, not quantities. A relative difference of
+two frequencies (36 against 25) is not how far the runs are apart, and they can differ only
+where W_E, which is judged, already has. The end-of-run comparison of the saved W_E says
+whether the two runs' key frequencies agree."""
+
 SUBSTITUTED = ("seed", "device", "side", "threads", "pair_dir")
 """The `{name}`s substituted in a command template and in --log-file (`pair --help` says so)."""
 
