@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from tuimon.cli import main
 
 FAKE = str(Path(__file__).with_name("fake_text_trainer.py"))
@@ -115,3 +117,15 @@ def test_a_script_printing_python_dicts_as_the_hf_trainer_does(tmp_path: Path, c
     assert code == 1
     assert out["first_divergent_step"] == 2 and out["steps_compared"] == 5
     assert out["first_divergent_metrics"] == ["loss"]
+
+
+def test_an_unchanged_hugging_face_trainer_script_as_a_live_pair(tmp_path: Path, capsys) -> None:
+    """The real Trainer, nothing of tuimon in the script: its printed dicts are the steps."""
+    pytest.importorskip("transformers")
+    script = str(Path(__file__).with_name("hf_trainer.py"))
+    argv = ["pair", "--headless", "--json", "--store", str(tmp_path / "store"), "--seed", "3",
+            "--", sys.executable, script, "{seed}", str(tmp_path / "out-{side}")]  # fmt: skip
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["verdict"] == "IDENTICAL" and out["steps_compared"] >= 10
+    assert "train_runtime" in out["ignored"]  # its clocks are shown, not judged
