@@ -10,9 +10,9 @@ settings applied and reported.
         log.step(step, loss=loss.item(), **model_digests(model))
     log.close()
 
-torch is imported only inside the functions that need it (a user's script has it already);
-importing this module never imports torch. Callbacks: `tuimon.integrations.lightning` and
-`tuimon.integrations.huggingface`.
+torch is used only through `tuimon.workload`, imported inside the functions that need it (a
+user's script has torch already); importing this module never imports torch. Callbacks:
+`tuimon.integrations.lightning` and `tuimon.integrations.huggingface`.
 """
 
 from __future__ import annotations
@@ -97,23 +97,13 @@ def apply_pair_settings(seed: int | None = None) -> dict[str, Any]:
 
 
 def _apply_torch(seed: int | None, threads: int | None, deterministic: bool) -> dict[str, Any]:
-    """Seed torch, set its threads and deterministic algorithms as asked; what torch reports
-    afterwards (`torch`, `threads`, `deterministic`: all None without torch)."""
+    """`tuimon.workload.device.apply_settings` (torch is imported there, only now); all None
+    where torch is not installed."""
     try:
-        import torch
-    except ImportError:
+        from tuimon.workload.device import apply_settings
+    except ImportError:  # no torch
         return {"torch": None, "threads": None, "deterministic": None}
-    if seed is not None:
-        torch.manual_seed(seed)
-    if threads is not None:
-        torch.set_num_threads(threads)
-    if deterministic:
-        torch.use_deterministic_algorithms(True)
-    return {
-        "torch": torch.__version__,
-        "threads": torch.get_num_threads(),
-        "deterministic": torch.are_deterministic_algorithms_enabled(),
-    }
+    return apply_settings(seed, threads, deterministic)
 
 
 def last_applied() -> dict[str, Any] | None:

@@ -81,6 +81,19 @@ def device_name(device: torch.device) -> str | None:
     return _cpu_name()
 
 
+def apply_settings(seed: int | None, threads: int | None, deterministic: bool) -> dict[str, Any]:
+    """Seed torch and `configure` it as a pair asked (a user's script, `tuimon.adopt`); what
+    torch reports afterwards."""
+    if seed is not None:
+        torch.manual_seed(seed)
+    configure(threads, deterministic)
+    return {
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "deterministic": torch.are_deterministic_algorithms_enabled(),
+    }
+
+
 def configure(threads: int | None, deterministic: bool) -> None:
     """Set intra-op threads and deterministic algorithms (call CUBLAS setup before CUDA init)."""
     if threads is not None:
