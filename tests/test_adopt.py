@@ -275,3 +275,17 @@ def test_lightning_csv_logger_file_reads(tmp_path: Path) -> None:
     assert loaded.format == "CSV"
     assert [s.step for s in loaded.steps] == [0, 1, 2, 3]
     assert {"train_loss", "val_loss", "epoch"} <= set(loaded.steps[1].metrics)
+
+
+def test_apply_pair_settings_without_torch_says_so(monkeypatch) -> None:
+    """A script without torch: Python's seed is set, and the block says torch was not there."""
+    import sys
+
+    from tuimon import adopt
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # as when it is not installed
+    monkeypatch.setitem(sys.modules, "tuimon.workload.device", None)
+    monkeypatch.setenv("TUIMON_SEED", "7")
+    env = adopt.apply_pair_settings()
+    assert env["torch"] is None and env["threads"] is None and env["deterministic"] is None
+    assert env["applied"]["seed"] == 7
