@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from tuimon.align import PairAligner, compare_steps
+from tuimon.engine.align import PairAligner, compare_steps
 from tuimon.steplog import Step, dumps, parse_line
 
 METRICS = ("train_loss", "test_loss", "train_acc", "test_acc", "lr", "grad_norm", "weight_norm")

@@ -24,8 +24,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from tuimon.demo import write_demo, write_demo_pair
-from tuimon.replay import replay_session, resolve_logs
+from tuimon.commands.demo import write_demo, write_demo_pair
+from tuimon.engine.replay import replay_session
+from tuimon.engine.saved import resolve_logs
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""Tests for tuimon.align: per-metric diffs, incremental and whole-log alignment, verdicts."""
+"""Tests for tuimon.engine.align: per-metric diffs, incremental and whole-log alignment."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from helpers import bits, from_bits, same_float
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tuimon.align import (
+from tuimon.engine.align import (
     CLOSE,
     DIVERGED,
     IDENTICAL,
@@ -28,6 +28,7 @@ from tuimon.align import (
     diff_arrays,
     verdict,
 )
+from tuimon.report.wording import headline
 from tuimon.steplog import Step
 
 FAST = settings(max_examples=100, deadline=None)
@@ -400,7 +401,7 @@ def test_any_interleaving_matches_compare_steps(
         assert sg.steps_compared == len(fa.keys() & fb.keys())
         assert sg.steps_equal == sum(ref_step_equal(fa[s], fb[s]) for s in fa.keys() & fb.keys())
         assert (sg.unmatched_a, sg.unmatched_b) == got.unmatched()
-        assert sg.headline().startswith(sg.verdict)
+        assert headline(sg).startswith(sg.verdict)
         orjson.dumps(sg.to_dict())
 
 
@@ -479,7 +480,7 @@ def test_per_tensor_digests_name_the_tensor_that_parted_first(reverse: bool) -> 
     assert summary.first_digest_step == 2
     assert summary.first_tensors == ["W_E"]
     assert summary.verdict == DIVERGED
-    assert "W_E" in summary.headline() and "first divergent step 2" in summary.headline()
+    assert "W_E" in headline(summary) and "first divergent step 2" in headline(summary)
     _, whole = compare_steps(a, b)
     assert whole.summary().first_tensors == ["W_E"]
 
@@ -511,7 +512,7 @@ def test_verdict_identical(tol: float) -> None:
     a[2] = step(2, train_loss=math.nan)
     s = compare_steps(a, b, tol)[1].summary()
     assert s.verdict == IDENTICAL
-    assert s.headline() == "IDENTICAL: 3 steps bitwise equal"
+    assert headline(s) == "IDENTICAL: 3 steps bitwise equal"
     assert s.first_divergent_step is None and s.max_divergence == 0.0
 
 
@@ -529,7 +530,7 @@ def test_verdict_close_is_inclusive_of_the_tolerance() -> None:
     assert compare_steps(a, b, math.nextafter(rel, 0.0))[1].summary().verdict == DIVERGED
     s = compare_steps(a, b, rel)[1].summary()
     assert s.first_divergent_step == 1 and s.max_divergence == rel and s.max_divergence_step == 1
-    assert s.headline().startswith("CLOSE: first divergent step 1 (train_loss)")
+    assert headline(s).startswith("CLOSE: first divergent step 1 (train_loss)")
 
 
 def test_verdict_signed_zero_with_tolerance_is_close() -> None:
@@ -551,7 +552,7 @@ def test_verdict_incomplete() -> None:
     aligner = compare_steps(a, b)[1]
     s = aligner.summary(complete=False, reason="run b exited with 1")
     assert s.verdict == INCOMPLETE and not s.complete
-    assert s.headline().endswith("[run b exited with 1]")
+    assert headline(s).endswith("[run b exited with 1]")
     a, b = logs([1.0, 2.5])
     assert compare_steps(a, b)[1].summary(complete=False).verdict == DIVERGED
     a, b = logs([1.0, 2.0 + 1e-9])
@@ -561,7 +562,7 @@ def test_verdict_incomplete() -> None:
 def test_verdict_no_shared_steps() -> None:
     s = PairAligner().summary()
     assert s.verdict == INCOMPLETE
-    assert s.headline() == "INCOMPLETE: no step logged by both runs"
+    assert headline(s) == "INCOMPLETE: no step logged by both runs"
     aligner = PairAligner()
     aligner.feed("a", step(0, train_loss=1.0))
     aligner.feed("b", step(1, train_loss=1.0))
@@ -683,7 +684,7 @@ def test_first_divergent_metrics_same_order_live_and_whole() -> None:
     live = feed_all(a, b, ["a", "b"])[1].summary()
     whole = compare_steps(a, b)[1].summary()
     assert live.first_divergent_metrics == whole.first_divergent_metrics
-    assert live.headline() == whole.headline()
+    assert headline(live) == headline(whole)
 
 
 def test_running_summary_still_counts_skipped_steps() -> None:

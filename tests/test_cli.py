@@ -12,8 +12,8 @@ from helpers import heavy_modules_after
 
 from tuimon import __version__
 from tuimon.cli import main
-from tuimon.plan import PairPlan, default_threads, loss_dtype_for, python_module
-from tuimon.runner import expand_template
+from tuimon.engine.plan import PairPlan, default_threads, loss_dtype_for, python_module
+from tuimon.engine.runner import expand_template
 
 
 @pytest.mark.parametrize("flag", ["--help", "--version"])
@@ -150,7 +150,8 @@ def test_reference_pair_compares_the_saved_embeddings(tmp_path: Path, capsys):
 
 def test_reference_key_frequencies_are_shown_not_judged() -> None:
     """An implicit --ignore for the reference workload only; --only overrides it."""
-    from tuimon.cli import _select, build_parser
+    from tuimon.cli import build_parser
+    from tuimon.commands.options import select as _select
 
     parse = build_parser().parse_args
     assert _select(parse(["pair"]), reference=True).ignore == ("key_freqs.*",)

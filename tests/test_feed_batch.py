@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 
-from tuimon.align import PairAligner
+from tuimon.engine.align import PairAligner
 from tuimon.steplog import Step
 
 

@@ -10,8 +10,8 @@ from typing import Any
 from helpers import FAKE_TRAINER
 
 from tuimon.cli import main
-from tuimon.hints import likely_causes
-from tuimon.session import env_diff
+from tuimon.engine.hints import likely_causes
+from tuimon.engine.session import env_diff
 
 FAKE = FAKE_TRAINER
 ENV: dict[str, Any] = {

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from helpers import wait_for
 
-from tuimon.runner import RunSpec
+from tuimon.engine.runner import RunSpec
+from tuimon.engine.session import Batch, LiveSource, PairOptions, PairSession, SideState
 from tuimon.sanitize import clean
-from tuimon.session import Batch, LiveSource, PairOptions, PairSession, SideState
 from tuimon.store import PairWriter
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.browser import BrowserScreen

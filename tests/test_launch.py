@@ -16,8 +16,8 @@ import pytest
 from helpers import FAKE_TRAINER, wait_for_raw_lines
 
 from tuimon.cli import main
-from tuimon.plan import PairPlan, launched
-from tuimon.runner import RunSpec
+from tuimon.engine.plan import PairPlan, launched
+from tuimon.engine.runner import RunSpec
 
 FAKE = FAKE_TRAINER
 LAUNCHER = str(Path(__file__).with_name("fake_launcher.py"))

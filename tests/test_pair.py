@@ -340,7 +340,7 @@ def test_engine_imports_neither_textual_nor_torch():
         for m in pkgutil.iter_modules(tuimon.__path__)
         if not m.ispkg and m.name != "__main__"  # importing __main__ runs the CLI
     ]
-    assert {"tuimon.devices", "tuimon.artifacts", "tuimon.store"} <= set(names)
+    assert {"tuimon.devices", "tuimon.engine.artifacts", "tuimon.store"} <= set(names)
     assert heavy_modules_after(f"import {', '.join(names)}") == "LOADED []"
 
 
@@ -394,7 +394,7 @@ def test_progress_bar_on_stderr_shows_its_last_state(tmp_path, capsys):
 
 
 def test_line_splitter_keeps_bytes_and_splits_on_newline_only():
-    from tuimon.runner import LineSplitter
+    from tuimon.engine.runner import LineSplitter
 
     s = LineSplitter()
     assert s.feed(b"a\rb") == []

@@ -15,7 +15,7 @@ from helpers import bits, from_bits, same_float
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tuimon.replay import read_lines
+from tuimon.engine.saved import read_lines
 from tuimon.steplog import (
     FORMAT,
     STEP_KEYS,

@@ -171,7 +171,7 @@ def test_create_name_and_files(tmp_path: Path) -> None:
 def test_many_creates_in_the_same_second_are_unique(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store, "_now", lambda: FROZEN)
+    monkeypatch.setattr(store.writer, "_now", lambda: FROZEN)
     writers = [PairWriter.create(tmp_path, seed=1, devices=("cpu", "cpu")) for _ in range(300)]
     names = {w.name for w in writers}
     for w in writers:
@@ -181,9 +181,9 @@ def test_many_creates_in_the_same_second_are_unique(
 
 
 def test_create_retries_on_collision(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store, "_now", lambda: FROZEN)
+    monkeypatch.setattr(store.writer, "_now", lambda: FROZEN)
     hexes = iter(["0000", "0000", "0000", "0001"])
-    monkeypatch.setattr(store, "_random_hex", lambda: next(hexes))
+    monkeypatch.setattr(store.writer, "_random_hex", lambda: next(hexes))
     first = PairWriter.create(tmp_path, seed=0, devices=("cpu", "cpu"))
     second = PairWriter.create(tmp_path, seed=0, devices=("cpu", "cpu"))
     assert first.name.endswith("_0000")
@@ -195,8 +195,8 @@ def test_create_retries_on_collision(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_create_gives_up_when_every_name_is_taken(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store, "_now", lambda: FROZEN)
-    monkeypatch.setattr(store, "_random_hex", lambda: "0000")
+    monkeypatch.setattr(store.writer, "_now", lambda: FROZEN)
+    monkeypatch.setattr(store.writer, "_random_hex", lambda: "0000")
     PairWriter.create(tmp_path, seed=0, devices=("cpu", "cpu")).close()
     with pytest.raises(StoreError) as exc:
         PairWriter.create(tmp_path, seed=0, devices=("cpu", "cpu"))
@@ -206,8 +206,8 @@ def test_create_gives_up_when_every_name_is_taken(
 def _create_many(root: str, count: int, tiny_space: bool, barrier: Any, out: Any) -> None:
     """Child process: wait for the sibling, then create ``count`` pairs in the same second."""
     if tiny_space:  # 16 possible names in all: forces collisions between the processes
-        store._now = lambda: FROZEN  # type: ignore[assignment]
-        store._random_hex = lambda: "000" + os.urandom(1).hex()[0]  # type: ignore[assignment]
+        store.writer._now = lambda: FROZEN  # type: ignore[assignment]
+        store.writer._random_hex = lambda: "000" + os.urandom(1).hex()[0]  # type: ignore[assignment]
     barrier.wait(timeout=30)
     names = []
     for _ in range(count):
@@ -600,7 +600,7 @@ def test_list_pairs_written_by_the_writer_newest_first(
     expected = []
     for minute in range(5):
         when = FROZEN + timedelta(minutes=minute)
-        monkeypatch.setattr(store, "_now", lambda when=when: when)
+        monkeypatch.setattr(store.writer, "_now", lambda when=when: when)
         w = PairWriter.create(tmp_path, seed=minute, devices=("cpu", "cpu"))
         w.finish({"status": "finished", "seed": minute}, [])
         expected.append(w.name)

@@ -18,10 +18,10 @@ import pytest
 from helpers import FAKE_TRAINER
 
 from tuimon.cli import build_parser, main
+from tuimon.engine.plan import SUBSTITUTED, PairPlan, python_module
+from tuimon.engine.runner import expand_template
+from tuimon.engine.saved import resolve_logs
 from tuimon.errors import ReplayError, StoreError
-from tuimon.plan import SUBSTITUTED, PairPlan, python_module
-from tuimon.replay import resolve_logs
-from tuimon.runner import expand_template
 from tuimon.store import (
     LOCK_FILE,
     PairDoc,
@@ -330,16 +330,16 @@ def test_a_killed_monitor_leaves_a_pair_that_is_not_running(tmp_path):
     ("extra", "speed"), [((), float("inf")), (("--speed", "7"), 7.0), (("--realtime",), 50.0)]
 )
 def test_headless_replay_into_a_pipe_is_not_paced(monkeypatch, capsys, extra, speed):
-    import tuimon.replay
+    import tuimon.engine.replay
 
     seen: list[float] = []
-    real = tuimon.replay.replay_session
+    real = tuimon.engine.replay.replay_session
 
     def spy(logs, **kw):
         seen.append(kw["speed"])
         return real(logs, **kw)
 
-    monkeypatch.setattr(tuimon.replay, "replay_session", spy)
+    monkeypatch.setattr(tuimon.engine.replay, "replay_session", spy)
     sample = str(ROOT / "sample_logs" / "cpu-cpu-threads1")
     assert main(["replay", sample, "--headless", "--json", *extra]) == 0
     assert seen == [speed]
@@ -407,7 +407,7 @@ def test_a_filesystem_without_flock_still_saves_pairs(tmp_path, monkeypatch):
     def no_locks(fd: int, op: int) -> None:
         raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
 
-    monkeypatch.setattr(store.fcntl, "flock", no_locks)
+    monkeypatch.setattr(store.files.fcntl, "flock", no_locks)
     w = PairWriter.create(tmp_path, seed=0, devices=("cpu", "cpu"))
     assert not (w.path / LOCK_FILE).exists() and not is_running(w.path)
     w.finish(PairDoc(status="finished"), [])

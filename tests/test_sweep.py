@@ -13,8 +13,16 @@ import pytest
 from helpers import FAKE_TRAINER, heavy_modules_after
 
 from tuimon.cli import main
-from tuimon.plan import PairPlan
-from tuimon.sweep import Job, Sweep, SweepError, default_jobs, key_frequencies, parse_seeds, row
+from tuimon.engine.plan import PairPlan
+from tuimon.engine.sweep import (
+    Job,
+    Sweep,
+    SweepError,
+    default_jobs,
+    key_frequencies,
+    parse_seeds,
+    row,
+)
 
 FAKE = FAKE_TRAINER
 
@@ -221,5 +229,5 @@ def test_exit_code_and_running_cells():
 
 
 def test_sweep_engine_imports_neither_textual_nor_torch():
-    code = "import tuimon.sweep, tuimon.sweep_headless, tuimon.hints"
+    code = "import tuimon.engine.sweep, tuimon.report.sweep, tuimon.engine.hints"
     assert heavy_modules_after(code) == "LOADED []"

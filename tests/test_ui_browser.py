@@ -9,7 +9,7 @@ from helpers import wait_for
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from tuimon.demo import DEMO_PAIRS, write_demo_pair, write_demo_store
+from tuimon.commands.demo import DEMO_PAIRS, write_demo_pair, write_demo_store
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.browser import BrowserScreen, PairTable
 from tuimon.ui.modals import ConfirmScreen

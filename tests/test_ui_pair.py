@@ -10,10 +10,11 @@ from pathlib import Path
 from helpers import FAKE_TRAINER, alive, pair_json, wait_for
 from textual.widgets import ContentSwitcher, DataTable
 
-from tuimon.demo import write_demo
-from tuimon.replay import ReplaySource, replay_session, resolve_logs
-from tuimon.runner import RunSpec
-from tuimon.session import Batch, LiveSource, PairOptions, PairSession, SideState
+from tuimon.commands.demo import write_demo
+from tuimon.engine.replay import ReplaySource, replay_session
+from tuimon.engine.runner import RunSpec
+from tuimon.engine.saved import resolve_logs
+from tuimon.engine.session import Batch, LiveSource, PairOptions, PairSession, SideState
 from tuimon.steplog import Step
 from tuimon.store import PairWriter
 from tuimon.ui.app import TuimonApp, terminate_leftovers

@@ -21,10 +21,11 @@ import pytest
 from helpers import wait_for
 from textual.pilot import Pilot
 
-from tuimon.align import compare_steps
-from tuimon.demo import demo_records, write_demo, write_demo_store
-from tuimon.replay import replay_session, resolve_logs
-from tuimon.session import Batch, PairOptions, PairSession, SideState
+from tuimon.commands.demo import demo_records, write_demo, write_demo_store
+from tuimon.engine.align import compare_steps
+from tuimon.engine.replay import replay_session
+from tuimon.engine.saved import resolve_logs
+from tuimon.engine.session import Batch, PairOptions, PairSession, SideState
 from tuimon.steplog import End, Header, Record, Step, parse_line
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.browser import BrowserScreen

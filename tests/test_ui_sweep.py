@@ -9,8 +9,8 @@ from pathlib import Path
 import helpers
 from textual.widgets import Input
 
-from tuimon.plan import PairPlan
-from tuimon.sweep import Sweep
+from tuimon.engine.plan import PairPlan
+from tuimon.engine.sweep import Sweep
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.browser import BrowserScreen, PairTable
 from tuimon.ui.modals import ConfirmScreen
@@ -164,7 +164,7 @@ async def test_browser_filters_by_sweep(tmp_path):
 def test_after_the_sweep_tui_the_shell_keeps_its_table(tmp_path, capsys, monkeypatch):
     """The alternate screen goes with the app: the sweep's table, as headless prints it, and
     the record's path stay in the shell (not the summary of a pair opened from it)."""
-    from tuimon.sweep import Job
+    from tuimon.engine.sweep import Job
     from tuimon.ui import app as app_module
 
     sweep = make_sweep(tmp_path / "store", seeds=(0, 1))

@@ -10,9 +10,9 @@ from helpers import heavy_modules_after
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tuimon.align import compare_steps
-from tuimon.demo import write_demo
-from tuimon.replay import read_lines, steps_of
+from tuimon.commands.demo import write_demo
+from tuimon.engine.align import compare_steps
+from tuimon.engine.saved import read_lines, steps_of
 from tuimon.steplog import Header, Step, Text
 from tuimon.ui.divergence import spark_data
 from tuimon.ui.pair_model import DIVERGENCE, PairModel, PairRows, choose_columns, env_rows
@@ -216,7 +216,7 @@ def test_rows_kept_for_a_side_far_behind_are_bounded() -> None:
 
 
 def test_pane_titles_leave_out_bookkeeping_and_side_letters() -> None:
-    from tuimon.wording import differing_words, title_words
+    from tuimon.report.wording import differing_words, title_words
 
     a = "/v/bin/python -m tuimon train --device cpu --threads 2 --seed 0 --save-emb /p/emb-a.npy"
     b = "/v/bin/python -m tuimon train --device cuda --threads 1 --seed 0 --save-emb /p/emb-b.npy"

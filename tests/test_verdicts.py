@@ -16,8 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tuimon import compare
-from tuimon.align import (
+from tuimon.cli import main
+from tuimon.engine import compare
+from tuimon.engine.align import (
     DIVERGED,
     IDENTICAL,
     INCOMPLETE,
@@ -26,8 +27,8 @@ from tuimon.align import (
     PairAligner,
     compare_steps,
 )
-from tuimon.cli import main
 from tuimon.readers import Reading, line_parser
+from tuimon.report.wording import headline
 from tuimon.steplog import Step, dumps, parse_line
 from tuimon.store import SavedLogs
 
@@ -85,7 +86,7 @@ def test_no_shared_metric_never_claims_equality(capsys) -> None:
         aligner.feed("b", Step(i, {"val_loss": 1.0}))
     s = aligner.summary()
     assert s.verdict == INCOMPLETE and s.reason == "the two logs share no metric"
-    assert "bitwise equal" not in s.headline()
+    assert "bitwise equal" not in headline(s)
     assert s.metrics_only_a == ["loss"] and s.metrics_only_b == ["val_loss"]
     assert "metrics only a has: loss" in s.coverage_line()
 
@@ -204,7 +205,7 @@ def test_interrupted_is_said_next_to_the_verdict() -> None:
     aligner.feed("a", Step(0, {"loss": 1.0}))
     aligner.feed("b", Step(0, {"loss": 1.0}))
     s = aligner.summary(complete=False, reason="interrupted", interrupted=True)
-    assert s.verdict == INCOMPLETE and s.headline().startswith("INCOMPLETE (interrupted): ")
+    assert s.verdict == INCOMPLETE and headline(s).startswith("INCOMPLETE (interrupted): ")
     assert s.to_dict()["interrupted"] is True
 
 
@@ -237,7 +238,7 @@ def test_incomplete_always_has_a_reason_and_no_contradiction(
         assert s.verdict in VERDICTS
         if s.verdict == INCOMPLETE:
             assert s.reason
-        if "bitwise equal" in s.headline():
+        if "bitwise equal" in headline(s):
             assert s.verdict in (IDENTICAL, "CLOSE") and s.complete
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from textual.app import App
 from textual.binding import Binding
 
-from tuimon.session import Batch, PairSession
-from tuimon.sweep import Sweep
-from tuimon.sweep_headless import print_result
+from tuimon.engine.session import Batch, PairSession
+from tuimon.engine.sweep import Sweep
+from tuimon.report.sweep import print_result
 from tuimon.ui.browser import BrowserScreen
 from tuimon.ui.footer_fit import FitsFooter
 from tuimon.ui.modals import HelpScreen
@@ -171,7 +171,7 @@ def run_app(
     if app.signalled is not None:
         return 128 + app.signalled
     if explain:
-        from tuimon.explain import describe, explain_after
+        from tuimon.engine.explain import describe, explain_after
 
         for session in app.sessions:
             if (done := explain_after(session, print)) is not None:

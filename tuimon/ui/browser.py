@@ -15,7 +15,9 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
-from tuimon.replay import ReplayError, replay_session, resolve_logs
+from tuimon.engine.replay import replay_session
+from tuimon.engine.saved import resolve_logs
+from tuimon.errors import ReplayError
 from tuimon.store import PairInfo, StoreError, delete_pair, list_pairs
 from tuimon.ui.commands import ScreenActions
 from tuimon.ui.modals import ConfirmScreen

@@ -7,11 +7,11 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Sparkline, Static
 
-from tuimon.align import VERDICTS
+from tuimon.engine.align import VERDICTS
+from tuimon.report.wording import WAITING
 from tuimon.ui.pair_model import DIVERGENCE, PairModel
 from tuimon.ui.series import EQUAL_LEVEL, ZERO_LEVEL
 from tuimon.ui.text import clean, sci
-from tuimon.wording import WAITING
 
 
 def spark_data(levels: list[float]) -> tuple[list[float], float | None, float | None]:

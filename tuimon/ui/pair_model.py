@@ -15,14 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from tuimon.align import AlignedStep, Summary
-from tuimon.artifacts import lines as artifact_lines
-from tuimon.session import Batch, SideState, flatten
+from tuimon.engine.align import AlignedStep, Summary
+from tuimon.engine.artifacts import lines as artifact_lines
+from tuimon.engine.session import Batch, SideState, flatten
+from tuimon.report.wording import parting_line
 from tuimon.steplog import End, Header, Record, Step, Text
 from tuimon.store import SIDES, PairDoc
 from tuimon.ui.series import BucketSeries, CurveSeries, levels
 from tuimon.ui.text import clean
-from tuimon.wording import parting_line
 
 DIVERGENCE = "divergence"
 """The sparkline's default series: the largest relative difference over the metrics."""

@@ -24,10 +24,11 @@ from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Footer, Header
 from textual.worker import Worker, WorkerState
 
-from tuimon.artifacts import describe
+from tuimon.engine.artifacts import describe
+from tuimon.engine.saved import resolve_logs
+from tuimon.engine.session import Batch, PairSession, SideState
 from tuimon.errors import ReplayError
-from tuimon.replay import resolve_logs
-from tuimon.session import Batch, PairSession, SideState
+from tuimon.report.wording import headline
 from tuimon.steplog import Record
 from tuimon.store import SIDES, SavedLogs
 from tuimon.ui.chart import CurvesView
@@ -41,7 +42,6 @@ from tuimon.ui.replay_controls import ReplayControls
 from tuimon.ui.saved import SavedPair, load_saved, window
 from tuimon.ui.text import clean
 from tuimon.ui.workers import ReportsWorkerErrors, read_then_show
-from tuimon.wording import headline
 
 MAX_LINES = 2000
 DRAW_EVERY = 0.2
@@ -158,7 +158,7 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         self.series = DIVERGENCE
         self.follow = True
         self.stopping = False
-        self.replay = ReplayControls(self)
+        self.replay = ReplayControls(self, self)
         self._curves_dirty = True
         self._columns: list[str] = []
         self._last_draw = 0.0

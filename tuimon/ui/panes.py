@@ -15,11 +15,11 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Static
 
-from tuimon.session import SideState
+from tuimon.engine.session import SideState
+from tuimon.report.wording import differing_words, side_status, title_words
 from tuimon.steplog import Record
 from tuimon.ui.pair_model import PairRows, SideRows
 from tuimon.ui.text import cell, clean, fit
-from tuimon.wording import differing_words, side_status, title_words
 
 STEP_WIDTH = 8
 MIN_COLUMN = 11

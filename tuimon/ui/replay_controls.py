@@ -6,22 +6,36 @@ offers them, a live pair does not) and never looks at the type of the session's 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from tuimon.replay import first_divergence
-from tuimon.session import PaceControls
+from textual.dom import DOMNode
+
+from tuimon.engine.saved import first_divergence
+from tuimon.engine.session import PaceControls, PairSession
+from tuimon.report.wording import si
+from tuimon.ui.pair_model import PairModel
 from tuimon.ui.workers import read_then_show
-from tuimon.wording import si
 
-if TYPE_CHECKING:
-    from tuimon.ui.pair_screen import PairScreen
+
+class ReplayHost(Protocol):
+    """What the controls need of the view that holds them (the pair screen)."""
+
+    session: PairSession | None
+    model: PairModel
+
+    def buffers_hold(self, step: int) -> bool: ...
+    def scroll_panes_to(self, step: int) -> bool: ...
+    def update_subtitle(self) -> None: ...
+    def notify(self, message: str, *, timeout: float | None = None) -> None: ...
 
 
 class ReplayControls:
     """Replay keys of one pair view; `pace` is None for a live or saved pair."""
 
-    def __init__(self, screen: PairScreen) -> None:
+    def __init__(self, screen: ReplayHost, node: DOMNode) -> None:
         self.screen = screen
+        self.node = node
+        """Where the search for the first divergence runs (a worker of the screen)."""
         self.pending_jump: int | None = None
         """A step fast-forwarded to, until both panes hold it."""
 
@@ -79,7 +93,7 @@ class ReplayControls:
             return False
         logs, tolerance = session.logs, session.options.tolerance
         read_then_show(
-            screen,
+            self.node,
             lambda: first_divergence(logs, tolerance),
             self.jump,
             group="jump",

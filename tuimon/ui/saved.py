@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tuimon.align import compare_steps
-from tuimon.compare import saved_ending, saved_select
-from tuimon.explain import saved_line
-from tuimon.replay import SavedLogs, read_lines, resolve_logs
-from tuimon.session import SideState
+from tuimon.engine.align import compare_steps
+from tuimon.engine.compare import saved_ending
+from tuimon.engine.explain import saved_line
+from tuimon.engine.replay import SavedLogs
+from tuimon.engine.saved import read_lines, resolve_logs, saved_select
+from tuimon.engine.session import SideState
 from tuimon.steplog import End, Header, Record, Step, parse_line
 from tuimon.store import PairDoc
 from tuimon.ui.pair_model import PairModel

@@ -15,8 +15,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
+from tuimon.engine.sweep import COLUMNS, Sweep, hint_lines, row
 from tuimon.store import is_pair_dir
-from tuimon.sweep import COLUMNS, Sweep, hint_lines, row
 from tuimon.ui.commands import ScreenActions
 from tuimon.ui.modals import ConfirmScreen
 from tuimon.ui.pair_model import PairFeed

@@ -16,8 +16,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from tuimon.engine.sweep import COLUMNS, Sweep, hint_lines, row
 from tuimon.store import StoreError
-from tuimon.sweep import COLUMNS, Sweep, hint_lines, row
 
 PLAIN_EVERY = 15.0
 """Seconds between progress lines of the running pairs when stderr is not a terminal."""

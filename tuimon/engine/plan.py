@@ -9,10 +9,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tuimon.align import MetricFilter
+from tuimon.engine.align import MetricFilter
+from tuimon.engine.runner import RunSpec, substitute
+from tuimon.engine.session import Batch, LiveSource, PairOptions, PairSession, SideState
 from tuimon.readers import Reading
-from tuimon.runner import RunSpec, substitute
-from tuimon.session import Batch, LiveSource, PairOptions, PairSession, SideState
 from tuimon.store import SIDES, PairWriter
 
 REMOTE_PYTHON = "python3"

@@ -34,8 +34,8 @@ import numpy as np
 import orjson
 
 from tuimon.argv import without_options
+from tuimon.engine.plan import PairPlan
 from tuimon.errors import StoreError, UsageError
-from tuimon.plan import PairPlan
 from tuimon.steplog import Step, parse_line
 from tuimon.store import SIDES, PairDoc
 from tuimon.tracing import TRACE_FILE_ENV, TRACE_STEP_ENV
@@ -662,7 +662,7 @@ def run_explain(pair: str, *, repeats: int, timeout: float, as_json: bool, out: 
 
 def explain_after(session: Any, say: Callable[[str], None]) -> dict[str, Any] | None:
     """`pair --explain`: explain a finished live pair when it DIVERGED and was saved."""
-    from tuimon.align import DIVERGED
+    from tuimon.engine.align import DIVERGED
     from tuimon.store import StoreError
 
     summary = getattr(session, "summary", None)

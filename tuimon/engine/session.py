@@ -16,11 +16,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-from tuimon.align import MetricFilter, PairAligner, Summary, no_step_reason
 from tuimon.applied import pair_applied
-from tuimon.artifacts import compare_artifacts, describe
-from tuimon.hints import likely_causes
-from tuimon.runner import (
+from tuimon.engine.align import MetricFilter, PairAligner, Summary, no_step_reason
+from tuimon.engine.artifacts import compare_artifacts, describe
+from tuimon.engine.hints import likely_causes
+from tuimon.engine.runner import (
     Exited,
     LaunchError,
     Lines,
@@ -29,10 +29,10 @@ from tuimon.runner import (
     RunSpec,
     SourceEvent,
     Stderr,
+    exit_text,
 )
 from tuimon.steplog import End, Header, Record, Step, Text, parse_line
 from tuimon.store import SIDES, PairDoc, PairWriter, RunDoc, SavedLogs, StoreError
-from tuimon.wording import exit_text
 
 STDERR_TAIL = 20
 IDLE_BATCH = 1.0

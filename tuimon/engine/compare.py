@@ -10,7 +10,6 @@ through `align.compare_steps` instead: the same judge, record by record.
 from __future__ import annotations
 
 import gc
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -22,7 +21,8 @@ from typing import Any
 import numpy as np
 import orjson
 
-from tuimon.align import (
+from tuimon.clocks import is_clock
+from tuimon.engine.align import (
     AlignedStep,
     ColumnMatcher,
     Columns,
@@ -30,13 +30,10 @@ from tuimon.align import (
     PairAligner,
     Summary,
     compare_steps,
-    exit_code,
 )
-from tuimon.artifacts import lines as artifact_lines
-from tuimon.clocks import is_clock
+from tuimon.engine.saved import resolve_logs
 from tuimon.errors import CompareError, ReplayError, StoreError
 from tuimon.readers import ReaderError, Reading, log_lines, no_steps
-from tuimon.sanitize import clean
 from tuimon.steplog import (
     HUGE,
     STEP_KEYS,
@@ -49,7 +46,6 @@ from tuimon.steplog import (
     suspect,
 )
 from tuimon.store import SIDES, PairDoc, RunDoc, SavedLogs
-from tuimon.wording import headline, metric_max_line
 
 CHUNK = 1 << 20
 """Bytes of lines parsed at a time."""
@@ -84,13 +80,11 @@ def _log_lines(path: Path, reading: Reading, side: str) -> list[bytes]:
         raise CompareError(str(exc)) from None
 
 
-def _resolve(paths: list[str], reading: Reading | None) -> SavedLogs:
+def resolve(paths: list[str], reading: Reading | None) -> SavedLogs:
     """Two log files as they are (without importing the replay machinery), or whatever
-    `tuimon.replay.resolve_logs` makes of the paths (a pair directory)."""
+    `tuimon.engine.replay.resolve_logs` makes of the paths (a pair directory)."""
     if len(paths) == 2 and all(Path(p).is_file() for p in paths):
         return SavedLogs(Path(paths[0]), Path(paths[1]), reading=reading or Reading())
-    from tuimon.replay import resolve_logs
-
     try:
         return resolve_logs(paths, reading)
     except ReplayError as exc:
@@ -362,18 +356,6 @@ def saved_ending(logs: SavedLogs) -> tuple[list[str], bool]:
     return reasons, interrupted
 
 
-def saved_select(doc: PairDoc) -> MetricFilter:
-    """The `--ignore`/`--only` choice a saved pair was judged with (its summary's `select`)."""
-    chosen = doc.summary.get("select") if isinstance(doc.summary, dict) else None
-    if not isinstance(chosen, dict):
-        return MetricFilter()
-    ignore, only = (
-        tuple(str(g) for g in v) if isinstance(v := chosen.get(k), list) else ()
-        for k in ("ignore", "only")
-    )
-    return MetricFilter(ignore=ignore, only=only)
-
-
 def _how_it_ended(logs: SavedLogs, sides: tuple[SideLog, SideLog]) -> tuple[str | None, bool]:
     """Why the pair is not complete (None when both runs ended normally), and whether it was
     interrupted: pair.json (`saved_ending`), then the logs' own end records."""
@@ -395,7 +377,7 @@ def _doc(logs: SavedLogs, sides: tuple[SideLog, SideLog], summary: Summary) -> P
     hyper_a, hyper_b = (h.hyper if h else {} for h in (ha, hb))
     diff: dict[str, dict[str, list[Any]]] = {"env": {}, "hyper": {}}
     if env_a != env_b or hyper_a != hyper_b:
-        from tuimon.session import env_diff
+        from tuimon.engine.session import env_diff
 
         diff = {"env": env_diff(env_a, env_b), "hyper": env_diff(hyper_a, hyper_b)}
     return PairDoc(
@@ -426,54 +408,8 @@ def _doc(logs: SavedLogs, sides: tuple[SideLog, SideLog], summary: Summary) -> P
     )
 
 
-def compare_paths(
-    paths: list[str],
-    *,
-    tolerance: float,
-    as_json: bool,
-    save: bool,
-    save_to: str | None,
-    reading: Reading | None = None,
-    select: MetricFilter | None = None,
-) -> int:
-    """The `compare` command; returns the exit code."""
-    logs = _resolve(paths, reading)
-    judged = judge(logs, tolerance, select, keep=save)
-    summary, doc = judged.summary, judged.doc
-    saved = None
-    save_error: str | None = None
-    if save:
-        try:
-            saved = _save(judged, save_to)
-        except StoreError as exc:  # the judgement stands; the save failed: exit 3, say why
-            save_error = str(exc)
-    if as_json:
-        out = {
-            "pair": str(saved) if saved else None,
-            **({"saved": saved is not None} if save else {}),
-            **({"save_error": save_error} if save_error else {}),
-            **summary.to_dict(),
-            **({"artifacts": logs.doc.artifacts} if logs.doc.artifacts else {}),
-        }
-        sys.stdout.write(orjson.dumps(out).decode() + "\n")
-    else:
-        print(headline(summary))
-        print(f"  {summary.coverage_line()}")
-        for name, m in summary.metric_max.items():
-            print(metric_max_line(name, m))
-        if doc.env_diff:
-            keys = ", ".join(list(doc.env_diff)[:6])
-            print(f"  environment differs in: {keys}")
-        for line in artifact_lines(logs.doc.artifacts):
-            print(f"  {clean(line, None)}")
-        if saved:
-            print(f"pair saved in {saved}")
-        elif save_error:
-            print(f"pair NOT saved: {save_error}")
-    return 3 if save_error else exit_code(summary)
-
-
-def _save(judged: Judged, save_to: str | None) -> Path:
+def save(judged: Judged, save_to: str | None) -> Path:
+    """Save a judged comparison as a pair in the store `save_to` names; its directory."""
     from tuimon.store import PairWriter, resolve_store
 
     doc = judged.doc

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from tuimon.align import diff_arrays
+from tuimon.engine.align import diff_arrays
 from tuimon.freqs import FreqError, agreement, key_frequencies
 from tuimon.sanitize import clean
 

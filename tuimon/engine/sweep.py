@@ -23,14 +23,14 @@ from typing import Any
 
 import orjson
 
-from tuimon.align import CLOSE, DIVERGED, IDENTICAL, MetricFilter
-from tuimon.hints import likely_causes
-from tuimon.plan import SIDES, PairPlan
+from tuimon.engine.align import CLOSE, DIVERGED, IDENTICAL, MetricFilter
+from tuimon.engine.hints import likely_causes
+from tuimon.engine.plan import SIDES, PairPlan
+from tuimon.engine.session import Batch, PairSession
 from tuimon.readers import Reading
-from tuimon.session import Batch, PairSession
 from tuimon.store import StoreError, write_json_atomic
 
-SWEEP_FORMAT = "tuimon.sweep/1"
+SWEEP_FORMAT = "tuimon.engine.sweep/1"
 SWEEPS_DIR = "sweeps"
 OK_VERDICTS = (IDENTICAL, CLOSE)
 _SEEDS = re.compile(r"^\s*(-?\d+)\s*(?:-\s*(-?\d+)\s*)?$")

@@ -1,7 +1,8 @@
 """Two small diverging step logs, to try the pair view without torch.
 
-``python -m tuimon.demo [DIR] [--steps N] [--diverge K] [--speed S]`` writes ``DIR/a.jsonl``
-and ``DIR/b.jsonl`` (deterministic: no clock, no randomness) and replays them in the app.
+``python -m tuimon.commands.demo [DIR] [--steps N] [--diverge K] [--speed S]`` writes
+``DIR/a.jsonl`` and ``DIR/b.jsonl`` (deterministic: no clock, no randomness) and replays
+them in the app.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ def _demo_runs(
 ) -> dict[str, RunDoc]:
     """Each side's run as `PairSession` records it: the command, how it ended (side b ends
     with `status`) and the env and hyper-parameters of its log's header."""
-    from tuimon.replay import read_lines
+    from tuimon.engine.saved import read_lines
     from tuimon.steplog import Header, parse_line
 
     firsts = {side: parse_line(read_lines(path)[0]) for side, path in zip(SIDES, logs, strict=True)}
@@ -143,9 +144,9 @@ def write_demo_pair(
     status: str = "finished",
 ) -> Path:
     """A saved pair directory as `PairSession` would leave it (logs, aligned.jsonl, pair.json)."""
-    from tuimon.align import compare_steps
-    from tuimon.replay import read_lines, steps_of
-    from tuimon.session import env_diff
+    from tuimon.engine.align import compare_steps
+    from tuimon.engine.saved import read_lines, steps_of
+    from tuimon.engine.session import env_diff
     from tuimon.store import PairDoc, pair_files
 
     folder = root / name
@@ -214,7 +215,7 @@ def write_demo_store(root: Path) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Write the demo logs and replay them in the app."""
-    parser = argparse.ArgumentParser(prog="python -m tuimon.demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tuimon.commands.demo", description=__doc__)
     parser.add_argument("folder", nargs="?", default=None, help="where to write the logs")
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--diverge", type=int, default=2)
@@ -222,7 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--store", default="tuimon_pairs", help="store for the browser")
     args = parser.parse_args(argv)
 
-    from tuimon.replay import replay_session, resolve_logs
+    from tuimon.engine.replay import replay_session
+    from tuimon.engine.saved import resolve_logs
     from tuimon.ui.app import run_app
 
     folder = Path(args.folder or tempfile.mkdtemp(prefix="tuimon-demo-"))

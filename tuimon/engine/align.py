@@ -24,7 +24,6 @@ import numpy as np
 
 from tuimon.steplog import Step, jsonable
 from tuimon.store import SIDES
-from tuimon.wording import headline
 
 IDENTICAL, CLOSE, DIVERGED, INCOMPLETE = "IDENTICAL", "CLOSE", "DIVERGED", "INCOMPLETE"
 VERDICTS = (IDENTICAL, CLOSE, DIVERGED, INCOMPLETE)
@@ -167,10 +166,6 @@ class Summary:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (non-finite floats as strings)."""
         return jsonable(asdict(self))
-
-    def headline(self) -> str:
-        """One line: the verdict and where the runs part (`wording.headline`)."""
-        return headline(self)
 
     def coverage_line(self) -> str:
         """What was compared: steps, values, what one side only has, what was ignored."""

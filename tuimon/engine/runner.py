@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tuimon.engine.watchdog import Watchdog
 from tuimon.errors import LaunchError
 from tuimon.readers import LineParser, Reading, line_parser, streamable
 from tuimon.steplog import Record, Step
-from tuimon.watchdog import Watchdog
 
 MAX_LINE = 16 * 1024 * 1024
 """A line longer than this is saved whole and reported as too long to parse (`LineCutter`)."""
@@ -568,3 +568,15 @@ class Run:
         except asyncio.TimeoutError:
             self.signal(signal.SIGKILL)
             await self.proc.wait()
+
+
+def exit_text(code: int | None) -> str:
+    """`exit 1`, `killed by SIGKILL` (asyncio gives -N for a signal), or `did not start`."""
+    if code is None:
+        return "did not start"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit {code}"

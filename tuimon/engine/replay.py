@@ -6,72 +6,16 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from pathlib import Path
 
-from tuimon.align import MetricFilter, compare_steps
-from tuimon.compare import saved_select
-from tuimon.errors import ReplayError, StoreError
-from tuimon.readers import ReaderError, Reading, log_lines
-from tuimon.runner import Exited, Lines, SourceEvent, Stderr
-from tuimon.session import Batch, PairOptions, PairSession, SideState
+from tuimon.engine.align import MetricFilter
+from tuimon.engine.runner import Exited, Lines, SourceEvent, Stderr
+from tuimon.engine.saved import read_lines, saved_select
+from tuimon.engine.session import Batch, PairOptions, PairSession, SideState
 from tuimon.steplog import End, Header, Record, Step, parse_line
-from tuimon.store import SIDES, PairDoc, SavedLogs, is_pair_dir, pair_file
+from tuimon.store import SIDES, SavedLogs
 
 YIELD_EVERY = 64
 """Steps fed between two yields to the event loop when the pace needs no sleep."""
-
-
-def resolve_logs(paths: list[str], reading: Reading | None = None) -> SavedLogs:
-    """A saved pair directory, or two log files (any format the readers know), as
-    `SavedLogs`; ReplayError otherwise. A pair's own reading (pair.json) unless one is given."""
-    if len(paths) == 1:
-        path = Path(paths[0])
-        if not path.exists():
-            raise ReplayError(f"{path}: no such file or directory")
-        if not path.is_dir() or not is_pair_dir(path):
-            raise ReplayError(f"{path}: not a saved pair (give a pair directory or two log files)")
-        try:
-            doc = PairDoc.read(path)
-        except StoreError:
-            doc = PairDoc()
-        try:  # a FIFO, a device or a link leading outside the pair is refused, never opened
-            a, b = (pair_file(path, doc.file(side)) for side in SIDES)
-        except StoreError as exc:
-            raise ReplayError(str(exc)) from None
-        return SavedLogs(a, b, doc, path, reading or Reading.from_dict(doc.more.get("reading")))
-    if len(paths) == 2:
-        for p in paths:
-            if not Path(p).exists():
-                raise ReplayError(f"{p}: no such log file")
-        return SavedLogs(Path(paths[0]), Path(paths[1]), reading=reading or Reading())
-    raise ReplayError("give one saved pair directory or two log files")
-
-
-def read_lines(path: Path, reading: Reading | None = None, side: str = "a") -> list[bytes]:
-    """Every non-empty line of a log as step-log lines: a step log's lines as saved, any other
-    format read by `tuimon.readers` (ReplayError when it cannot be read)."""
-    try:
-        return log_lines(path, reading, side)
-    except ReaderError as exc:
-        raise ReplayError(str(exc)) from None
-
-
-def steps_of(lines: list[bytes]) -> list[Step]:
-    """The step records among lines."""
-    return [r for r in map(parse_line, lines) if isinstance(r, Step)]
-
-
-def first_divergence(
-    logs: SavedLogs, tolerance: float = 0.0, select: MetricFilter | None = None
-) -> int | None:
-    """The first divergent step of two saved logs (vectorised compare)."""
-    _, aligner = compare_steps(
-        steps_of(read_lines(logs.a, logs.reading, "a")),
-        steps_of(read_lines(logs.b, logs.reading, "b")),
-        tolerance,
-        select or saved_select(logs.doc),
-    )
-    return aligner.summary().first_divergent_step
 
 
 class ReplaySource:

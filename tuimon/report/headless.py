@@ -17,12 +17,12 @@ from rich.progress import Progress, TaskID, TextColumn
 from rich.table import Column
 from rich.text import Text
 
-from tuimon.align import Summary, exit_code
-from tuimon.artifacts import lines as artifact_lines
-from tuimon.hints import Hint, likely_causes
+from tuimon.engine.align import Summary, exit_code
+from tuimon.engine.artifacts import lines as artifact_lines
+from tuimon.engine.hints import Hint, likely_causes
+from tuimon.engine.session import Batch, PairSession
+from tuimon.report.wording import divergence_line, first_divergence_event, headline, side_line
 from tuimon.sanitize import clean
-from tuimon.session import Batch, PairSession
-from tuimon.wording import divergence_line, first_divergence_event, headline, side_line
 
 PLAIN_EVERY = 15.0
 """Seconds between plain progress lines when stderr is not a terminal."""
@@ -98,7 +98,7 @@ def run_headless(
         report = PairReport.of(session, summary)
         codes.append(report.code)
         if explain and not session.interrupted:
-            from tuimon.explain import explain_after
+            from tuimon.engine.explain import explain_after
 
             report.explained = explain_after(session, lambda text: console.print(Text(text)))
         report.artifacts = end_artifacts(session)
@@ -161,7 +161,7 @@ class PairReport:
         lines += [clean(line, None) for line in artifact_lines(self.artifacts)]
         lines += [hint.text() for hint in self.hints]
         if self.explained is not None:
-            from tuimon.explain import describe
+            from tuimon.engine.explain import describe
 
             lines.append(clean(describe(self.explained), None))
         if self.saved:

@@ -9,16 +9,16 @@ return is safe to print as plain text (never as markup).
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tuimon.argv import without_options
+from tuimon.engine.runner import exit_text
 from tuimon.sanitize import clean
 
 if TYPE_CHECKING:
-    from tuimon.align import Summary
-    from tuimon.session import SideState
+    from tuimon.engine.align import Summary
+    from tuimon.engine.session import SideState
 
 NO_ETA = "--:--"
 WAITING = "waiting for the first step"
@@ -57,18 +57,6 @@ def duration(seconds: float) -> str:
 def eta(seconds: float | None) -> str:
     """An ETA: m:ss or h:mm:ss, ``--:--`` when unknown."""
     return NO_ETA if seconds is None else duration(seconds)
-
-
-def exit_text(code: int | None) -> str:
-    """`exit 1`, `killed by SIGKILL` (asyncio gives -N for a signal), or `did not start`."""
-    if code is None:
-        return "did not start"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit {code}"
 
 
 def side_line(s: SideState) -> str:

@@ -13,7 +13,7 @@ Wrap the body of each training step (forward, backward, optimiser step)::
 
 It does nothing unless `tuimon explain` asks, through the environment, for that step to be traced
 (TUIMON_TRACE_STEP names the steps, TUIMON_TRACE_FILE the trace file); then it records every op
-of the step (see tuimon/workload/trace.py). Importing this module does not import torch.
+of the step (see tuimon/tracing/tracer.py). Importing this module does not import torch.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def trace_step(step: int, model: Any = None, optimizer: Any = None) -> Iterator[
         yield
         return
     if _tracer is None:
-        from tuimon.workload import trace
+        from tuimon.tracing import tracer as trace
 
         trace.own_file(__file__)
         _tracer = trace.Tracer(os.environ[TRACE_FILE_ENV], steps)

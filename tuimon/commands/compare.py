@@ -1,0 +1,112 @@
+"""`tuimon compare`: judge two existing logs, or a saved pair, and print the verdict."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+import orjson
+
+from tuimon.commands.options import (
+    add_reading,
+    add_select,
+    add_store,
+    check_storable,
+    non_negative_float,
+    reading,
+    select,
+)
+
+if TYPE_CHECKING:
+    from tuimon.engine.align import MetricFilter
+    from tuimon.readers import Reading
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="judge two existing step logs, or a saved pair",
+        description="Compare two logs or one saved pair directory. A log is read by its "
+        "content: a tuimon step log, JSON Lines with a step key, a JSON metrics document or "
+        "trainer_state.json, a CSV with a step column (Lightning), TensorBoard events "
+        "(a file or a run directory), or printed text (see README: Use with your script).",
+        epilog="exit codes: 0 IDENTICAL or CLOSE, 1 DIVERGED, 3 INCOMPLETE, 2 bad usage",
+    )
+    p.add_argument("logs", nargs="+", metavar="LOG", help="two log files, or one pair directory")
+    p.add_argument("--tolerance", type=non_negative_float, default=0.0, help="relative; default 0")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--save", action="store_true", help="save the comparison as a pair")
+    add_reading(p)
+    add_select(p)
+    add_store(p)
+    p.set_defaults(handler=run, help_prog=p.prog)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.save:
+        check_storable(args)
+    return _compare_paths(
+        args.logs,
+        tolerance=args.tolerance,
+        as_json=args.json,
+        save_to=args.store if args.save else None,
+        save=args.save,
+        reading=reading(args),
+        select=select(args),
+    )
+
+
+def _compare_paths(
+    paths: list[str],
+    *,
+    tolerance: float,
+    as_json: bool,
+    save: bool,
+    save_to: str | None,
+    reading: Reading | None = None,
+    select: MetricFilter | None = None,
+) -> int:
+    """The `compare` command; returns the exit code."""
+    from tuimon.engine.align import exit_code
+    from tuimon.engine.artifacts import lines as artifact_lines
+    from tuimon.engine.compare import judge, resolve
+    from tuimon.engine.compare import save as save_pair
+    from tuimon.errors import StoreError
+    from tuimon.report.wording import headline, metric_max_line
+    from tuimon.sanitize import clean
+
+    logs = resolve(paths, reading)
+    judged = judge(logs, tolerance, select, keep=save)
+    summary, doc = judged.summary, judged.doc
+    saved = None
+    save_error: str | None = None
+    if save:
+        try:
+            saved = save_pair(judged, save_to)
+        except StoreError as exc:  # the judgement stands; the save failed: exit 3, say why
+            save_error = str(exc)
+    if as_json:
+        out = {
+            "pair": str(saved) if saved else None,
+            **({"saved": saved is not None} if save else {}),
+            **({"save_error": save_error} if save_error else {}),
+            **summary.to_dict(),
+            **({"artifacts": logs.doc.artifacts} if logs.doc.artifacts else {}),
+        }
+        sys.stdout.write(orjson.dumps(out).decode() + "\n")
+    else:
+        print(headline(summary))
+        print(f"  {summary.coverage_line()}")
+        for name, m in summary.metric_max.items():
+            print(metric_max_line(name, m))
+        if doc.env_diff:
+            keys = ", ".join(list(doc.env_diff)[:6])
+            print(f"  environment differs in: {keys}")
+        for line in artifact_lines(logs.doc.artifacts):
+            print(f"  {clean(line, None)}")
+        if saved:
+            print(f"pair saved in {saved}")
+        elif save_error:
+            print(f"pair NOT saved: {save_error}")
+    return 3 if save_error else exit_code(summary)

@@ -1,0 +1,35 @@
+"""`tuimon explain`: name the op where a diverged pair's runs part."""
+
+from __future__ import annotations
+
+import argparse
+
+from tuimon.commands.options import (
+    int64,
+    positive_float,
+)
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "explain",
+        help="name the op where a diverged pair's runs part",
+        description="Re-run both sides of a saved pair with its recorded settings, trace every "
+        "op of the steps where they part, and name the first op whose outputs differ (op, "
+        "parameter, forward/backward, dtypes, size of the difference, line of code).",
+        epilog="exit codes: 0 an op named (or the reruns did not diverge), 3 it could not "
+        "trace, 2 bad usage. Your own script needs tuimon.tracing.trace_step (README).",
+    )
+    p.add_argument("pair", metavar="PAIR", help="a saved pair directory")
+    p.add_argument("--repeats", type=int64, default=3, help="traced reruns (default 3)")
+    p.add_argument(
+        "--timeout", type=positive_float, default=900.0, metavar="S", help="per rerun (900)"
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(handler=run, help_prog=p.prog)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tuimon.engine.explain import run_explain
+
+    return run_explain(args.pair, repeats=args.repeats, timeout=args.timeout, as_json=args.json)

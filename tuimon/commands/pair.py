@@ -1,0 +1,307 @@
+"""`tuimon pair`: two runs of one seed launched, watched and judged; the options a sweep shares."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+from typing import TYPE_CHECKING
+
+from tuimon.commands.options import (
+    INT64,
+    SUBSTITUTIONS,
+    add_reading,
+    add_select,
+    add_store,
+    check_storable,
+    finite,
+    int64,
+    non_negative_float,
+    reading,
+    say,
+    select,
+    terminal,
+)
+from tuimon.errors import UsageError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tuimon.engine.plan import PairPlan
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "pair",
+        help="launch two runs of the same seed and watch them side by side",
+        description="Launch two runs with the same seed and settings, one per device, compare "
+        "them step by step and save the pair. Without a command after --, the reference "
+        f"grokking workload (tuimon train) runs. In a command (and --log-file), {SUBSTITUTIONS} "
+        "are substituted, each value once (it is never expanded again; with --shell it is "
+        "shell-quoted). A program that does not exist is refused before anything starts.",
+        epilog="exit codes (--headless): 0 IDENTICAL or CLOSE, 1 DIVERGED, 3 INCOMPLETE, a run "
+        "failed or the pair could not be saved, 2 bad usage. Example: tuimon pair --seed 0 "
+        "--devices cpu,cpu -- python train.py --seed {seed} --device {device}",
+    )
+    p.add_argument("--seed", type=int64, default=0, help="the seed of both runs (default 0)")
+    add_pair_options(p)
+    p.add_argument(
+        "--no-save", action="store_true", help="do not save the pair (nothing is written)"
+    )
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="after a DIVERGED verdict, run `tuimon explain` on the pair (names the op)",
+    )
+    add_store(p)
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND TEMPLATE ...")
+    p.set_defaults(handler=run, help_prog=p.prog)
+
+
+def add_pair_options(p: argparse.ArgumentParser) -> None:
+    """Options shared by `pair` and `sweep`: devices, workload, judging, launchers ..."""
+    p.add_argument(
+        "--devices", default="cpu,cpu", help="two devices, A,B (default cpu,cpu; e.g. mps,mps)"
+    )
+    p.add_argument("--steps", type=int64, default=None, help="steps (reference workload: 300)")
+    p.add_argument("--p", type=int64, default=None, help="reference workload: the modulus")
+    p.add_argument("--task", choices=("add", "sub", "mul"), default=None, help="reference task")
+    p.add_argument("--frac-train", type=finite, default=None, help="reference: train fraction")
+    p.add_argument("--eval-every", type=int64, default=None, help="reference: test eval interval")
+    p.add_argument(
+        "--gather",
+        choices=("view", "contiguous"),
+        default=None,
+        help="reference: embedding gather layout (view, the published one; contiguous races)",
+    )
+    p.add_argument(
+        "--freq-every", type=int64, default=None, metavar="N", help="reference: key_freqs every N"
+    )
+    p.add_argument(
+        "--threads",
+        default=None,
+        metavar="N[,M]",
+        help="intra-op threads of each run (default: cores / CPU runs, so they do not "
+        "oversubscribe); the same on both sides unless given as A,B (e.g. 1,2 to test the "
+        "thread count itself); recorded",
+    )
+    p.add_argument(
+        "--deterministic", action="store_true", help="deterministic algorithms on both sides"
+    )
+    p.add_argument(
+        "--loss-dtype",
+        choices=("float32", "float64"),
+        default=None,
+        help="loss dtype of both sides (default: float32 when either side is MPS)",
+    )
+    p.add_argument(
+        "--tolerance",
+        type=non_negative_float,
+        default=0.0,
+        help="relative difference still judged CLOSE (default 0: bitwise)",
+    )
+    p.add_argument(
+        "--stall-timeout",
+        type=non_negative_float,
+        default=120.0,
+        metavar="S",
+        help="flag a run silent for S seconds as stalled (default 120; 0 off)",
+    )
+    p.add_argument("--stop-on-fail", action="store_true", help="stop the other run when one fails")
+    p.add_argument("--repeat", type=int64, default=1, metavar="K", help="run the pair K times")
+    p.add_argument(
+        "--label", default=None, help="a word added to the pair's directory name (and pair.json)"
+    )
+    p.add_argument(
+        "--log-file",
+        default=None,
+        metavar="TEMPLATE",
+        help=f"the run writes its step log to this file instead of stdout ({SUBSTITUTIONS} "
+        "substituted)",
+    )
+    add_reading(p)
+    add_select(p)
+    p.add_argument(
+        "--shell",
+        action="store_true",
+        help="run the command through the shell (sh -c); substituted values are shell-quoted",
+    )
+    p.add_argument(
+        "--launch",
+        default=None,
+        metavar="PREFIX",
+        help="run both sides through this launcher, e.g. 'srun -p gpu --gres=gpu:1'",
+    )
+    p.add_argument(
+        "--launch-a", default=None, metavar="PREFIX", help="launcher of run A, e.g. 'ssh -tt mac'"
+    )
+    p.add_argument("--launch-b", default=None, metavar="PREFIX", help="launcher of run B")
+    p.add_argument("--headless", action="store_true", help="no TUI: progress, then the verdict")
+    p.add_argument("--json", action="store_true", help="(headless) print the summary as JSON")
+
+
+def _threads(text: str | None, devices: tuple[str, ...]) -> tuple[int, int]:
+    from tuimon.engine.plan import default_threads
+
+    if text is None:
+        n = default_threads(devices)
+        return n, n
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise UsageError(f"--threads takes N or A,B (got {text!r})") from None
+    if len(values) not in (1, 2) or min(values) < 1 or max(values) > INT64[1]:
+        raise UsageError(f"--threads takes N or A,B, each at least 1 (got {text!r})")
+    return (values[0], values[-1])
+
+
+def _launchers(args: argparse.Namespace) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
+    from tuimon.engine.plan import parse_launcher
+
+    out = []
+    for flag, text in (("--launch-a", args.launch_a), ("--launch-b", args.launch_b)):
+        try:
+            out.append(parse_launcher(text if text is not None else args.launch))
+        except ValueError as exc:
+            raise UsageError(f"{flag}/--launch: {exc} in {text or args.launch!r}") from None
+    return out[0], out[1]
+
+
+def _pair_devices(args: argparse.Namespace) -> tuple[str, str]:
+    devices = tuple(d.strip() for d in args.devices.split(","))
+    if len(devices) != 2 or not all(devices):
+        raise UsageError(f"--devices takes two devices, A,B (got {args.devices!r})")
+    return devices[0], devices[1]
+
+
+def _check_pair_args(
+    args: argparse.Namespace, template: tuple[str, ...], devices: tuple[str, str]
+) -> tuple[int, int]:
+    """The checks of `tuimon pair` flags that need no device and no store; the thread counts."""
+    if args.repeat < 1:
+        raise UsageError("--repeat must be at least 1")
+    if args.steps is not None and args.steps < 1:
+        raise UsageError("--steps must be at least 1")
+    threads = _threads(args.threads, devices)
+    if args.json and not args.headless:
+        raise UsageError("--json needs --headless")
+    if getattr(args, "explain", False) and getattr(args, "no_save", False):
+        raise UsageError("--explain re-runs a saved pair: drop --no-save")
+    if template and any(v is not None for v in _workload(args).values()):
+        raise UsageError(
+            "--p/--task/--frac-train/--eval-every/--gather/--freq-every are for the reference "
+            "workload; "
+            "pass your script's own flags in its command"
+        )
+    if args.shell and not template:
+        raise UsageError("--shell needs a command after --")
+    return threads
+
+
+def _workload(args: argparse.Namespace) -> dict[str, object]:
+    return {
+        "p": args.p,
+        "task": args.task,
+        "frac_train": args.frac_train,
+        "eval_every": args.eval_every,
+        "gather": args.gather,
+        "freq_every": args.freq_every,
+    }
+
+
+def pair_plan(
+    args: argparse.Namespace, seed: int | None, *, many: bool = False
+) -> tuple[PairPlan, Path | None]:
+    """The validated plan of `tuimon pair` (or a sweep's, `seed` None) and its store (None with
+    --no-save)."""
+    from tuimon.devices import check
+    from tuimon.engine.plan import PairPlan, loss_dtype_for
+    from tuimon.store import check_writable, resolve_store
+
+    check_storable(args)
+    devices = _pair_devices(args)
+    template = tuple(args.command[1:] if args.command[:1] == ["--"] else args.command)
+    threads = _check_pair_args(args, template, devices)
+    launch = _launchers(args)
+    plan = PairPlan(
+        seed=seed,
+        devices=devices,
+        threads=threads,
+        deterministic=args.deterministic,
+        loss_dtype=loss_dtype_for(devices, args.loss_dtype) if not template else args.loss_dtype,
+        template=template or None,
+        shell=args.shell,
+        log_file=args.log_file,
+        steps=args.steps,
+        workload=_workload(args),
+        tolerance=args.tolerance,
+        stall_timeout=args.stall_timeout or None,
+        stop_on_fail=args.stop_on_fail,
+        label=args.label,
+        reading=reading(args),
+        launch=launch,
+        select=select(args, reference=not template),
+    )
+    if template and not args.shell:
+        _check_programs(plan)
+    local = [d for d, launcher in zip(devices, launch, strict=True) if not launcher]
+    if local:  # a launched side's device is on the other machine: it checks it itself
+        check(local, need_torch=not template, say=say)
+    store = None
+    if not getattr(args, "no_save", False):
+        store = resolve_store(args.store)
+        check_writable(store)
+    return plan, store
+
+
+def _check_programs(plan: PairPlan) -> None:
+    """The program of each side exists and can be run (UsageError before anything starts)."""
+    from tuimon.store import SIDES
+
+    for side in SIDES:
+        program = plan.spec(side, None).argv[0]
+        if "{pair_dir}" in (plan.template or ("",))[0] or shutil.which(program):
+            continue
+        where = "is not an executable file" if os.sep in program else "is not found on PATH"
+        raise UsageError(f"program {program!r} {where}; nothing was started")
+
+
+def check_log_file(args: argparse.Namespace, plan: PairPlan, *, many: bool = False) -> None:
+    """A --log-file without {pair_dir} must not exist yet (old lines would read as new)."""
+    from tuimon.store import SIDES
+
+    if not args.log_file or "{pair_dir}" in args.log_file:
+        return
+    if many or args.repeat > 1:
+        raise UsageError("--repeat or a sweep with --log-file needs {pair_dir} in the template")
+    for side in SIDES:
+        log = plan.spec(side, None).log_file
+        if log is not None and log.exists():
+            raise UsageError(
+                f"--log-file {log} already exists: remove it, or put {{pair_dir}} in the "
+                "template so each pair writes its own"
+            )
+
+
+def run(args: argparse.Namespace) -> int:
+    plan, store = pair_plan(args, args.seed)
+    check_log_file(args, plan)
+    factories = [plan.session_factory(store) for _ in range(args.repeat)]
+    if args.headless or not terminal("pair"):
+        from tuimon.report.headless import run_headless
+
+        return run_headless(factories, as_json=args.json, explain=args.explain)
+    from tuimon.store import resolve_store
+    from tuimon.ui.app import run_app
+
+    code = 0
+    for make in factories:
+        code = run_app(
+            store=store or resolve_store(None),
+            make_session=make,
+            title=f"tuimon pair · seed {args.seed} · {plan.devices[0]},{plan.devices[1]}",
+            explain=args.explain,
+        )
+        if code:
+            break
+    return code

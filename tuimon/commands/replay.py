@@ -1,0 +1,80 @@
+"""`tuimon replay`: a saved pair or two logs through the live view (or headless)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+from tuimon.commands.options import (
+    REPLAY_SPEED,
+    add_reading,
+    add_select,
+    non_negative_float,
+    positive_float,
+    reading,
+    select,
+    terminal,
+)
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "replay",
+        help="replay a saved pair (or two logs) through the live view",
+        description="Replay a saved pair directory, a sample_logs entry, or two log files. "
+        "Headless with stdout not a terminal (a pipe, a file), the replay runs at full speed "
+        "unless --speed or --realtime is given.",
+        epilog="exit codes (headless): 0 IDENTICAL or CLOSE, 1 DIVERGED, 3 INCOMPLETE, 2 bad usage",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="a pair directory or two log files")
+    p.add_argument(
+        "--speed",
+        type=positive_float,
+        default=None,
+        help=f"steps per second (default {REPLAY_SPEED:g}; full speed into a pipe); with "
+        "--realtime, a time multiplier",
+    )
+    p.add_argument("--realtime", action="store_true", help="pace by the recorded step times")
+    p.add_argument("--tolerance", type=non_negative_float, default=None, help="relative")
+    p.add_argument("--headless", action="store_true", help="no TUI: progress, then the verdict")
+    p.add_argument("--json", action="store_true", help="(headless) print the summary as JSON")
+    add_reading(p)
+    add_select(p)
+    p.set_defaults(handler=run, help_prog=p.prog)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tuimon.engine.replay import replay_session
+    from tuimon.engine.saved import resolve_logs
+    from tuimon.store import resolve_store
+
+    logs = resolve_logs(args.paths, reading(args) if args.pattern or args.map else None)
+    headless = args.headless or not terminal("replay")
+    speed = args.speed
+    if speed is None:  # nobody watches a pipe: no pacing unless asked for
+        piped = headless and not args.realtime and not sys.stdout.isatty()
+        speed = math.inf if piped else REPLAY_SPEED
+
+    def make(on_batch):  # type: ignore[no-untyped-def]
+        return replay_session(
+            logs,
+            speed=speed,
+            realtime=args.realtime,
+            tolerance=args.tolerance,
+            on_batch=on_batch,
+            select=select(args) if args.ignore or args.only else None,
+        )
+
+    if headless:
+        from tuimon.report.headless import run_headless
+
+        return run_headless([make], as_json=args.json)
+    from tuimon.ui.app import run_app
+
+    return run_app(
+        store=resolve_store(None),
+        make_session=make,
+        replay=True,
+        title=f"tuimon replay · {' '.join(args.paths)}",
+    )

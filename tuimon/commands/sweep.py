@@ -1,0 +1,89 @@
+"""`tuimon sweep`: a pair per seed, N at a time, shown as one table; `--resume`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from tuimon.commands.options import (
+    add_store,
+    int64,
+    terminal,
+)
+from tuimon.commands.pair import add_pair_options, check_log_file, pair_plan
+from tuimon.errors import UsageError
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="run a pair for each seed (and repeat), N at a time",
+        description="Run one pair per seed (times --repeat), --jobs at a time, each saved as a "
+        "pair tagged with the sweep, and show them as one table. Takes the pair options; "
+        "--launch 'srun ...' with --jobs 32 lets SLURM do the scheduling.",
+        epilog="exit codes: 0 every pair IDENTICAL or CLOSE, 1 any DIVERGED, 3 any INCOMPLETE "
+        "(or never ran), 2 bad usage. Example: tuimon sweep --seeds 0-9 --devices cpu,cpu "
+        "--threads 1 --jobs 2 --headless",
+    )
+    p.add_argument("--seeds", default=None, help="seeds: 0-9, 0,3,7 or 0-3,7")
+    p.add_argument(
+        "--resume",
+        default=None,
+        metavar="SWEEP",
+        help="run the pairs of a saved sweep that never ran or were interrupted",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int64,
+        default=None,
+        metavar="N",
+        help="pairs at once (default: as many as the cores hold without two CPU runs sharing "
+        "a core; 1 for GPU or launched pairs)",
+    )
+    add_pair_options(p)
+    add_store(p)
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND TEMPLATE ...")
+    p.set_defaults(handler=run, help_prog=p.prog)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tuimon.engine.sweep import Sweep, SweepError, default_jobs, oversubscribed, parse_seeds
+    from tuimon.store import resolve_store
+
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    if args.json and not args.headless:
+        raise UsageError("--json needs --headless")
+    try:
+        if args.resume:
+            if args.seeds:
+                raise UsageError("--resume takes the sweep's own seeds: leave out --seeds")
+            sweep = Sweep.load(resolve_store(args.store), args.resume, args.jobs)
+            if not sweep.todo():
+                raise UsageError(f"sweep {sweep.id} has nothing left to run")
+        else:
+            if not args.seeds:
+                raise UsageError("sweep needs --seeds (e.g. 0-9 or 0,3,7) or --resume SWEEP")
+            seeds = parse_seeds(args.seeds)
+            plan, store = pair_plan(args, None, many=True)
+            check_log_file(args, plan, many=True)
+            assert store is not None
+            jobs = args.jobs or default_jobs(plan)
+            sweep = Sweep.create(store, plan, seeds, args.repeat, jobs)
+    except SweepError as exc:
+        raise UsageError(str(exc)) from None
+    if oversubscribed(sweep.plan, sweep.at_once):
+        print(
+            f"tuimon: warning: {sweep.at_once} pair(s) at once ask for more CPU threads than "
+            f"there are cores ({os.cpu_count()}): runs compete, timing changes, and so may "
+            "results (see --threads, --jobs)",
+            file=sys.stderr,
+        )
+    if args.headless or not terminal("sweep"):
+        from tuimon.report.sweep import run_sweep_headless
+
+        return run_sweep_headless(sweep, as_json=args.json)
+    from tuimon.ui.app import run_app
+
+    return run_app(store=sweep.store, sweep=sweep, title=f"tuimon sweep · {sweep.id}")
