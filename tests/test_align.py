@@ -710,3 +710,12 @@ def test_logs_without_a_shared_metric_prove_nothing() -> None:
         live.feed("a", x)
         live.feed("b", y)
     assert live.summary().verdict == INCOMPLETE
+
+
+@given(st.floats(allow_nan=True, allow_infinity=True), st.floats(allow_nan=True))
+def test_same_bits_is_diff_arrays_judgement(a: float, b: float) -> None:
+    """The panes' scalar judge and the verdict's vectorised one never disagree."""
+    from tuimon.engine.align import same_bits
+
+    equal = diff_arrays(np.array([a, a, -0.0]), np.array([b, a, 0.0]))[0]
+    assert [same_bits(a, b), same_bits(a, a), same_bits(-0.0, 0.0)] == equal.tolist()

@@ -10,8 +10,8 @@ from typing import Any
 from helpers import FAKE_TRAINER
 
 from tuimon.cli import main
+from tuimon.engine.fingerprints import env_diff
 from tuimon.engine.hints import likely_causes
-from tuimon.engine.session import env_diff
 
 FAKE = FAKE_TRAINER
 ENV: dict[str, Any] = {
@@ -98,3 +98,14 @@ def test_hints_are_stored_and_printed(tmp_path, capsys):
     (pair_dir,) = store.iterdir()
     meta = json.loads((pair_dir / "pair.json").read_text())
     assert [h["tag"] for h in meta["hints"]] == ["threads", "embedding"]
+
+
+def test_env_rows_mark_exactly_the_keys_env_diff_names() -> None:
+    """The view's table and pair.json's env_diff are one computation."""
+    from tuimon.engine.fingerprints import env_rows
+
+    a = {"device": "cpu", "threads": 2, "env": {"X": "1"}, "same": 1}
+    b = {"device": "mps", "threads": 2, "env": {"X": "2", "Y": "3"}, "same": 1}
+    rows = env_rows(a, b)
+    assert {k for k, _, _, differs in rows if differs} == set(env_diff(a, b))
+    assert [r[0] for r in rows[:3]] == ["device", "env.X", "env.Y"]

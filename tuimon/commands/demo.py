@@ -145,8 +145,8 @@ def write_demo_pair(
 ) -> Path:
     """A saved pair directory as `PairSession` would leave it (logs, aligned.jsonl, pair.json)."""
     from tuimon.engine.align import compare_steps
+    from tuimon.engine.fingerprints import env_diff
     from tuimon.engine.saved import read_lines, steps_of
-    from tuimon.engine.session import env_diff
     from tuimon.store import PairDoc, pair_files
 
     folder = root / name

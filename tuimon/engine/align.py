@@ -14,6 +14,7 @@ k-th of step s on the other (a key logged twice with other values is compared in
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatchcase
@@ -193,6 +194,15 @@ def _names(names: Sequence[str], most: int = 6) -> str:
 def _ordered(bits: np.ndarray) -> np.ndarray:
     """float64 bit patterns mapped to int64s that order like the floats."""
     return np.where(bits < 0, -(bits & np.int64(0x7FFFFFFFFFFFFFFF)), bits)
+
+
+_BITS = struct.Struct("<d")
+
+
+def same_bits(a: float, b: float) -> bool:
+    """One pair of values judged as `diff_arrays` judges arrays: the same 64 bits, or both NaN
+    (0.0 and -0.0 differ). The one judge of "differs", for the panes as for the verdict."""
+    return _BITS.pack(a) == _BITS.pack(b) or (a != a and b != b)
 
 
 def diff_arrays(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:

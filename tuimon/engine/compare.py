@@ -31,6 +31,7 @@ from tuimon.engine.align import (
     Summary,
     compare_steps,
 )
+from tuimon.engine.fingerprints import env_diff
 from tuimon.engine.saved import resolve_logs
 from tuimon.errors import CompareError, ReplayError, StoreError
 from tuimon.readers import ReaderError, Reading, log_lines, no_steps
@@ -45,7 +46,7 @@ from tuimon.steplog import (
     parse_obj,
     suspect,
 )
-from tuimon.store import SIDES, PairDoc, RunDoc, SavedLogs
+from tuimon.store import PAIR_JSON, SIDES, PairDoc, RunDoc, SavedLogs
 
 CHUNK = 1 << 20
 """Bytes of lines parsed at a time."""
@@ -344,7 +345,7 @@ def saved_ending(logs: SavedLogs) -> tuple[list[str], bool]:
     pair.json did not finish."""
     reasons = []
     interrupted = logs.doc.status == "interrupted"
-    if logs.pair_dir is not None and not (logs.pair_dir / "pair.json").is_file():
+    if logs.pair_dir is not None and not (logs.pair_dir / PAIR_JSON).is_file():
         reasons.append("the pair has no pair.json: its monitor did not finish (killed?)")
     for side in SIDES:
         status = logs.doc.run(side).status
@@ -377,8 +378,6 @@ def _doc(logs: SavedLogs, sides: tuple[SideLog, SideLog], summary: Summary) -> P
     hyper_a, hyper_b = (h.hyper if h else {} for h in (ha, hb))
     diff: dict[str, dict[str, list[Any]]] = {"env": {}, "hyper": {}}
     if env_a != env_b or hyper_a != hyper_b:
-        from tuimon.engine.session import env_diff
-
         diff = {"env": env_diff(env_a, env_b), "hyper": env_diff(hyper_a, hyper_b)}
     return PairDoc(
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -10,7 +10,7 @@ import asyncio
 import signal
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from tuimon.applied import pair_applied
 from tuimon.engine.align import MetricFilter, PairAligner, Summary, no_step_reason
 from tuimon.engine.artifacts import compare_artifacts, describe
+from tuimon.engine.fingerprints import env_diff
 from tuimon.engine.hints import likely_causes
 from tuimon.engine.runner import (
     Exited,
@@ -533,23 +534,3 @@ class PairSession:
         )
         doc.more["hints"] = [h.to_dict() for h in likely_causes(doc.to_json())]
         return doc
-
-
-def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested mappings as dotted keys."""
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, Mapping):
-            out.update(flatten(v, key + "."))
-        else:
-            out[key] = v
-    return out
-
-
-def env_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, list[Any]]:
-    """Keys whose values differ between two (nested) fingerprints: {key: [a, b]}."""
-    fa, fb = flatten(a), flatten(b)
-    return {
-        k: [fa.get(k), fb.get(k)] for k in sorted(fa.keys() | fb.keys()) if fa.get(k) != fb.get(k)
-    }

@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from tuimon.engine import fingerprints
 from tuimon.engine.align import AlignedStep, Summary
 from tuimon.engine.artifacts import lines as artifact_lines
-from tuimon.engine.session import Batch, SideState, flatten
+from tuimon.engine.session import Batch, SideState
 from tuimon.report.wording import parting_line
 from tuimon.steplog import End, Header, Record, Step, Text
 from tuimon.store import SIDES, PairDoc
@@ -52,11 +53,8 @@ class EnvRow:
     key: str
     a: Any
     b: Any
-
-    @property
-    def differs(self) -> bool:
-        """The two runs disagree on this key."""
-        return self.a != self.b
+    differs: bool
+    """The two runs disagree on this key (`fingerprints.env_diff` decides)."""
 
 
 def choose_columns(metrics: Iterable[str]) -> list[str]:
@@ -73,9 +71,7 @@ def curve_metrics(columns: Sequence[str]) -> list[str]:
 
 def env_rows(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[EnvRow]:
     """Every key of two fingerprints: differing keys first, each group sorted."""
-    fa, fb = flatten(a), flatten(b)
-    rows = [EnvRow(k, fa.get(k), fb.get(k)) for k in sorted(fa.keys() | fb.keys())]
-    return [r for r in rows if r.differs] + [r for r in rows if not r.differs]
+    return [EnvRow(*row) for row in fingerprints.env_rows(a, b)]
 
 
 HARD_CAP = 10
@@ -374,13 +370,13 @@ class PairModel:
         rows = env_rows(self.env("a"), self.env("b"))
         if not rows:
             rows = [
-                EnvRow(str(k), v[0], v[1])
+                EnvRow(str(k), v[0], v[1], True)  # pair.json's env_diff: the differing keys
                 for k, v in sorted(self.saved.env_diff.items())
                 if isinstance(v, list) and len(v) == 2
             ]
         a, b = self.sides.get("a"), self.sides.get("b")
         if rows and a is not None and b is not None:  # the full commands (titles are short)
-            rows.insert(0, EnvRow("command", a.command, b.command))
+            rows.insert(0, EnvRow("command", a.command, b.command, a.command != b.command))
         return rows
 
     def artifact_lines(self) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from tuimon.engine.align import same_bits
 from tuimon.sanitize import clean as clean  # the one sanitizer, re-exported for the views
 
 MAX_SIG = 17
@@ -29,13 +30,6 @@ def fmt_number(value: float | None, sig: int, *, zeros: bool = False) -> str:
     if zeros:
         return f"{value:#.{sig}g}"
     return repr(value) if sig >= MAX_SIG else f"{value:.{sig}g}"
-
-
-def same_bits(a: float, b: float) -> bool:
-    """Bitwise equal (NaN equals NaN, 0.0 differs from -0.0)."""
-    if math.isnan(a) and math.isnan(b):
-        return True
-    return a == b and math.copysign(1, a) == math.copysign(1, b)
 
 
 def first_difference(a: str, b: str) -> int | None:
