@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tuimon.commands.options import (
-    add_store,
-)
+from tuimon.commands.options import add_store
 from tuimon.errors import UsageError
 
 

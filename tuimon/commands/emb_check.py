@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tuimon.commands.options import (
-    int64,
-    positive_float,
-)
+from tuimon.commands.options import int64, positive_float
 from tuimon.errors import UsageError
 
 

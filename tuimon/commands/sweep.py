@@ -6,11 +6,7 @@ import argparse
 import os
 import sys
 
-from tuimon.commands.options import (
-    add_store,
-    int64,
-    terminal,
-)
+from tuimon.commands.options import add_store, int64, terminal
 from tuimon.commands.pair import add_pair_options, check_log_file, pair_plan
 from tuimon.errors import UsageError
 

@@ -5,10 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from tuimon.commands.options import (
-    finite,
-    int64,
-)
+from tuimon.commands.options import finite, int64
 from tuimon.errors import UsageError
 
 
