@@ -187,24 +187,13 @@ def write_demo_store(root: Path) -> Path:
     """
     import os
 
-    write_demo_pair(root, DEMO_PAIRS[2], created="2026-01-02T03:04:05+00:00", seed=0, diverge=2)
-    write_demo_pair(
-        root,
-        DEMO_PAIRS[1],
-        created="2026-01-03T03:04:05+00:00",
-        seed=1,
-        devices=("cpu", "mps"),
-        diverge=None,
-    )
-    write_demo_pair(
-        root,
-        DEMO_PAIRS[0],
-        created="2026-01-04T03:04:05+00:00",
-        seed=2,
-        devices=("cuda", "cpu"),
-        diverge=10,
-        status="failed",
-    )
+    pairs: list[dict[str, Any]] = [  # oldest first
+        {"seed": 0, "diverge": 2},
+        {"seed": 1, "devices": ("cpu", "mps"), "diverge": None},
+        {"seed": 2, "devices": ("cuda", "cpu"), "diverge": 10, "status": "failed"},
+    ]
+    for day, (name, how) in enumerate(zip(reversed(DEMO_PAIRS), pairs, strict=True), start=2):
+        write_demo_pair(root, name, created=f"2026-01-{day:02d}T03:04:05+00:00", **how)
     damaged = root / DEMO_DAMAGED
     damaged.mkdir()
     (damaged / "a.jsonl").write_text("{}\n")
