@@ -9,3 +9,12 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+def pytest_collection_modifyitems(items: list) -> None:
+    """Tests under tests/functional/ launch processes or train: marked so `-m` can pick a tier."""
+    import pytest
+
+    for item in items:
+        if "functional" in item.path.parts:
+            item.add_marker(pytest.mark.functional)

@@ -14,7 +14,11 @@ from typing import Any
 
 from textual.pilot import Pilot
 
-FAKE_TRAINER = str(Path(__file__).with_name("fake_trainer.py"))
+TESTS = Path(__file__).resolve().parent
+"""tests/: the shared fake trainers and launchers live here."""
+ROOT = TESTS.parent
+"""The repository root."""
+FAKE_TRAINER = str(TESTS / "fake_trainer.py")
 """A fake training script (prints tuimon JSONL, misbehaves on request)."""
 
 

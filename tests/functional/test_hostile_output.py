@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import wait_for
+from helpers import TESTS, wait_for
 
 from tuimon.engine.runner import RunSpec
 from tuimon.engine.session import Batch, LiveSource, PairOptions, PairSession, SideState
@@ -26,7 +26,7 @@ from tuimon.ui.app import TuimonApp
 from tuimon.ui.browser import BrowserScreen
 from tuimon.ui.pair_screen import PairScreen
 
-HOSTILE = str(Path(__file__).with_name("hostile_trainer.py"))
+HOSTILE = str(TESTS / "hostile_trainer.py")
 ESC = "\x1b"
 OSC52 = f"{ESC}]52;c;ZWNobyBQV05FRAo={ESC}\\"
 

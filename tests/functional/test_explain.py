@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import heavy_modules_after
+from helpers import TESTS, heavy_modules_after
 
 from tuimon.cli import main
 from tuimon.engine.explain import (
@@ -19,7 +19,7 @@ from tuimon.engine.explain import (
 )
 from tuimon.tracing import requested_steps
 
-TRAINER = str(Path(__file__).with_name("trace_trainer.py"))
+TRAINER = str(TESTS / "trace_trainer.py")
 
 
 def _op(i: int, op: str, h: str, phase: str = "forward", **extra: object) -> dict[str, object]:

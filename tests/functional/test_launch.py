@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import IO
 
 import pytest
-from helpers import FAKE_TRAINER, wait_for_raw_lines
+from helpers import FAKE_TRAINER, TESTS, wait_for_raw_lines
 
 from tuimon.cli import main
 from tuimon.engine.plan import PairPlan, launched
 from tuimon.engine.runner import RunSpec
 
 FAKE = FAKE_TRAINER
-LAUNCHER = str(Path(__file__).with_name("fake_launcher.py"))
+LAUNCHER = str(TESTS / "fake_launcher.py")
 SRUN = f"{shlex.quote(sys.executable)} {shlex.quote(LAUNCHER)}"
 
 

@@ -7,6 +7,7 @@ from functools import partial
 from pathlib import Path
 
 import helpers
+from helpers import TESTS
 from textual.widgets import Input
 
 from tuimon.engine.plan import PairPlan
@@ -17,7 +18,7 @@ from tuimon.ui.modals import ConfirmScreen
 from tuimon.ui.pair_screen import PairScreen, Shows
 from tuimon.ui.sweep_screen import SweepScreen, SweepTable
 
-FAKE = str(Path(__file__).with_name("fake_trainer.py"))
+FAKE = str(TESTS / "fake_trainer.py")
 SIZE = (140, 30)
 
 

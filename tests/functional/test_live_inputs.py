@@ -7,10 +7,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import TESTS
 
 from tuimon.cli import main
 
-FAKE = str(Path(__file__).with_name("fake_text_trainer.py"))
+FAKE = str(TESTS / "fake_text_trainer.py")
 
 
 def run_pair(tmp_path: Path, capsys, *args: str, extra: tuple[str, ...] = ()) -> tuple[int, dict]:
@@ -122,7 +123,7 @@ def test_a_script_printing_python_dicts_as_the_hf_trainer_does(tmp_path: Path, c
 def test_an_unchanged_hugging_face_trainer_script_as_a_live_pair(tmp_path: Path, capsys) -> None:
     """The real Trainer, nothing of tuimon in the script: its printed dicts are the steps."""
     pytest.importorskip("transformers")
-    script = str(Path(__file__).with_name("hf_trainer.py"))
+    script = str(TESTS / "hf_trainer.py")
     argv = ["pair", "--headless", "--json", "--store", str(tmp_path / "store"), "--seed", "3",
             "--", sys.executable, script, "{seed}", str(tmp_path / "out-{side}")]  # fmt: skip
     assert main(argv) == 0

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import FAKE_TRAINER, raw_lines, wait_until
+from helpers import FAKE_TRAINER, ROOT, raw_lines, wait_until
 
 from tuimon.cli import main
 from tuimon.engine import runner
@@ -25,7 +25,7 @@ from tuimon.engine.runner import LineCutter
 from tuimon.steplog import Step, parse_line
 
 PY = sys.executable
-ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
 def tag() -> str:

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from helpers import FAKE_TRAINER
+from helpers import FAKE_TRAINER, ROOT
 
 from tuimon.cli import build_parser, main
 from tuimon.engine.plan import SUBSTITUTED, PairPlan, python_module
@@ -31,8 +31,6 @@ from tuimon.store import (
     list_pairs,
     pair_file,
 )
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def pair_argv(store: Path, *extra: str, steps: int = 3) -> list[str]:

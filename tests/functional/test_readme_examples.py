@@ -8,12 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
 from tuimon.cli import main
 from tuimon.readers import LineParser, Reading
 from tuimon.steplog import Step
 
-README = Path(__file__).parents[1] / "README.md"
+README = ROOT / "README.md"
 
 
 def section() -> str:
