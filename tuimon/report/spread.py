@@ -40,7 +40,7 @@ def pair_lines(result: SpreadResult) -> list[str]:
     out = []
     for p in result.pairs:
         first = "none" if p.first_divergent is None else f"step {p.first_divergent:,}"
-        differs = clean(", ".join(p.differs), 200) or "nothing recorded"
+        differs = clean(", ".join(p.differs), 200) or "no difference recorded in pair.json"
         cut = [r.cut for r in p.sides.values() if r.cut]
         out.append(f"{clean(p.name, 120)}  seed {p.seed}  a vs b: {differs}")
         out.append(
