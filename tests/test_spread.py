@@ -13,8 +13,8 @@ import pytest
 from spread_pairs import SETS, embedding, make_pair, seeds_pairs
 
 from tuimon.cli import main
-from tuimon.engine.sweep import Job, Sweep
 from tuimon.engine.plan import PairPlan
+from tuimon.engine.sweep import Job, Sweep
 from tuimon.readers import ReaderError, load, log_lines
 
 ROOT = Path(__file__).parents[1]
