@@ -18,6 +18,7 @@ from tuimon.commands import (
     emb_check,
     explain,
     pair,
+    plot,
     replay,
     spread,
     sweep,
@@ -27,7 +28,7 @@ from tuimon.commands.options import Parser
 from tuimon.errors import TuimonError, UsageError
 from tuimon.sanitize import clean
 
-COMMANDS = (pair, sweep, compare, emb_check, spread, replay, browse, train, explain)
+COMMANDS = (pair, sweep, compare, emb_check, spread, plot, replay, browse, train, explain)
 """The subcommands, in the order --help lists them."""
 
 

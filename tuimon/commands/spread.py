@@ -15,6 +15,25 @@ def _fraction(text: str) -> float:
     return value
 
 
+def add_options(p: argparse.ArgumentParser) -> None:
+    """--metric, --threshold, --ratio (spread and plot share them)."""
+    p.add_argument(
+        "--metric", default="test_acc", help="the metric that 'reached' reads (default test_acc)"
+    )
+    p.add_argument(
+        "--threshold",
+        type=_fraction,
+        default=0.99,
+        help="reached: the first logged step with METRIC >= this (default 0.99)",
+    )
+    p.add_argument(
+        "--ratio",
+        type=positive_float,
+        default=0.5,
+        help="DIFFERENT AT RUN SCALE when a ratio reaches this (default 0.5)",
+    )
+
+
 def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "spread",
@@ -31,21 +50,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         "cut short, no W_E), 2 bad input",
     )
     p.add_argument("pairs", nargs="+", metavar="PAIR", help="pair directories, or one sweep")
-    p.add_argument(
-        "--metric", default="test_acc", help="the metric that 'reached' reads (default test_acc)"
-    )
-    p.add_argument(
-        "--threshold",
-        type=_fraction,
-        default=0.99,
-        help="reached: the first logged step with METRIC >= this (default 0.99)",
-    )
-    p.add_argument(
-        "--ratio",
-        type=positive_float,
-        default=0.5,
-        help="DIFFERENT AT RUN SCALE when a ratio reaches this (default 0.5)",
-    )
+    add_options(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     add_store(p)
     p.set_defaults(handler=run, help_prog=p.prog)

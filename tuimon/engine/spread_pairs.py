@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -68,6 +67,8 @@ class SideRun:
     freqs: tuple[int, ...] | None = None
     freq_source: str | None = None
     """`W_E` (computed from the saved W_E) or `log` (the last logged key_freqs)."""
+    p: int | None = None
+    """The modulus, when the header gives it (which axis of W_E holds the residues)."""
 
     def final(self, metric: str) -> float | None:
         """The last finite value of `metric` (None when it was never logged)."""
@@ -143,11 +144,11 @@ def _emb(path: Path, doc: PairDoc, side: str) -> tuple[np.ndarray | None, str | 
         return None, str(exc).removeprefix(f"{path}: ")
 
 
-def _freqs(run: SideRun, p: Any) -> None:
+def _freqs(run: SideRun, p: int | None) -> None:
     """Key frequencies from W_E (the reference's rule), else the last logged ones."""
     if run.emb is not None:
         try:
-            kf = key_frequencies(run.emb, p=p if isinstance(p, int) else None)
+            kf = key_frequencies(run.emb, p=p)
             run.freqs, run.freq_source = kf.freqs, "W_E"
             return
         except FreqError:
@@ -179,8 +180,10 @@ def _side(path: Path, doc: PairDoc, side: str, lines: list[bytes]) -> tuple[Side
         planned=_planned(header),
         cut=_cut(side, doc, header, end, last),
     )
+    p = hyper.get("p")
+    run.p = p if isinstance(p, int) and not isinstance(p, bool) else None
     run.emb, run.emb_note = _emb(path, doc, side)
-    _freqs(run, hyper.get("p"))
+    _freqs(run, run.p)
     return run, steps
 
 
