@@ -10,6 +10,8 @@ import pytest
 from spread_pairs import SETS, embedding, make_pair, seeds_pairs
 
 from tuimon.cli import main
+from tuimon.engine.plan import PairPlan
+from tuimon.engine.sweep import Job, Sweep
 
 pytest.importorskip("matplotlib")
 
@@ -41,6 +43,17 @@ def test_several_seeds_and_a_sweep(tmp_path: Path) -> None:
     text = out.read_text()
     assert "SAME AT RUN SCALE" in text and "key-frequency sets: the sides agree in 3 of 3" in text
     assert "where each pair" in text and "ratio" in text
+
+
+def test_a_sweep_record(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    pairs = seeds_pairs(store, near=False)
+    jobs = [Job(i, 1, status="finished", pair=p.name) for i, p in enumerate(pairs)]
+    sweep = Sweep(store, PairPlan(None, ("cpu", "cpu"), (1, 1), False, None), jobs, at_once=1)
+    sweep.save()
+    out = tmp_path / "sweep.png"
+    assert main(["plot", "--store", str(store), sweep.id, "-o", str(out)]) == 0
+    assert out.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_bad_output_or_no_matplotlib_is_exit_2(tmp_path: Path, capsys, monkeypatch) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import heavy_modules_after
 from spread_pairs import SETS, embedding, make_pair, seeds_pairs
 
 from tuimon.cli import main
@@ -159,3 +160,12 @@ def test_the_shipped_p41_pairs_two_seeds(capsys) -> None:
         [15, 10, 2, 4, 3],
     ]
     assert code == (0 if report["verdict"] == "SAME AT RUN SCALE" else 1)
+
+
+def test_help_loads_neither_textual_torch_nor_matplotlib() -> None:
+    code = (
+        "from tuimon.cli import main\n"
+        "for c in ('spread', 'plot'):\n"
+        "    try:\n        main([c, '--help'])\n    except SystemExit:\n        pass\n"
+    )
+    assert heavy_modules_after(code, heavy=("textual", "torch", "matplotlib")) == "LOADED []"
