@@ -20,11 +20,11 @@ if TYPE_CHECKING:
 MARKERS = "osD^vP*Xh<>p"
 
 
-def _labels(result: SpreadResult) -> list[str]:
-    """`seed 3`, with the pair's name under it when a seed has more than one pair."""
+def _labels(result: SpreadResult, sep: str = "\n") -> list[str]:
+    """`seed 3` per pair, with the pair's name after it when a seed has more than one pair."""
     seeds = [p.seed for p in result.pairs]
     return [
-        f"seed {p.seed}" + (f"\n{clean(p.name, 24)}" if seeds.count(p.seed) > 1 else "")
+        f"seed {p.seed}" + (f"{sep}{clean(p.name, 24)}" if seeds.count(p.seed) > 1 else "")
         for p in result.pairs
     ]
 
@@ -53,10 +53,12 @@ def _gaps(ax: Axes, result: SpreadResult) -> None:
     """Each judged gap as a multiple of the median gap between seeds: between sides (filled
     circles) and between seeds (open squares), the verdict's limit dashed."""
     judged = [m for m in result.measures if m.judged]
+    if not any(m.seed_median for m in judged):
+        ax.text(0.5, 0.5, "no gap between seeds to measure against\n(give pairs of two or more "
+                "seeds)", ha="center", va="center", transform=ax.transAxes)  # fmt: skip
     for i, m in enumerate(judged):
         scale = m.seed_median
         if not scale:
-            ax.annotate("no seed gap", (i, 0), ha="center", fontsize=8)
             continue
         for values, marker, fill, dx in (
             (m.sides, "o", "full", -0.12),
@@ -87,7 +89,7 @@ def _gap_label(m: Measure) -> str:
 def _reach(ax: Axes, result: SpreadResult) -> None:
     """The metric that 'reached' reads, every pair (a solid, b dashed; a marker per pair)."""
     o = result.options
-    for i, p in enumerate(result.pairs):
+    for i, (p, who) in enumerate(zip(result.pairs, _labels(result, " "), strict=True)):
         for side, run in p.sides.items():
             s = run.series.get(o.metric)
             if s is None or not s.steps.size:
@@ -96,7 +98,7 @@ def _reach(ax: Axes, result: SpreadResult) -> None:
             ax.plot(x, y, **STYLE[side], linewidth=1, marker=MARKERS[i % len(MARKERS)],
                     markevery=max(1, x.size // 6), markersize=4,
                     fillstyle="full" if side == "a" else "none",
-                    label=clean(f"seed {p.seed} {side}", 40))  # fmt: skip
+                    label=f"{who} {side}")  # fmt: skip
     ax.axhline(o.threshold, color="black", linestyle=":", linewidth=1)
     reached = [r.reached(o.metric, o.threshold) for p in result.pairs for r in p.sides.values()]
     if reached and all(r is not None for r in reached):  # show the climb, not the long tail
@@ -109,6 +111,7 @@ def _reach(ax: Axes, result: SpreadResult) -> None:
 
 def _sets(ax: Axes, result: SpreadResult) -> None:
     """Which frequencies each side of each pair ends on: a filled cell is in the set."""
+    labels = _labels(result, " ")
     rows = [(p, side) for p in result.pairs for side in ("a", "b")]
     freqs = sorted({k for p, side in rows for k in (p.sides[side].freqs or ())})
     if not freqs:
@@ -117,7 +120,8 @@ def _sets(ax: Axes, result: SpreadResult) -> None:
     grid = np.array([[k in (p.sides[side].freqs or ()) for k in freqs] for p, side in rows])
     ax.imshow(grid, cmap="Greys", vmin=0, vmax=1.3, aspect="auto")
     ax.set_xticks(range(len(freqs)), [str(k) for k in freqs], fontsize=7)
-    ax.set_yticks(range(len(rows)), [clean(f"seed {p.seed} {s}", 40) for p, s in rows], fontsize=7)
+    names = [f"{who} {side}" for who in labels for side in ("a", "b")]
+    ax.set_yticks(range(len(rows)), names, fontsize=7)
     ax.set_xticks(np.arange(-0.5, len(freqs)), minor=True)
     ax.set_yticks(np.arange(-0.5, len(rows)), minor=True)
     ax.grid(which="minor", color="0.7", linewidth=0.5)
@@ -135,7 +139,9 @@ def spread_figure(result: SpreadResult) -> Figure:
     _gaps(ax[1], result)
     _reach(ax[2], result)
     _sets(ax[3], result)
-    text = clean(f"{result.verdict}: {sentence(result)}", 300)
+    why = result.reasons[:1] + ([f"{len(result.reasons) - 1} more"] if result.reasons[1:] else [])
+    verdict = result.verdict + (f" ({'; '.join(why)})" if why else "")
+    text = clean(f"{verdict}: {sentence(result)}", 400)
     fig.suptitle(_wrap(text, 130), fontsize=9)
     return fig
 

@@ -39,12 +39,12 @@ def pair_lines(result: SpreadResult) -> list[str]:
     o = result.options
     out = []
     for p in result.pairs:
-        first = "none" if p.first_divergent is None else f"step {p.first_divergent:,}"
+        first = "none" if p.first_divergent is None else f"{p.first_divergent:,}"
         differs = clean(", ".join(p.differs), 200) or "no difference recorded in pair.json"
         cut = [r.cut for r in p.sides.values() if r.cut]
         out.append(f"{clean(p.name, 120)}  seed {p.seed}  a vs b: {differs}")
         out.append(
-            f"    {p.verdict}, first divergent {first}; {o.metric} >= {o.threshold:g} at "
+            f"    {p.verdict}, first divergent step {first}; {o.metric} >= {o.threshold:g} at "
             f"{_side_cell(p, o.metric, o.threshold)}; key frequencies {_freqs(p)}"
             + (f"; {clean('; '.join(cut), 300)}" if cut else "")
         )
@@ -81,7 +81,11 @@ def measure_lines(result: SpreadResult) -> list[str]:
 def text(result: SpreadResult) -> str:
     """The whole report, verdict last."""
     seeds = " ".join(map(str, result.seeds)) or "none"
-    lines = [f"spread: {len(result.pairs)} pairs, seeds {seeds}", *pair_lines(result), ""]
+    lines = [f"spread: {len(result.pairs)} pairs, seeds {seeds}", *pair_lines(result)]
+    varied = {tuple(d.split(" ", 1)[0] for d in p.differs) for p in result.pairs}
+    if len(varied) > 1:
+        lines.append("  note: the pairs do not vary the same thing between their sides")
+    lines.append("")
     lines += [*measure_lines(result), "", f"rule: {rule(result.options)}"]
     lines += [f"  why {result.verdict}: {clean(r, 300)}" for r in result.reasons]
     lines.append(f"{result.verdict}: {sentence(result)}")
