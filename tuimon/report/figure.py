@@ -103,8 +103,11 @@ def _divergence(ax: Axes, pair: PairRun) -> None:
         if keep.any():
             ax.plot(x[keep], y[keep], color="black", linewidth=1, label="divergence (max rel)")
             ax.set_yscale("log")
+            ax.set_xscale("symlog", linthresh=10)  # an early first step stays visible
+            ax.set_xlim(left=0)
         else:
-            ax.text(0.5, 0.5, "no divergence: every step equal", ha="center",
+            n = pair.divergence.steps.size
+            ax.text(0.5, 0.5, f"no divergence: all {n:,} steps compared are equal", ha="center",
                     transform=ax.transAxes)  # fmt: skip
     if pair.first_divergent is not None:
         ax.axvline(pair.first_divergent, color="black", linestyle=":", linewidth=1.5)
@@ -112,8 +115,6 @@ def _divergence(ax: Axes, pair: PairRun) -> None:
                     (pair.first_divergent, 0.97), xycoords=("data", "axes fraction"),
                     xytext=(5, 0), textcoords="offset points", fontsize=8, va="top",
                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})  # fmt: skip
-    ax.set_xscale("symlog", linthresh=10)  # an early first step stays visible in a long run
-    ax.set_xlim(left=0)
     ax.set_xlabel("step (linear to 10, then log)")
     ax.set_ylabel("divergence between a and b (log)")
 
@@ -133,21 +134,28 @@ def _energy(run: SideRun) -> np.ndarray | None:
 def _freq_panel(ax: Axes, pair: PairRun) -> None:
     """W_E's energy per frequency at the end, both sides (a filled, b hatched), the key sets
     named in the title; without W_E, the logged key frequencies over the steps."""
-    share_a, share_b = (_energy(run) for run in pair.sides.values())
-    if share_a is not None and share_b is not None and share_a.shape == share_b.shape:
-        k = np.arange(1, share_a.size + 1)
-        ax.bar(k - 0.2, share_a, width=0.4, color="black", label="side a")
-        ax.bar(k + 0.2, share_b, width=0.4, color="white", edgecolor="black", hatch="////",
-               label="side b")  # fmt: skip
+    shares = {side: _energy(run) for side, run in pair.sides.items()}
+    looks: dict[str, dict[str, Any]] = {
+        "a": {"color": "black"},
+        "b": {"color": "white", "edgecolor": "black", "hatch": "////"},
+    }
+    if any(v is not None for v in shares.values()):
+        for (side, share), dx in zip(shares.items(), (-0.2, 0.2), strict=True):
+            if share is not None:
+                k = np.arange(1, share.size + 1)
+                ax.bar(k + dx, share, width=0.4, label=f"side {side}", **looks[side])
         ax.set_xlabel("frequency k")
         ax.set_ylabel("share of W_E's squared norm")
         ax.legend(fontsize=7)
     else:
         _logged_freqs(ax, pair)
     sets = [" ".join(map(str, sorted(r.freqs))) if r.freqs else "–" for r in pair.sides.values()]
-    same = pair.sides["a"].freqs and set(pair.sides["a"].freqs) == set(pair.sides["b"].freqs or ())
-    verdict = "agree" if same else "differ"
-    ax.set_title(f"key frequencies a {{{sets[0]}}} · b {{{sets[1]}}}: {verdict}", fontsize=9)
+    fa, fb = (r.freqs for r in pair.sides.values())
+    verdict = (
+        "cannot compare" if not fa or not fb else ("agree" if set(fa) == set(fb) else "differ")
+    )
+    sets = [f"{{{x}}}" if x != "–" else "– (none)" for x in sets]
+    ax.set_title(f"key frequencies a {sets[0]} · b {sets[1]}: {verdict}", fontsize=9)
 
 
 def _logged_freqs(ax: Axes, pair: PairRun) -> None:
@@ -177,7 +185,9 @@ def pair_figure(pair: PairRun) -> Figure:
     _freq_panel(ax[3], pair)
     devices = " vs ".join(str(r.device) for r in pair.sides.values())
     differs = ", ".join(pair.differs) or devices
-    fig.suptitle(clean(f"{pair.name}: seed {pair.seed}, a vs b: {differs} — {pair.verdict}", 200),
+    cut = "; ".join(r.cut for r in pair.sides.values() if r.cut)
+    verdict = pair.verdict + (f" ({cut})" if cut else "")
+    fig.suptitle(clean(f"{pair.name}: seed {pair.seed}, a vs b: {differs} — {verdict}", 300),
                  fontsize=10)  # fmt: skip
     return fig
 
