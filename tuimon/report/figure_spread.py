@@ -23,10 +23,14 @@ MARKERS = "osD^vP*Xh<>p"
 def _labels(result: SpreadResult, sep: str = "\n") -> list[str]:
     """`seed 3` per pair, with the pair's name after it when a seed has more than one pair."""
     seeds = [p.seed for p in result.pairs]
-    return [
-        f"seed {p.seed}" + (f"{sep}{clean(p.name, 24)}" if seeds.count(p.seed) > 1 else "")
-        for p in result.pairs
-    ]
+    out = []
+    for p in result.pairs:
+        name = clean(p.name, 24)
+        if name.split(" r")[0] == f"seed {p.seed}":  # a sweep's job: `seed 3 r2`
+            out.append(name)
+        else:
+            out.append(f"seed {p.seed}" + (f"{sep}{name}" if seeds.count(p.seed) > 1 else ""))
+    return out
 
 
 def _first_steps(ax: Axes, result: SpreadResult) -> None:
@@ -75,7 +79,7 @@ def _gaps(ax: Axes, result: SpreadResult) -> None:
     ax.set_xticks(range(len(judged)), [_gap_label(m) for m in judged], fontsize=7)
     ax.set_xlim(-0.6, len(judged) - 0.4)
     ax.set_ylabel("gap / median gap between seeds")
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, loc="best", framealpha=0.6)
     ax.set_title("run-scale gaps: sides against seeds", fontsize=9)
 
 

@@ -42,7 +42,9 @@ def pair_lines(result: SpreadResult) -> list[str]:
         first = "none" if p.first_divergent is None else f"{p.first_divergent:,}"
         differs = clean(", ".join(p.differs), 200) or "no difference recorded in pair.json"
         cut = [r.cut for r in p.sides.values() if r.cut]
-        out.append(f"{clean(p.name, 120)}  seed {p.seed}  a vs b: {differs}")
+        name = clean(p.name, 120)
+        who = name if name.split(" r")[0] == f"seed {p.seed}" else f"{name}  seed {p.seed}"
+        out.append(f"{who}  a vs b: {differs}")
         out.append(
             f"    {p.verdict}, first divergent step {first}; {o.metric} >= {o.threshold:g} at "
             f"{_side_cell(p, o.metric, o.threshold)}; key frequencies {_freqs(p)}"
