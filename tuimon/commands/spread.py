@@ -3,16 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import math
 
-from tuimon.commands.options import add_store, number, positive_float
-
-
-def _fraction(text: str) -> float:
-    value = number(text)
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number: {text!r}")
-    return value
+from tuimon.commands.options import add_store, finite, positive_float
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
@@ -22,7 +14,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--threshold",
-        type=_fraction,
+        type=finite,
         default=0.99,
         help="reached: the first logged step with METRIC >= this (default 0.99)",
     )
