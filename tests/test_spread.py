@@ -159,7 +159,9 @@ def test_the_shipped_p41_pairs_two_seeds(capsys) -> None:
         [3, 20, 10, 12, 17],
         [15, 10, 2, 4, 3],
     ]
-    assert code == (0 if report["verdict"] == "SAME AT RUN SCALE" else 1)
+    assert code == 0 and report["verdict"] == "SAME AT RUN SCALE"
+    assert measure(report, "W_E")["ratio"] == pytest.approx(0.033, abs=0.002)
+    assert measure(report, "steps to")["between_sides"] == [30, 30]  # 1,100/1,130 and 930/900
 
 
 def test_help_loads_neither_textual_torch_nor_matplotlib() -> None:
