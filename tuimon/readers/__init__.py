@@ -17,12 +17,14 @@ everything else here is for them.
 
 from __future__ import annotations
 
+import gzip
+import lzma
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -253,6 +255,19 @@ class Loaded:
         return [r for r in self.records if isinstance(r, Step)]
 
 
+_COMPRESSED = ((b"\x1f\x8b", gzip.open), (b"\xfd7zXZ\x00", lzma.open))
+"""Magic bytes of a gzip / xz file, and how to open it: a `.jsonl.gz` log reads as the log."""
+_CORRUPT = (EOFError, lzma.LZMAError, gzip.BadGzipFile)
+
+
+def open_log(path: Path) -> IO[bytes]:
+    """A log file's bytes, decompressed when it is gzip or xz (told by content, not name)."""
+    with open(path, "rb") as fh:
+        magic = fh.read(6)
+    opener = next((o for m, o in _COMPRESSED if magic.startswith(m)), None)
+    return opener(path, "rb") if opener else open(path, "rb")  # type: ignore[return-value]
+
+
 def _lines(data: bytes) -> list[bytes]:
     return [line for line in data.splitlines(keepends=True) if line.strip()]
 
@@ -267,8 +282,10 @@ def load(path: str | Path, reading: Reading | None = None, side: str = "a") -> L
             if not event_dirs(path):
                 raise ReaderError(f"{path}: a directory without TensorBoard event files ({HELP})")
             return _renamed(Loaded("tensorboard", read_events(path)), rename)
-        with open(path, "rb") as fh:
+        with open_log(path) as fh:
             data = fh.read()
+    except _CORRUPT as exc:  # a cut or damaged .gz / .xz
+        raise ReaderError(f"{path}: cannot decompress: {exc or type(exc).__name__}") from None
     except OSError as exc:
         raise ReaderError(f"{path}: {exc.strerror or exc}") from None
     except MissingExtra as exc:
@@ -403,14 +420,17 @@ def _tuimon_lines(path: Path) -> list[bytes] | None:
     """The lines of a file whose first line is a tuimon header, else None (cheap check)."""
     if not path.is_file():
         return None
-    with open(path, "rb") as fh:
-        first = fh.readline(1 << 20)
-        if b'"header"' not in first or b"tuimon.steplog" not in first:
-            return None
-        record = parse_line(first)
-        if not (isinstance(record, Header) and record.format.startswith("tuimon")):
-            return None
-        return [line for line in (first, *fh) if line.strip()]
+    try:
+        with open_log(path) as fh:
+            first = fh.readline(1 << 20)
+            if b'"header"' not in first or b"tuimon.steplog" not in first:
+                return None
+            record = parse_line(first)
+            if not (isinstance(record, Header) and record.format.startswith("tuimon")):
+                return None
+            return [line for line in (first, *fh) if line.strip()]
+    except (*_CORRUPT, OSError):
+        return None  # `load` reads it again and says why
 
 
 def log_lines(path: str | Path, reading: Reading | None = None, side: str = "a") -> list[bytes]:

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 from textual.app import App
@@ -64,6 +65,15 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
         self._caught: list[int] = []
         self.summary_lines: list[str] = []
         """What the shell shows after the app exits (the pair view's summary, as headless)."""
+
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
+        """Textual's Screenshot command (ctrl+p), saved as `tuimon-YYYYmmdd-HHMMSS.svg` in the
+        current directory. Textual's own default failed: it names the file after the title (a
+        replay's title holds a path) and saves it in ~/Downloads (often missing on a server)."""
+        name = filename or f"tuimon-{datetime.now():%Y%m%d-%H%M%S}.svg"
+        return super().deliver_screenshot(name, path or str(Path.cwd()), time_format)
 
     def on_mount(self) -> None:
         """The first screen: a pair view for a session, else the browser."""
