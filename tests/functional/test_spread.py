@@ -10,15 +10,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import heavy_modules_after
+from helpers import (
+    ROOT,
+    heavy_modules_after,
+)
 from spread_pairs import SETS, embedding, make_pair, seeds_pairs
 
 from tuimon.cli import main
 from tuimon.engine.plan import PairPlan
 from tuimon.engine.sweep import Job, Sweep
 from tuimon.readers import ReaderError, load, log_lines
-
-ROOT = Path(__file__).parents[1]
 
 
 def spread(capsys, *args: str) -> tuple[int, dict]:
