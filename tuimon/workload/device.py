@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from tuimon.adopt import DIGEST_FORMAT
 from tuimon.devices import DEVICE_NAME, setup_hint
 from tuimon.errors import DeviceError, UsageError
 
@@ -114,6 +115,7 @@ def fingerprint(device: torch.device, loss_dtype: torch.dtype, time_only: bool) 
         "loss_dtype": str(loss_dtype).removeprefix("torch."),
         "CUBLAS_WORKSPACE_CONFIG": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
         "time_only": time_only,
+        "digest": DIGEST_FORMAT,
     }
     if device.type == "cuda":
         env["cuda"] = torch.version.cuda
