@@ -249,7 +249,7 @@ def lanes_torch(t: torch.Tensor) -> torch.Tensor:
         last = torch.zeros(rest + (1 if tail else 0), dtype=torch.int64, device=raw.device)
         last[:rest] = words[rows * C :]
         if tail:
-            scale = torch.tensor([1, 256, 65536], dtype=torch.int64, device=raw.device)
+            scale = 256 ** torch.arange(3, dtype=torch.int64, device=raw.device)
             last[rest] = (raw[n_words * 4 :].to(torch.int64) * scale[:tail]).sum()
         acc += (last[:, None] * gt[: last.numel()]).sum(0) * h[:, rows]
     return acc

@@ -130,17 +130,30 @@ class StepReader:
         got: dict[str, float],
         lanes: list[tuple[int, int]],
     ) -> None:
-        record: dict[str, Any] = {"lr": host["lr"], "train_loss": got["train_loss"]}
-        record["train_acc"] = int(got["train_correct"]) / host["n_train"]
-        if "test_loss" in got:
-            record["test_loss"] = got["test_loss"]
-            record["test_acc"] = int(got["test_correct"]) / host["n_test"]
-        if "key_freqs" in host:
-            record["key_freqs"] = host["key_freqs"]
-        whole, per = digest.format_digests(self.names, self.params, lanes)
-        self.logger.step(
-            step, t=self.logger.elapsed(), **record, param_digest=whole, param_digests=per
-        )
+        write_record(self.logger, self.names, self.params, step, host, got, lanes)
+
+
+def write_record(
+    logger: StepLogger,
+    names: list[str],
+    params: list[torch.Tensor],
+    step: int,
+    host: dict[str, Any],
+    got: dict[str, float],
+    lanes: list[tuple[int, int]],
+) -> None:
+    """One step record from what was read: `host` (lr, n_train, n_test, maybe key_freqs),
+    `got` (train_loss, train_correct, maybe test_loss and test_correct, as read from the
+    device) and the parameters' digest lanes. The one writer of the eager and graph paths."""
+    record: dict[str, Any] = {"lr": host["lr"], "train_loss": got["train_loss"]}
+    record["train_acc"] = int(got["train_correct"]) / host["n_train"]
+    if "test_loss" in got:
+        record["test_loss"] = got["test_loss"]
+        record["test_acc"] = int(got["test_correct"]) / host["n_test"]
+    if "key_freqs" in host:
+        record["key_freqs"] = host["key_freqs"]
+    whole, per = digest.format_digests(names, params, lanes)
+    logger.step(step, t=logger.elapsed(), **record, param_digest=whole, param_digests=per)
 
 
 def train(
@@ -197,7 +210,12 @@ def run(
 ) -> dict[str, str]:
     """Build, train, save W_E unless --time-only; the artifacts written, e.g. {"emb": path}."""
     model, data = build(s, device)
-    train(s, model, data, loss_dtype, logger)
+    if s.cuda_graph:
+        from tuimon.workload import graph
+
+        graph.train(s, model, data, loss_dtype, logger)
+    else:
+        train(s, model, data, loss_dtype, logger)
     path = emb_path(s, str(device))
     if path is None:
         return {}
