@@ -145,15 +145,15 @@ def test_module_and_mapping_digests_are_tagged_and_named() -> None:
     names = [n for n, _ in model.named_parameters()]
     assert list(got["param_digests"]) == names
     assert got["param_digest"].startswith(f"{DIGEST_TAG}:") and len(got["param_digest"]) == 40
-    assert all(v.startswith(f"{DIGEST_TAG}:") and len(v) == 24 for v in got["param_digests"].values())
+    assert all(
+        v.startswith(f"{DIGEST_TAG}:") and len(v) == 24 for v in got["param_digests"].values()
+    )
     assert model_digests(dict(model.named_parameters())) == got
     assert tensor_digest(model[0].weight) == D.tensor_digest(model[0].weight)
     with torch.no_grad():
         model[1].bias += 1
     after = model_digests(model)
-    assert [k for k in names if after["param_digests"][k] != got["param_digests"][k]] == [
-        "1.bias"
-    ]
+    assert [k for k in names if after["param_digests"][k] != got["param_digests"][k]] == ["1.bias"]
 
 
 def test_tables_keep_positions_apart() -> None:

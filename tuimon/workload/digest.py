@@ -270,8 +270,8 @@ def _load_triton() -> Any:
         _triton_kernel = False
         return None
     try:
-        import triton
-        import triton.language as tl
+        import triton  # type: ignore[import-not-found,unused-ignore]
+        import triton.language as tl  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         _triton_kernel = False
         return None

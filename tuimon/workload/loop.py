@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -14,8 +15,8 @@ import torch.nn.functional as F
 from tuimon.freqs import key_frequencies
 from tuimon.steplog import StepLogger
 from tuimon.tracing import trace_step
-from tuimon.workload.data import Split, make_split
 from tuimon.workload import digest
+from tuimon.workload.data import Split, make_split
 from tuimon.workload.digest import param_digests, tensor_digest
 from tuimon.workload.model import Transformer
 from tuimon.workload.options import BETAS, Settings, emb_path, lr_at
@@ -77,7 +78,7 @@ class StepReader:
         self.pipelined = device.type == "cuda"
         self._buffers: list[torch.Tensor] = []
         self._turn = 0
-        self._pending: tuple[int, dict[str, Any], list[int], torch.Tensor, Any] | None = None
+        self._pending: tuple[int, dict[str, Any], list[str], torch.Tensor, Any] | None = None
 
     def lanes(self) -> Any:
         """The parameters' digest lanes now: ints on the CPU, a device tensor on a GPU."""
@@ -136,7 +137,7 @@ class StepReader:
 def write_record(
     logger: StepLogger,
     names: list[str],
-    params: list[torch.Tensor],
+    params: Sequence[torch.Tensor],
     step: int,
     host: dict[str, Any],
     got: dict[str, float],

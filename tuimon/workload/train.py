@@ -58,7 +58,9 @@ def run_settings(s: Settings, argv: list[str] | None = None) -> int:
     from tuimon.workload import loop
 
     if s.cuda_graph and not dev.torch.cuda.is_available():
-        raise DeviceError("--cuda-graph needs CUDA, and torch sees no CUDA device here: run without it")
+        raise DeviceError(
+            "--cuda-graph needs CUDA, and torch sees no CUDA device here: run without it"
+        )
     device = dev.resolve_device(s.device)
     if s.cuda_graph and device.type != "cuda":
         raise UsageError(f"--cuda-graph runs on CUDA only: add --device cuda (not {device})")
