@@ -146,6 +146,21 @@ def _finish(t: torch.Tensor, d0: int, d1: int) -> bytes:
 # --- numpy (CPU tensors) ---------------------------------------------------------------------
 
 
+def _rows_lanes(words: np.ndarray, r0: int, r1: int, h: np.ndarray) -> list[int]:
+    """Both lanes' sums over the full rows r0..r1 of `words` (int32), as Python ints."""
+    total = [0] * _LANES
+    block = max(1, min(r1 - r0, _ROW_BLOCK))
+    buf = np.empty((block, C), np.int64)
+    for a in range(r0, r1, block):
+        b = min(r1, a + block)
+        rows = buf[: b - a]
+        np.copyto(rows, words[a * C : b * C].reshape(-1, C))  # sign-extends
+        per_row = np.einsum("rc,lc->lr", rows, _G_NP).view(np.uint64)  # wraps modulo 2**64
+        for lane in range(_LANES):
+            total[lane] += int((per_row[lane] * h[lane, a:b]).sum())
+    return total
+
+
 def lanes_numpy(t: torch.Tensor) -> tuple[int, int]:
     """(D_0, D_1) of a CPU tensor, by numpy in blocks of rows that stay in cache."""
     raw = _bytes_of(t).numpy()
@@ -153,21 +168,9 @@ def lanes_numpy(t: torch.Tensor) -> tuple[int, int]:
     words = raw[: n_words * 4].view(np.int32)
     tail = raw[n_words * 4 :]
     rows, rest = divmod(n_words, C)
-    h = _rows_np(rows + 1)
+    hu = _rows_np(rows + 1).view(np.uint64)
     g = _G_NP.view(np.uint64)
-    hu = h.view(np.uint64)
-    total = [0] * _LANES
-    if rows:
-        block = min(rows, _ROW_BLOCK)
-        buf = np.empty((block, C), np.uint64)
-        tmp = np.empty((block, C), np.uint64)
-        for r0 in range(0, rows, block):
-            r1 = min(rows, r0 + block)
-            b, tp = buf[: r1 - r0], tmp[: r1 - r0]
-            np.copyto(b, words[r0 * C : r1 * C].reshape(-1, C), casting="unsafe")  # sign-extends
-            for lane in range(_LANES):
-                np.multiply(b, g[lane], out=tp)
-                total[lane] += int((tp.sum(axis=1) * hu[lane, r0:r1]).sum())
+    total = _rows_lanes(words, 0, rows, hu)
     last = words[rows * C :].astype(np.int64).view(np.uint64)
     for lane in range(_LANES):
         part = int((last * g[lane, :rest]).sum()) if rest else 0
@@ -180,11 +183,11 @@ def lanes_numpy(t: torch.Tensor) -> tuple[int, int]:
 _SCRATCH: list[np.ndarray] = []
 
 
-def _scratch(rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """Two (rows, C) uint64 buffers, kept between calls (a fresh one costs page faults)."""
+def _scratch(rows: int) -> np.ndarray:
+    """A (rows, C) int64 buffer, kept between calls (a fresh one costs page faults)."""
     if not _SCRATCH or _SCRATCH[0].shape[0] < rows:
-        _SCRATCH[:] = [np.empty((rows, C), np.uint64), np.empty((rows, C), np.uint64)]
-    return _SCRATCH[0][:rows], _SCRATCH[1][:rows]
+        _SCRATCH[:] = [np.empty((rows, C), np.int64)]
+    return _SCRATCH[0][:rows]
 
 
 def lanes_numpy_many(tensors: Sequence[torch.Tensor]) -> list[tuple[int, int]]:
@@ -203,7 +206,7 @@ def lanes_numpy_many(tensors: Sequence[torch.Tensor]) -> list[tuple[int, int]]:
         counts = [-(-raw.size // (4 * C)) for _, raw in small]
         starts = np.cumsum([0, *counts[:-1]])
         total = int(sum(counts))
-        buf, tmp = _scratch(max(total, 1))
+        buf = _scratch(max(total, 1))
         local = np.zeros(max(total, 1), np.int64)
         for (_, raw), start, count in zip(small, starts.tolist(), counts, strict=True):
             n_words = raw.size // 4
@@ -214,11 +217,10 @@ def lanes_numpy_many(tensors: Sequence[torch.Tensor]) -> list[tuple[int, int]]:
                 row[n_words] = _tail_value(raw[n_words * 4 :].tolist())
             local[start : start + count] = np.arange(count)
         h = _rows_np(int(local.max()) + 1).view(np.uint64)
-        g = _G_NP.view(np.uint64)
+        sums = np.einsum("rc,lc->lr", buf, _G_NP).view(np.uint64)  # wraps modulo 2**64
         found = []
         for lane in range(_LANES):
-            np.multiply(buf, g[lane], out=tmp)
-            per_row = tmp.sum(axis=1) * h[lane, local]
+            per_row = sums[lane] * h[lane, local]
             at = np.minimum(starts, max(total - 1, 0))
             found.append(np.add.reduceat(per_row, at) if total else np.zeros(len(small)))
         for k, (i, _) in enumerate(small):
