@@ -68,6 +68,33 @@ def test_every_implementation_is_the_definition(i: int) -> None:
     assert tuple(int(x) & MASK for x in D.lanes_torch(t).tolist()) == want
 
 
+def test_the_triton_kernel_in_its_cpu_interpreter() -> None:
+    """The CUDA kernel's arithmetic, run by Triton's interpreter on the CPU (where Triton is
+    installed; torch's CPU wheels do not bring it)."""
+    import importlib.util
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if importlib.util.find_spec("triton") is None:
+        pytest.skip("Triton is not installed")
+    code = (
+        "import sys; sys.path.insert(0, 'tests'); import test_digests as T;"
+        "from tuimon.workload import digest as D;"
+        "cases = T.cases() + [T.torch.randn(3 * D.C + 100)];"
+        "got = [D.lanes_triton(t) for t in cases];"
+        "assert all(g is not None for g in got);"
+        "print(all(tuple(int(x) & T.MASK for x in g.tolist()) == T.reference(t)"
+        " for g, t in zip(got, cases)))"
+    )
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    root = Path(__file__).parents[1]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, cwd=root, check=False)  # fmt: skip
+    assert done.stdout.strip() == "True", done.stderr[-2000:]
+
+
 def test_many_tensors_at_once_match_one_by_one() -> None:
     tensors = [*cases(), torch.randn(70 * D.C + 3)]  # one beyond the row block: alone
     want = [reference(t) for t in tensors[:-1]] + [D.lanes_numpy(tensors[-1])]
@@ -122,6 +149,21 @@ def test_swapping_two_elements_changes_the_digest(dtype: str) -> None:
         assert D.tensor_digest(swapped) != base, (i, j)
 
 
+def test_swapping_x_and_minus_x_changes_the_digest() -> None:
+    """Words that differ in the sign bit alone (a difference of 2**31, the most a swap can
+    share with the multipliers' difference): still caught, in a row and across rows."""
+    g = torch.Generator().manual_seed(3)
+    rng = random.Random(3)
+    pairs = [(0, 1), (3, D.C + 3), (9, 5 * D.C + 9)]
+    pairs += [tuple(rng.sample(range(6 * D.C), 2)) for _ in range(30)]
+    for i, j in pairs:
+        t = torch.randn(6 * D.C, generator=g)
+        t[j] = -t[i]
+        swapped = t.clone()
+        swapped[i], swapped[j] = t[j], t[i]
+        assert D.tensor_digest(swapped) != D.tensor_digest(t), (i, j)
+
+
 def test_negation_reshape_and_dtype_change_it_equal_bytes_do_not() -> None:
     t = torch.randn(4, 6)
     d = D.tensor_digest(t)
@@ -157,7 +199,7 @@ def test_module_and_mapping_digests_are_tagged_and_named() -> None:
 
 
 def test_tables_keep_positions_apart() -> None:
-    low = (1 << 34) - 1
+    low = (1 << 33) - 1  # multipliers differ there: a swap moves the sum by a non-zero amount
     for kind in (0, 1):
         for lane in (0, 1):
             table = D._table(kind, lane, 1 << 16).view(np.uint64)

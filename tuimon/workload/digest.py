@@ -8,17 +8,19 @@ order of any reduction):
   32-bit words V_k, k = 0 .. n-1 (a 0-d tensor is one element, an empty one has no word).
 - Word k sits in row r = k // C, column c = k % C (C = 4096 words).
 - Two lanes, l = 0 and 1:  D_l = sum over k of V_k * G_l[c] * H_l[r]  (mod 2**64).
-- G_l and H_l are fixed tables of odd 64-bit numbers (`_table`): their low 34 bits are
-  2 * P(i) + 1 with P a bijection of [0, 2**33), so two positions in one row (or two rows at
-  one column) never share a multiplier modulo 2**34; the upper 30 bits are pseudo-random.
+- G_l and H_l are fixed tables of odd 64-bit numbers (`_table`): their low 33 bits are
+  2 * P(i) + 1 with P a bijection of [0, 2**32), so two positions in one row (or two rows at
+  one column) never share a multiplier modulo 2**33; the upper 31 bits are pseudo-random.
 - The tensor's digest is blake2b over the format name, its dtype, its shape and D_0, D_1.
 
 What this guarantees, with no probability involved:
 - one bit flipped anywhere changes D_l: V_k changes by +-2**j (j < 32) and its multiplier is
   odd, so the sum moves by a non-zero amount modulo 2**64;
 - two different 32-bit words swapped within a row, or between two rows at the same column,
-  change D_l: the sum moves by (M_a - M_b) * (V_b - V_a) with |V_b - V_a| < 2**32 and
-  M_a != M_b modulo 2**34, a product that is not 0 modulo 2**64;
+  change D_l: the sum moves by (M_a - M_b) * (V_b - V_a), where V_b - V_a is divisible by at
+  most 2**31 (|V_b - V_a| < 2**32) and M_a - M_b by at most 2**32 (M_a != M_b modulo 2**33, one
+  of the two factors G or H being the same odd number), a product that is not 0 modulo 2**64
+  (for tensors of fewer than 2**32 rows);
 - elements of 1 or 2 bytes share a word with their neighbours, so swapping two of them inside
   one word changes that word; elements of 8 bytes are two words.
 Other changes (several words at once, swaps across rows and columns) are caught unless a 64-bit
@@ -36,6 +38,7 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -48,7 +51,7 @@ C = 4096
 """Words per row."""
 _LANES = 2
 _MASK64 = (1 << 64) - 1
-_LOW = (1 << 34) - 1
+_LOW = (1 << 33) - 1
 _ROW_BLOCK = 64
 """Rows per block of the numpy and torch paths (64 x 4096 int64 = 2 MiB per temporary)."""
 
@@ -64,15 +67,15 @@ def _splitmix(x: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
-def _perm33(x: np.ndarray, key: int) -> np.ndarray:
-    """A bijection of [0, 2**33): xor, odd multiplications and xorshifts, all modulo 2**33."""
-    m = np.uint64((1 << 33) - 1)
+def _perm32(x: np.ndarray, key: int) -> np.ndarray:
+    """A bijection of [0, 2**32): xor, odd multiplications and xorshifts, all modulo 2**32."""
+    m = np.uint64((1 << 32) - 1)
     x = (x ^ np.uint64(key)) & m
-    x = (x * np.uint64(0x1E3779B97)) & m
-    x ^= x >> np.uint64(17)
-    x = (x * np.uint64(0x0D6E8FEB5)) & m
+    x = (x * np.uint64(0x9E3779B1)) & m
+    x ^= x >> np.uint64(16)
+    x = (x * np.uint64(0x85EBCA6B)) & m
     x ^= x >> np.uint64(13)
-    x = (x * np.uint64(0x1A5B8E6C3)) & m
+    x = (x * np.uint64(0xC2B2AE35)) & m
     return x ^ (x >> np.uint64(16))
 
 
@@ -81,7 +84,8 @@ def _table(kind: int, lane: int, n: int) -> np.ndarray:
     i = np.arange(n, dtype=np.uint64)
     salt = np.uint64((kind * _LANES + lane + 1) * 0x632BE59BD9B4E019 & _MASK64)
     high = _splitmix(i ^ salt) & np.uint64(_MASK64 ^ _LOW)
-    low = np.uint64(2) * _perm33(i, 0x5DEECE66D * (kind * _LANES + lane + 1)) + np.uint64(1)
+    key = (0x5DEECE66D * (kind * _LANES + lane + 1)) & 0xFFFFFFFF
+    low = np.uint64(2) * _perm32(i, key) + np.uint64(1)
     return (high | low).view(np.int64)
 
 
@@ -302,7 +306,8 @@ def lanes_triton(t: torch.Tensor) -> torch.Tensor | None:
     """(D_0, D_1) of a CUDA tensor by one Triton pass over its words (then a sum of the
     per-block partials); None when Triton is not there."""
     kernel = _load_triton()
-    if kernel is None or t.device.type != "cuda":
+    interpreted = os.environ.get("TRITON_INTERPRET") == "1"  # Triton's CPU interpreter: tests
+    if kernel is None or (t.device.type != "cuda" and not interpreted):
         return None
     raw = _bytes_of(t)
     n_words = raw.numel() // 4
@@ -317,6 +322,34 @@ def lanes_triton(t: torch.Tensor) -> torch.Tensor | None:
     return partial.sum(0)
 
 
+def _triton_checked(t: torch.Tensor) -> torch.Tensor | None:
+    """`lanes_triton`, checked once per process against the torch path (outside a graph
+    capture); Triton is left off, with one line on stderr, if it fails or disagrees."""
+    global _triton_kernel, _triton_trusted
+    if _triton_trusted or (t.device.type == "cuda" and torch.cuda.is_current_stream_capturing()):
+        return lanes_triton(t)
+    try:
+        got = lanes_triton(t)
+        ok = got is None or bool(torch.equal(got, lanes_torch(t)))
+    except Exception as exc:  # a Triton or driver that cannot build the kernel
+        got, ok = None, False
+        print(
+            f"tuimon: Triton digest kernel failed ({exc!r:.200}); using torch ops", file=sys.stderr
+        )
+    else:
+        if not ok:
+            print(
+                "tuimon: Triton digest kernel disagrees with torch ops; using them", file=sys.stderr
+            )
+    if not ok:
+        _triton_kernel, got = False, None
+    _triton_trusted = ok and got is not None
+    return got
+
+
+_triton_trusted = False
+
+
 # --- what callers use ------------------------------------------------------------------------
 
 
@@ -325,7 +358,7 @@ def device_lanes(tensors: Iterable[torch.Tensor]) -> torch.Tensor:
     tensor's own device with no host synchronisation (Triton on CUDA where installed)."""
     out = []
     for t in tensors:
-        got = lanes_triton(t) if t.device.type == "cuda" else None
+        got = _triton_checked(t) if t.device.type == "cuda" else None
         out.append(lanes_torch(t) if got is None else got)
     if not out:
         return torch.zeros((0, _LANES), dtype=torch.int64)
