@@ -116,11 +116,11 @@ def bare_graph(s: Settings, steps: int) -> float:
     """Steps/s of the bare step (forward, float64 loss, backward, fused capturable AdamW with a
     device learning rate) captured once and replayed; nothing logged."""
     model, data = loop.build(s, torch.device("cuda"))
-    lr = torch.tensor(s.lr, dtype=torch.float64, device="cuda")
+    lr = torch.tensor(s.lr, dtype=torch.float32, device="cuda")  # fused AdamW reads a float
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=BETAS, weight_decay=s.weight_decay,
                             capturable=True, fused=True)  # fmt: skip
     table = torch.tensor([lr_at(k, s.lr, s.warmup) for k in range(steps + 3)], device="cuda",
-                         dtype=torch.float64)  # fmt: skip
+                         dtype=torch.float32)  # fmt: skip
     counter = torch.zeros(1, dtype=torch.int64, device="cuda")
 
     def step() -> None:

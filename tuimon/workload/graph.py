@@ -253,7 +253,7 @@ def make(
         raise UsageError("--cuda-graph cannot be traced (`tuimon explain` reruns the eager path)")
     lr: torch.Tensor | None = None
     if capture if capturable is None else capturable:
-        lr = torch.tensor(s.lr, dtype=torch.float64, device=data.train_x.device)
+        lr = torch.tensor(s.lr, dtype=torch.float32, device=data.train_x.device)  # fused: float
         optimizer = torch.optim.AdamW(  # fused: the foreach capturable path divides by lr,
             model.parameters(),  # which is 0 at step 0 (warm-up): NaN wherever a gradient is 0
             lr=lr,
