@@ -124,36 +124,33 @@ def _timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def _best(fn: Callable[[], object], repeats: int, sync: Callable[[], None] = lambda: None) -> float:
-    fn()
-    sync()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        sync()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def _row(name: str, value: float, limit: float, what: str) -> None:
     verdict = "met" if value <= limit else "NOT met"
     print(f"  {name:58s} {value:7.2f}x {what} (limit {limit:g}x: {verdict})")
 
 
-def digest_rows_cpu(p: int, repeats: int = 20) -> None:
-    """The digests against one pass over the bytes (a sum of each tensor), on the CPU."""
+def digest_rows_cpu(p: int, repeats: int = 30) -> None:
+    """The digests against one pass over the bytes (a sum of each tensor), on the CPU; the
+    three are timed in turn, `repeats` times, and the fastest of each is kept."""
     from tuimon.workload import digest
 
     model, _ = loop.build(Settings(p=p), torch.device("cpu"))
     params = [q.detach() for q in model.parameters()]
     big = [torch.randn(1 << 22) for _ in range(4)]  # 64 MiB: beyond the caches
-    print(f"digests on CPU ({torch.get_num_threads()} threads), best of {repeats}:")
+    print(f"digests on CPU ({torch.get_num_threads()} threads; numpy's part runs on one), "
+          f"fastest of {repeats}, timed in turn:")  # fmt: skip
     for name, tensors in ((f"p={p} model ({sum(t.numel() for t in params):,} params)", params),
                           ("4 x 4M float32 (64 MiB)", big)):  # fmt: skip
-        one = _best(lambda ts=tensors: [t.sum() for t in ts], repeats)
-        copy = _best(lambda ts=tensors: [t.clone() for t in ts], repeats)
-        got = _best(lambda ts=tensors: digest.lanes_of(ts), repeats)
+        cases = {
+            "one pass": lambda ts=tensors: [t.sum() for t in ts],
+            "copy": lambda ts=tensors: [t.clone() for t in ts],
+            "digests": lambda ts=tensors: digest.lanes_of(ts),
+        }
+        best = {k: float("inf") for k in cases}
+        for _ in range(repeats):
+            for k, fn in cases.items():
+                best[k] = min(best[k], _timed(fn))
+        one, copy, got = best["one pass"], best["copy"], best["digests"]
         print(f"  {name}: one pass (sum) {one * 1e3:.3f} ms, a copy {copy * 1e3:.3f} ms, "
               f"digests {got * 1e3:.3f} ms")  # fmt: skip
         _row(f"digests / one pass, {name}", got / one, 3, "a sum of each tensor")

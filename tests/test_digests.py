@@ -198,6 +198,15 @@ def test_module_and_mapping_digests_are_tagged_and_named() -> None:
     assert [k for k in names if after["param_digests"][k] != got["param_digests"][k]] == ["1.bias"]
 
 
+def test_headers_name_the_digest_format() -> None:
+    from tuimon.adopt import DIGEST_FORMAT, applied_env
+    from tuimon.workload.device import fingerprint
+
+    assert DIGEST_FORMAT == "tuimon.devsum/1"
+    assert applied_env("cpu")["digest"] == DIGEST_FORMAT  # the callbacks' header
+    assert fingerprint(torch.device("cpu"), torch.float64, True)["digest"] == DIGEST_FORMAT
+
+
 def test_tables_keep_positions_apart() -> None:
     low = (1 << 33) - 1  # multipliers differ there: a swap moves the sum by a non-zero amount
     for kind in (0, 1):
