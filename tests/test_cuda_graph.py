@@ -57,6 +57,17 @@ def test_the_graph_step_and_ring_write_the_eager_lines() -> None:
     assert _graph_path(SETTINGS) == eager  # 11 steps through 8 slots: the ring wraps
 
 
+def test_the_eager_gpu_reading_one_step_behind_writes_the_same_lines() -> None:
+    """The eager loop as it runs on a GPU (one packed copy a step, the line written once the
+    next step is queued), on the CPU: the same lines as reading at once."""
+    torch.set_num_threads(1)
+    model, data = loop.build(SETTINGS, torch.device("cpu"))
+    lines = _lines(
+        lambda logger: loop.train(SETTINGS, model, data, torch.float64, logger, pipelined=True)
+    )
+    assert lines == _eager(SETTINGS)
+
+
 def test_capturable_adamw_with_a_device_learning_rate_runs_the_same_maths() -> None:
     """What the CUDA graph runs, on the CPU: fused AdamW(capturable=True) with the learning
     rate read from a device table by the step counter. (The foreach capturable AdamW divides by

@@ -69,13 +69,20 @@ class StepReader:
     step is queued), at once on the CPU. The numbers are those of a `.item()` per value; the
     digests are `tuimon.devsum/1`, computed on the device (16 bytes per tensor come back)."""
 
-    def __init__(self, model: torch.nn.Module, device: torch.device, logger: StepLogger) -> None:
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        device: torch.device,
+        logger: StepLogger,
+        pipelined: bool | None = None,
+    ) -> None:
         self.logger = logger
         pairs = list(model.named_parameters())
         self.names = [n for n, _ in pairs]
         self.params = [p for _, p in pairs]
         self.device = device
-        self.pipelined = device.type == "cuda"
+        self.cuda = device.type == "cuda"
+        self.pipelined = self.cuda if pipelined is None else pipelined  # tests: CPU, pipelined
         self._buffers: list[torch.Tensor] = []
         self._turn = 0
         self._pending: tuple[int, dict[str, Any], list[str], torch.Tensor, Any] | None = None
@@ -101,14 +108,16 @@ class StepReader:
                             lanes.view(torch.float64)])  # fmt: skip
         if not self._buffers or self._buffers[0].numel() != packed.numel():
             self._buffers = [
-                torch.empty(packed.numel(), dtype=torch.float64, pin_memory=True) for _ in "ab"
+                torch.empty(packed.numel(), dtype=torch.float64, pin_memory=self.cuda) for _ in "ab"
             ]
         buf = self._buffers[self._turn]
         self._turn ^= 1
         self.flush()  # the previous step's line: its copy was queued a step ago
-        buf.copy_(packed, non_blocking=True)
-        event = torch.cuda.Event()
-        event.record()
+        buf.copy_(packed, non_blocking=self.cuda)
+        event = None
+        if self.cuda:
+            event = torch.cuda.Event()
+            event.record()
         self._pending = (step, host, names, buf, event)
 
     def flush(self) -> None:
@@ -117,7 +126,8 @@ class StepReader:
             return
         step, host, names, buf, event = self._pending
         self._pending = None
-        event.synchronize()
+        if event is not None:
+            event.synchronize()
         k = len(names)
         got = dict(zip(names, buf[:k].tolist(), strict=True))
         raw = buf[k:].view(torch.int64).numpy().view(np.uint64).reshape(-1, 2).tolist()
@@ -163,13 +173,15 @@ def train(
     data: Split,
     loss_dtype: torch.dtype,
     logger: StepLogger,
+    pipelined: bool | None = None,
 ) -> None:
-    """Run s.steps full-batch steps; step k logs the losses of the parameters after k updates."""
+    """Run s.steps full-batch steps; step k logs the losses of the parameters after k updates.
+    The values of a step are read one step later on a GPU (`pipelined`, see `StepReader`)."""
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=s.lr, betas=BETAS, weight_decay=s.weight_decay
     )
     device = data.train_x.device
-    reader = StepReader(model, device, logger)
+    reader = StepReader(model, device, logger, pipelined)
     sizes = {"n_train": data.train_y.numel(), "n_test": data.test_y.numel()}
     try:
         for k in range(s.steps):
