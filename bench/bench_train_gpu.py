@@ -69,12 +69,13 @@ def digest_rows() -> None:
         tensors = [torch.randn(s, device=dev) for s in shapes]
         size = sum(t.numel() * t.element_size() for t in tensors)
         one = _best(lambda ts=tensors: [t.sum() for t in ts])
-        lanes = _best(lambda ts=tensors: digest.device_lanes(ts))
-        whole = _best(lambda ts=tensors: digest.lanes_of(ts))  # with the copy to the host
+        lanes = _best(lambda ts=tensors: digest.device_lanes(ts))  # a launch per kernel
+        whole = _best(lambda ts=tensors: digest.lanes_of(ts))  # a replayed graph, to the host
         print(
             f"  {name}: {size / 1e9:.2f} GB; one read pass (sum) {one * 1e3:.3f} ms "
-            f"({size / one / 1e12:.2f} TB/s), digest lanes {lanes * 1e3:.3f} ms, with the "
-            f"copy to the host {whole * 1e3:.3f} ms; nominal {size / NOMINAL_TB_S / 1e9:.3f} ms"
+            f"({size / one / 1e12:.2f} TB/s); digests launched one by one {lanes * 1e3:.3f} ms, "
+            f"replayed as a graph and copied to the host {whole * 1e3:.3f} ms; nominal "
+            f"{size / NOMINAL_TB_S / 1e9:.3f} ms"
         )
         _row(f"digests / one read pass, {name}", whole / one, 2, "a sum of each tensor")
         _row(f"digests / nominal bandwidth, {name}", whole / (size / NOMINAL_TB_S / 1e12), 2,

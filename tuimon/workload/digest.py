@@ -369,6 +369,49 @@ def device_lanes(tensors: Iterable[torch.Tensor]) -> torch.Tensor:
     return torch.stack([x.to(device) for x in out])
 
 
+_GRAPHS: dict[tuple[Any, ...], tuple[Any, torch.Tensor]] = {}
+_SEEN: set[tuple[Any, ...]] = set()
+_MAX_GRAPHS = 4
+
+
+def graphed_lanes(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
+    """`device_lanes` of CUDA tensors on one device, replayed from a CUDA graph from the second
+    call with the same tensors on (the same addresses, shapes, strides and dtypes: a model's
+    parameters, updated in place, step after step). A kernel launch costs about as much as
+    reading a few MB: a model of hundreds of tensors would otherwise spend its digest on
+    launches. The first call runs eagerly (Triton compiles and is checked then); anywhere else
+    (CPU, several devices, inside a capture, TUIMON_DIGEST_GRAPH=0, a capture that fails) this
+    is `device_lanes`."""
+    devices = {t.device for t in tensors}
+    if (
+        len(devices) != 1
+        or next(iter(devices)).type != "cuda"
+        or os.environ.get("TUIMON_DIGEST_GRAPH", "1") == "0"
+        or torch.cuda.is_current_stream_capturing()
+    ):
+        return device_lanes(tensors)
+    key = tuple((t.data_ptr(), tuple(t.shape), t.stride(), t.dtype, t.device) for t in tensors)
+    found = _GRAPHS.get(key)
+    if found is None:
+        if key not in _SEEN:
+            _SEEN.add(key)
+            return device_lanes(tensors)
+        try:
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+                out = device_lanes(tensors)
+        except Exception as exc:  # never fatal: the digests are still right without it
+            print(f"tuimon: digest graph not captured ({exc!r:.200})", file=sys.stderr)
+            os.environ["TUIMON_DIGEST_GRAPH"] = "0"
+            return device_lanes(tensors)
+        if len(_GRAPHS) >= _MAX_GRAPHS:
+            _GRAPHS.pop(next(iter(_GRAPHS)))
+        found = _GRAPHS[key] = (graph, out)
+    graph, out = found
+    graph.replay()
+    return out.clone()
+
+
 def lanes_of(tensors: Sequence[torch.Tensor]) -> list[tuple[int, int]]:
     """(D_0, D_1) of each tensor as Python ints: numpy for CPU tensors, the device path
     elsewhere, with one copy to the host per device."""
@@ -380,7 +423,7 @@ def lanes_of(tensors: Sequence[torch.Tensor]) -> list[tuple[int, int]]:
     for i, got in zip(cpu, lanes_numpy_many([tensors[i] for i in cpu]), strict=True):
         result[i] = got
     for index in by_device.values():
-        host = device_lanes([tensors[i] for i in index]).cpu().numpy().view(np.uint64)
+        host = graphed_lanes([tensors[i] for i in index]).cpu().numpy().view(np.uint64)
         for i, row in zip(index, host.tolist(), strict=True):
             result[i] = (row[0], row[1])
     return [x for x in result if x is not None]

@@ -91,7 +91,7 @@ class StepReader:
         """The parameters' digest lanes now: ints on the CPU, a device tensor on a GPU."""
         if not self.pipelined:
             return digest.lanes_of(self.params)
-        return digest.device_lanes(self.params).reshape(-1)
+        return digest.graphed_lanes(self.params).reshape(-1)
 
     def add(
         self, step: int, host: dict[str, Any], values: dict[str, torch.Tensor], lanes: Any
