@@ -172,6 +172,8 @@ def test_negation_reshape_and_dtype_change_it_equal_bytes_do_not() -> None:
     assert D.tensor_digest(t.view(torch.int32)) != d  # same bytes, another dtype
     assert D.tensor_digest(t.clone()) == d
     assert D.tensor_digest(t.T.contiguous().T) == d  # its logical contents, any layout
+    z = torch.randn(3, dtype=torch.complex64)
+    assert D.tensor_digest(z.conj()) == D.tensor_digest(z.conj().resolve_conj())
     assert D.tensor_digest(torch.zeros(0)) != D.tensor_digest(torch.zeros(0, 1))
     assert D.tensor_digest(torch.tensor(0.0)) != D.tensor_digest(torch.zeros(1))
     assert D.tensor_digest(torch.zeros(5, dtype=torch.int8)) != D.tensor_digest(

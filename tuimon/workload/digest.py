@@ -24,13 +24,15 @@ What this guarantees, with no probability involved:
 - elements of 1 or 2 bytes share a word with their neighbours, so swapping two of them inside
   one word changes that word; elements of 8 bytes are two words.
 Other changes (several words at once, swaps across rows and columns) are caught unless a 64-bit
-sum happens to cancel in both lanes: about 2**-64 for the 32-bit patterns floats produce.
+sum happens to cancel in both lanes: about 2**-64 for the 32-bit patterns floats produce. (The
+strings written are blake2b of the lanes: 64 bits per tensor, 128 for the whole model.)
 
 Only the two lanes (16 bytes per tensor) leave the device. Three implementations compute the
 same integers: numpy on CPU tensors (`lanes_numpy`, rows in cache-sized blocks), torch ops on
 any device (`lanes_torch`: no host synchronisation, so it can be captured in a CUDA graph, and
 it is what the CPU tests run in place of the GPU), and one Triton kernel per tensor on CUDA
-(`lanes_triton`, one pass over the bytes) when Triton is installed.
+(`lanes_triton`, one pass over the bytes) when Triton is installed. On CUDA the kernels of all
+of a model's tensors are replayed as one CUDA graph from the second call on (`graphed_lanes`).
 """
 
 from __future__ import annotations
@@ -125,7 +127,7 @@ def device_tables(device: torch.device, rows: int) -> tuple[torch.Tensor, torch.
 
 def _bytes_of(t: torch.Tensor) -> torch.Tensor:
     """The logical contents of `t` as a flat uint8 tensor on its device, 4-byte aligned."""
-    t = t.detach()
+    t = t.detach().resolve_conj().resolve_neg()
     if t.layout != torch.strided:
         raise TypeError(f"cannot digest a {t.layout} tensor (dense tensors only)")
     if not t.is_contiguous():
