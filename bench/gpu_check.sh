@@ -18,7 +18,9 @@
 #      --cuda-graph twice and against eager, judged by `tuimon compare`;
 #   3. the eager path against the H200 sample of 2026-11-30 (seed 0, 300 steps, before the
 #      device digests): must be IDENTICAL, digests not comparable (bench/gpu_ref/);
-#   4. `bench/bench_train.py --digest` on that machine's CPU.
+#   4. the README's pair of --cuda-graph against eager (300 steps, headless), and
+#      --cuda-graph --deterministic (does deterministic mode still capture?);
+#   5. `bench/bench_train.py --digest` on that machine's CPU.
 # Smoke test without a GPU (the plumbing only): GPU_CHECK_SMOKE=1 bash bench/gpu_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -53,6 +55,15 @@ log=$OUT/gpu_check.txt
     --log "$OUT/eager-s0-300.jsonl"
   "$PY" -m tuimon compare bench/gpu_ref/h200-cuda-s0-300.jsonl "$OUT/eager-s0-300.jsonl"
   echo "exit code $?"
-  echo "== 4. CPU digest rows on this machine"
+  echo "== 4. the README's pair: side b --cuda-graph, side a eager; then --deterministic"
+  store=$(mktemp -d)
+  side_b='$(test {side} = b && echo --cuda-graph)'
+  "$PY" -m tuimon pair --seed 0 --devices cuda,cuda --steps 300 --headless --store "$store" \
+    --shell -- "$PY -m tuimon train --seed {seed} --device {device} --steps 300 --save-emb {pair_dir}/emb-{side}.npy $side_b"
+  echo "exit code $?"
+  "$PY" -m tuimon train --device cuda --cuda-graph --deterministic --steps 200 --time-only \
+    --log "$OUT/graph-deterministic.jsonl" && tail -c 300 "$OUT/graph-deterministic.jsonl"
+  echo "exit code $?"
+  echo "== 5. CPU digest rows on this machine"
   "$PY" bench/bench_train.py --digest
 } 2>&1 | tee "$log"
