@@ -57,6 +57,31 @@ def test_the_graph_step_and_ring_write_the_eager_lines() -> None:
     assert _graph_path(SETTINGS) == eager  # 11 steps through 8 slots: the ring wraps
 
 
+def test_an_interrupted_graph_run_writes_every_step_it_ran() -> None:
+    torch.set_num_threads(1)
+    s = replace(SETTINGS, freq_every=0)
+    model, data = loop.build(s, torch.device("cpu"))
+    ran: list[int] = []
+
+    def go(logger: StepLogger) -> None:
+        runner = graph.make(s, model, data, torch.float64, logger, capture=False, drain=4)
+        real = runner._one
+
+        def one(k: int, evaluates: bool, lr: float) -> None:
+            if k == 6:
+                raise KeyboardInterrupt
+            real(k, evaluates, lr)
+            ran.append(k)
+
+        runner._one = one  # type: ignore[method-assign]
+        with pytest.raises(KeyboardInterrupt):
+            runner.run()
+
+    lines = _lines(go)
+    assert [r["step"] for r in lines] == ran == list(range(6))
+    assert lines == _eager(s)[:6]
+
+
 def test_the_eager_gpu_reading_one_step_behind_writes_the_same_lines() -> None:
     """The eager loop as it runs on a GPU (one packed copy a step, the line written once the
     next step is queued), on the CPU: the same lines as reading at once."""

@@ -18,6 +18,7 @@ ring the same way. The tests run that on the CPU and check that its lines are th
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -170,9 +171,13 @@ class Runner:
                 self.pending.append((k, host))
                 if len(self.pending) == self.half:
                     self._queue()
-        finally:
-            self._queue()
-            self._write_queued()
+        except BaseException:
+            with contextlib.suppress(Exception):  # what was computed is written; the error stands
+                self._queue()
+                self._write_queued()
+            raise
+        self._queue()
+        self._write_queued()
 
     def _one(self, k: int, evaluates: bool, lr: float) -> None:
         if self.capture:
