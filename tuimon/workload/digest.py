@@ -415,14 +415,19 @@ def graphed_lanes(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
 
 
 def lanes_of(tensors: Sequence[torch.Tensor]) -> list[tuple[int, int]]:
-    """(D_0, D_1) of each tensor as Python ints: numpy for CPU tensors, the device path
-    elsewhere, with one copy to the host per device."""
+    """(D_0, D_1) of each tensor as Python ints: on CUDA by the device path, with one copy of
+    the lanes to the host per device; numpy for CPU tensors, and for other devices' (MPS shares
+    its memory with the CPU; its int64 arithmetic is not relied on), copied to the CPU first."""
     result: list[tuple[int, int] | None] = [None] * len(tensors)
     by_device: dict[torch.device, list[int]] = {}
+    host_side: list[int] = []
     for i, t in enumerate(tensors):
-        by_device.setdefault(t.device, []).append(i)
-    cpu = by_device.pop(torch.device("cpu"), [])
-    for i, got in zip(cpu, lanes_numpy_many([tensors[i] for i in cpu]), strict=True):
+        if t.device.type == "cuda":
+            by_device.setdefault(t.device, []).append(i)
+        else:
+            host_side.append(i)
+    on_cpu = [tensors[i].detach().cpu() for i in host_side]
+    for i, got in zip(host_side, lanes_numpy_many(on_cpu), strict=True):
         result[i] = got
     for index in by_device.values():
         host = graphed_lanes([tensors[i] for i in index]).cpu().numpy().view(np.uint64)
