@@ -6,7 +6,7 @@
 #
 # Before it (here, at no device time): that machine's image has torch, triton, numpy, pytest and
 # rich but not orjson, so carry orjson's wheel (README of the device tool):
-#   echo /.whl/ >> .git/info/exclude
+#   echo /.whl/ >> "$(git rev-parse --git-common-dir)/info/exclude"   # .git/info/exclude
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
 #     --implementation cp --platform manylinux_2_17_x86_64 -d .whl orjson
 #
