@@ -10,9 +10,25 @@ and, alone, the parameter digest and the test evaluation. Every case is timed st
 and the minimum of a step are both shown: on a shared machine the minimum is the steadier one.
 Last, the FLOP/s of (a) (the FLOPs of one step counted by torch's FlopCounterMode) against this
 machine's float32 matmul FLOP/s.
+
+Digest rows (`--digest`, also part of the default run): the parameter digests
+(`tuimon.devsum/1`) against one pass over the same bytes (a `sum` of each tensor: every byte
+read once), on the p=113 model and on 64 MiB of float32 tensors; limit 3x on CPU.
+
+GPU rows (`--gpu`, CUDA only, every row in one go; `bench/gpu_check.sh` runs it):
+  - digests of a 1-billion-parameter model (one 4 GB tensor, and a transformer-like layout of
+    193 tensors) against one read pass over the same bytes: limit 2x;
+  - the CPU and the GPU digest of the same bytes are equal; Triton and the torch path agree;
+  - steps/s of `tuimon train --device cuda` (eager), `--cuda-graph`, and the bare CUDA graph
+    of the same step (forward, loss, backward, fused capturable AdamW; nothing logged), in one
+    run: limit 0.9x the bare graph;
+  - `--cuda-graph` twice (bitwise repeatable?) and against eager (does capture change the
+    numerics?), judged by `tuimon compare`.
 Prints; never asserts.
 
     python bench/bench_train.py [--p 113] [--steps 30] [--threads N] [--repeats 2]
+    python bench/bench_train.py --digest
+    python bench/bench_train.py --gpu [--gpu-steps 2000]
 """
 
 from __future__ import annotations
@@ -108,15 +124,59 @@ def _timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
+def _row(name: str, value: float, limit: float, what: str) -> None:
+    verdict = "met" if value <= limit else "NOT met"
+    print(f"  {name:58s} {value:7.2f}x {what} (limit {limit:g}x: {verdict})")
+
+
+def digest_rows_cpu(p: int, repeats: int = 30) -> None:
+    """The digests against one pass over the bytes (a sum of each tensor), on the CPU; the
+    three are timed in turn, `repeats` times, and the fastest of each is kept."""
+    from tuimon.workload import digest
+
+    model, _ = loop.build(Settings(p=p), torch.device("cpu"))
+    params = [q.detach() for q in model.parameters()]
+    big = [torch.randn(1 << 22) for _ in range(4)]  # 64 MiB: beyond the caches
+    print(f"digests on CPU ({torch.get_num_threads()} threads; numpy's part runs on one), "
+          f"fastest of {repeats}, timed in turn:")  # fmt: skip
+    for name, tensors in ((f"p={p} model ({sum(t.numel() for t in params):,} params)", params),
+                          ("4 x 4M float32 (64 MiB)", big)):  # fmt: skip
+        cases = {
+            "one pass": lambda ts=tensors: [t.sum() for t in ts],
+            "copy": lambda ts=tensors: [t.clone() for t in ts],
+            "digests": lambda ts=tensors: digest.lanes_of(ts),
+        }
+        best = {k: float("inf") for k in cases}
+        for _ in range(repeats):
+            for k, fn in cases.items():
+                best[k] = min(best[k], _timed(fn))
+        one, copy, got = best["one pass"], best["copy"], best["digests"]
+        print(f"  {name}: one pass (sum) {one * 1e3:.3f} ms, a copy {copy * 1e3:.3f} ms, "
+              f"digests {got * 1e3:.3f} ms")  # fmt: skip
+        _row(f"digests / one pass, {name}", got / one, 3, "a sum of each tensor")
+        _row(f"digests / a copy, {name}", got / copy, 3, "a clone of each tensor")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--p", type=int, default=113)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=2, help="runs of each case (default 2)")
+    parser.add_argument("--digest", action="store_true", help="the CPU digest rows only")
+    parser.add_argument("--gpu", action="store_true", help="every GPU row (CUDA), in one go")
+    parser.add_argument("--gpu-steps", type=int, default=2000, help="steps per GPU run")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.gpu:
+        from bench_train_gpu import gpu_rows
+
+        gpu_rows(args.p, args.gpu_steps)
+        return
+    if args.digest:
+        digest_rows_cpu(args.p)
+        return
     s = Settings(p=args.p, steps=args.steps, threads=args.threads, time_only=True)
     cases: dict[str, Callable[[], list[float]]] = {
         "(a) plain loop, train only": lambda: plain(s, evaluate=False),
@@ -154,6 +214,7 @@ def main() -> None:
         f"(a) does {flops / 1e6:.1f} MFLOP a step: {achieved / 1e9:.2f} GFLOP/s at its fastest "
         f"step, {achieved / peak:.1%} of this machine's float32 matmul ({peak / 1e9:.1f} GFLOP/s)"
     )
+    digest_rows_cpu(s.p)
 
 
 if __name__ == "__main__":

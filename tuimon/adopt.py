@@ -24,23 +24,30 @@ from collections.abc import Mapping
 from typing import Any
 
 from tuimon.applied import reported
-from tuimon.steplog import StepLogger
+from tuimon.steplog import DIGEST_FORMAT, StepLogger
 
 __all__ = [
+    "DIGEST_FORMAT",
     "StepBuffer",
     "StepLogger",
     "apply_pair_settings",
     "model_digests",
     "param_digests",
     "reported",
+    "tensor_digest",
 ]
+
 
 _applied: dict[str, Any] | None = None
 
 
 def param_digests(model: Any) -> tuple[str, dict[str, str]]:
-    """blake2b of the exact bytes of all parameters of a `torch.nn.Module` (in order), and a
-    short one per tensor: the reference workload's own function."""
+    """The digest of all parameters of a `torch.nn.Module` (in order; or of a mapping of
+    tensors such as a state dict), and one per tensor: the reference workload's own function.
+
+    Computed on the device where each tensor lives (`tuimon.devsum/1`: exact integer sums of
+    the tensor's bits times position multipliers); 16 bytes per tensor come back to the host.
+    """
     from tuimon.workload.loop import param_digests as reference
 
     return reference(model)
@@ -50,6 +57,13 @@ def model_digests(model: Any) -> dict[str, Any]:
     """`param_digest` and `param_digests` of a module, ready for `log.step(k, **...)`."""
     whole, per = param_digests(model)
     return {"param_digest": whole, "param_digests": per}
+
+
+def tensor_digest(tensor: Any) -> str:
+    """The digest of one tensor: its bytes (logical order), dtype and shape."""
+    from tuimon.workload.loop import tensor_digest as reference
+
+    return reference(tensor)
 
 
 def _env_int(name: str) -> int | None:
@@ -89,6 +103,7 @@ def apply_pair_settings(seed: int | None = None) -> dict[str, Any]:
     _applied = applied
     return {
         "applied": applied,
+        "digest": DIGEST_FORMAT,
         "device": os.environ.get("TUIMON_DEVICE") or "cpu",
         "threads": applied["threads"],
         "deterministic": applied["deterministic"],
@@ -113,7 +128,7 @@ def last_applied() -> dict[str, Any] | None:
 
 def applied_env(device: str) -> dict[str, Any]:
     """A header's env block for `device`, with what `apply_pair_settings` applied (if called)."""
-    env: dict[str, Any] = {"device": device}
+    env: dict[str, Any] = {"device": device, "digest": DIGEST_FORMAT}
     if _applied is not None:
         env.update(applied=_applied, threads=_applied.get("threads"))
         env["deterministic"] = _applied.get("deterministic")

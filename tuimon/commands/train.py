@@ -54,6 +54,11 @@ def add(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="log W_E's top-5 key frequencies (key_freqs.1..5, as a sorted set) every N steps",
     )
+    p.add_argument(
+        "--cuda-graph",
+        action="store_true",
+        help="capture the whole step as one CUDA graph and replay it (CUDA only)",
+    )
     p.add_argument("--time-only", action="store_true", help="save nothing but the log")
     p.add_argument("--save-emb", default=None, metavar="PATH", help="save W_E as .npy at the end")
     p.add_argument("--log", default=None, metavar="FILE", help="write the step log here (stdout)")

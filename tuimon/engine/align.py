@@ -163,6 +163,8 @@ class Summary:
     """Values that do not fit a float64 or an int64 (`1e400`): reported, never judged."""
     unreadable_first: list[str] = field(default_factory=list)
     interrupted: bool = False
+    digests_not_comparable: int = 0
+    """Aligned steps whose digests are of two formats (`devsum1:` against blake2b): not judged."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (non-finite floats as strings)."""
@@ -180,6 +182,11 @@ class Summary:
             parts.append(f"repeated steps: a {self.repeats_a}, b {self.repeats_b}")
         if self.ignored:
             parts.append(f"ignored: {_names(self.ignored)}")
+        if self.digests_not_comparable:
+            parts.append(
+                f"digests not comparable at {self.digests_not_comparable} steps "
+                "(two digest formats: metrics compared only)"
+            )
         return "; ".join(parts)
 
 
@@ -358,6 +365,8 @@ class Block:
     digest_equal: np.ndarray
     """Object array: True, False, or None where a side has no digest."""
     tensors: list[tuple[str, ...]] | None
+    digests_apart: np.ndarray | None = None
+    """Rows whose two sides' digests are of different formats (not judged)."""
 
 
 def judge_block(a: Columns, b: Columns) -> Block:
@@ -383,6 +392,11 @@ def judge_block(a: Columns, b: Columns) -> Block:
                 metrics[name] = (both[i], eq[i], absd[i], rel[i], ulps[i])
     has = (a.digest != None) & (b.digest != None)  # noqa: E711 - elementwise on objects
     same = a.digest == b.digest
+    apart = np.zeros(n, bool)  # digests of two formats: never judged
+    for i in np.flatnonzero(has & ~same).tolist():
+        if digest_kind(a.digest[i]) != digest_kind(b.digest[i]):
+            apart[i] = True
+    has &= ~apart
     digest_equal = np.asarray(np.where(has, same, None), dtype=object)
     equal &= ~has | same
     values += has
@@ -390,11 +404,23 @@ def judge_block(a: Columns, b: Columns) -> Block:
     if a.digests is not None and b.digests is not None:
         tensors = []
         for i, (da, db) in enumerate(zip(a.digests, b.digests, strict=True)):
-            shared = da.keys() & db.keys()
-            tensors.append(tuple(k for k in da if k in shared and db[k] != da[k]))
-            values[i] += len(shared)
+            shared = [k for k in da if k in db]
+            differ = [k for k in shared if db[k] != da[k]]
+            other = [k for k in differ if digest_kind(da[k]) != digest_kind(db[k])]
+            if other:
+                apart[i] = True
+                differ = [k for k in differ if k not in other]
+            tensors.append(tuple(differ))
+            values[i] += len(shared) - len(other)
         equal &= np.fromiter((not t for t in tensors), bool, n)
-    return Block(a, b, metrics, equal, values, divergence, digest_equal, tensors)
+    return Block(a, b, metrics, equal, values, divergence, digest_equal, tensors, apart)
+
+
+def digest_kind(digest: str) -> str:
+    """The format of a digest string: the tag before its colon ("devsum1:..."), "" for an
+    untagged one (the blake2b digests of earlier versions, or a script's own)."""
+    tag, colon, _ = digest.partition(":")
+    return tag if colon else ""
 
 
 def aligned_steps(block: Block) -> list[AlignedStep]:
@@ -451,6 +477,7 @@ class Tally:
     max_divergence: float = 0.0
     max_step: tuple[int, int] | None = None
     metric_max: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
+    digests_not_comparable: int = 0
 
     def add(self, block: Block) -> None:
         """Count one judged block."""
@@ -469,6 +496,8 @@ class Tally:
         self.steps_equal += int(block.equal.sum())
         self.values_compared += int(block.values.sum())
         self.steps_without_values += int((block.values == 0).sum())
+        if block.digests_apart is not None:
+            self.digests_not_comparable += int(block.digests_apart.sum())
         differ = ~block.equal
         div = block.divergence
         if (div > self.tolerance).any() or (self.tolerance == 0 and differ.any()):
@@ -676,6 +705,7 @@ class PairAligner:
             unreadable=self.unreadable,
             unreadable_first=list(self.unreadable_first),
             interrupted=interrupted,
+            digests_not_comparable=t.digests_not_comparable,
         )  # fmt: skip
 
     def _completeness(

@@ -12,6 +12,7 @@ import torch
 
 from tuimon.devices import DEVICE_NAME, setup_hint
 from tuimon.errors import DeviceError, UsageError
+from tuimon.steplog import DIGEST_FORMAT
 
 
 def available_devices() -> list[str]:
@@ -114,6 +115,7 @@ def fingerprint(device: torch.device, loss_dtype: torch.dtype, time_only: bool) 
         "loss_dtype": str(loss_dtype).removeprefix("torch."),
         "CUBLAS_WORKSPACE_CONFIG": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
         "time_only": time_only,
+        "digest": DIGEST_FORMAT,
     }
     if device.type == "cuda":
         env["cuda"] = torch.version.cuda

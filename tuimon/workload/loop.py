@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,13 @@ import torch.nn.functional as F
 from tuimon.freqs import key_frequencies
 from tuimon.steplog import StepLogger
 from tuimon.tracing import trace_step
+from tuimon.workload import digest
 from tuimon.workload.data import Split, make_split
+from tuimon.workload.digest import param_digests, tensor_digest
 from tuimon.workload.model import Transformer
 from tuimon.workload.options import BETAS, Settings, emb_path, lr_at
+
+__all__ = ["build", "param_digests", "run", "tensor_digest", "train"]
 
 
 def build(s: Settings, device: torch.device) -> tuple[Transformer, Split]:
@@ -24,19 +29,6 @@ def build(s: Settings, device: torch.device) -> tuple[Transformer, Split]:
     model = Transformer(s.p, torch.Generator().manual_seed(s.seed), gather=s.gather).to(device)
     split = Split(*(t.to(device) for t in make_split(s.p, s.task, s.frac_train, s.seed)))
     return model, split
-
-
-def param_digests(model: torch.nn.Module) -> tuple[str, dict[str, str]]:
-    """blake2b of the exact bytes of all parameters (in order), and a short one per tensor."""
-    params = dict(model.named_parameters())
-    flat = torch.cat([p.detach().reshape(-1) for p in params.values()]).cpu().numpy()
-    whole = hashlib.blake2b(flat, digest_size=16).hexdigest()  # type: ignore[arg-type]  # an ndarray is a buffer; numpy's stubs do not say so
-    per, start = {}, 0
-    for name, p in params.items():
-        chunk = flat[start : start + p.numel()]
-        per[name] = hashlib.blake2b(chunk, digest_size=8).hexdigest()  # type: ignore[arg-type]  # as above
-        start += p.numel()
-    return whole, per
 
 
 def key_freq_set(model: Transformer) -> dict[str, int]:
@@ -47,21 +39,132 @@ def key_freq_set(model: Transformer) -> dict[str, int]:
     return {str(i): k for i, k in enumerate(sorted(found.freqs), start=1)}
 
 
-def _loss_acc(
+def _loss_correct(
     logits: torch.Tensor, labels: torch.Tensor, dtype: torch.dtype
-) -> tuple[torch.Tensor, float]:
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The loss (in `dtype`) and the number of right answers, both still on the device."""
     loss = F.cross_entropy(logits.to(dtype), labels)
-    correct = int((logits.argmax(dim=-1) == labels).sum())
-    return loss, correct / labels.numel()
+    return loss, (logits.argmax(dim=-1) == labels).sum()
+
+
+def evaluate_tensors(
+    model: Transformer, x: torch.Tensor, y: torch.Tensor, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(loss, right answers) on a data set, on the device, by the tabled forward."""
+    with torch.inference_mode():
+        return _loss_correct(model.forward_tabled(x), y, dtype)
 
 
 def evaluate(
     model: Transformer, x: torch.Tensor, y: torch.Tensor, dtype: torch.dtype
 ) -> tuple[float, float]:
     """(loss, accuracy) on a data set, without autograd, by the tabled forward."""
-    with torch.inference_mode():
-        loss, acc = _loss_acc(model.forward_tabled(x), y, dtype)
-    return loss.item(), acc
+    loss, correct = evaluate_tensors(model, x, y, dtype)
+    return loss.item(), int(correct) / y.numel()
+
+
+class StepReader:
+    """The values of a step read from the device in one copy, and written one step later on a
+    GPU (the copy goes to pinned memory without waiting; the line is written once the next
+    step is queued), at once on the CPU. The numbers are those of a `.item()` per value; the
+    digests are `tuimon.devsum/1`, computed on the device (16 bytes per tensor come back)."""
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        device: torch.device,
+        logger: StepLogger,
+        pipelined: bool | None = None,
+    ) -> None:
+        self.logger = logger
+        pairs = list(model.named_parameters())
+        self.names = [n for n, _ in pairs]
+        self.params = [p for _, p in pairs]
+        self.device = device
+        self.cuda = device.type == "cuda"
+        self.pipelined = self.cuda if pipelined is None else pipelined  # tests: CPU, pipelined
+        self._buffers: list[torch.Tensor] = []
+        self._turn = 0
+        self._pending: tuple[int, dict[str, Any], list[str], torch.Tensor, Any] | None = None
+
+    def lanes(self) -> Any:
+        """The parameters' digest lanes now: ints on the CPU, a device tensor on a GPU."""
+        if not self.pipelined:
+            return digest.lanes_of(self.params)
+        return digest.graphed_lanes(self.params).reshape(-1)
+
+    def add(
+        self, step: int, host: dict[str, Any], values: dict[str, torch.Tensor], lanes: Any
+    ) -> None:
+        """Step `step`: values known on the host (lr, key frequencies), device scalars
+        (`train_loss`, `train_correct`, maybe `test_loss`, `test_correct`) to read, and the
+        parameters' digest lanes (`lanes()`, taken before the step's forward)."""
+        names = list(values)
+        if not self.pipelined:
+            got = {k: v.item() for k, v in values.items()}
+            self._write(step, host, names, got, lanes)
+            return
+        packed = torch.cat([torch.stack([v.to(torch.float64) for v in values.values()]),
+                            lanes.view(torch.float64)])  # fmt: skip
+        if not self._buffers or self._buffers[0].numel() != packed.numel():
+            self._buffers = [
+                torch.empty(packed.numel(), dtype=torch.float64, pin_memory=self.cuda) for _ in "ab"
+            ]
+        buf = self._buffers[self._turn]
+        self._turn ^= 1
+        self.flush()  # the previous step's line: its copy was queued a step ago
+        buf.copy_(packed, non_blocking=self.cuda)
+        event = None
+        if self.cuda:
+            event = torch.cuda.Event()
+            event.record()
+        self._pending = (step, host, names, buf, event)
+
+    def flush(self) -> None:
+        """Write the step still held (waits for its copy)."""
+        if self._pending is None:
+            return
+        step, host, names, buf, event = self._pending
+        self._pending = None
+        if event is not None:
+            event.synchronize()
+        k = len(names)
+        got = dict(zip(names, buf[:k].tolist(), strict=True))
+        raw = buf[k:].view(torch.int64).numpy().view(np.uint64).reshape(-1, 2).tolist()
+        self._write(step, host, names, got, [(a, b) for a, b in raw])
+
+    def _write(
+        self,
+        step: int,
+        host: dict[str, Any],
+        names: list[str],
+        got: dict[str, float],
+        lanes: list[tuple[int, int]],
+    ) -> None:
+        write_record(self.logger, self.names, self.params, step, host, got, lanes)
+
+
+def write_record(
+    logger: StepLogger,
+    names: list[str],
+    params: Sequence[torch.Tensor],
+    step: int,
+    host: dict[str, Any],
+    got: dict[str, float],
+    lanes: list[tuple[int, int]],
+) -> None:
+    """One step record from what was read: `host` (lr, n_train, n_test, maybe key_freqs),
+    `got` (train_loss, train_correct, maybe test_loss and test_correct, as read from the
+    device) and the parameters' digest lanes. The one writer of the eager and graph paths."""
+    record: dict[str, Any] = {"lr": host["lr"], "train_loss": got["train_loss"]}
+    record["train_acc"] = int(got["train_correct"]) / host["n_train"]
+    if "test_loss" in got:
+        record["test_loss"] = got["test_loss"]
+        record["test_acc"] = int(got["test_correct"]) / host["n_test"]
+    if "key_freqs" in host:
+        record["key_freqs"] = host["key_freqs"]
+    whole, per = digest.format_digests(names, params, lanes)
+    logger.step(step, t=logger.elapsed(), **record, param_digest=whole, param_digests=per)
 
 
 def train(
@@ -70,29 +173,41 @@ def train(
     data: Split,
     loss_dtype: torch.dtype,
     logger: StepLogger,
+    pipelined: bool | None = None,
 ) -> None:
-    """Run s.steps full-batch steps; step k logs the losses of the parameters after k updates."""
+    """Run s.steps full-batch steps; step k logs the losses of the parameters after k updates.
+    The values of a step are read one step later on a GPU (`pipelined`, see `StepReader`)."""
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=s.lr, betas=BETAS, weight_decay=s.weight_decay
     )
-    for k in range(s.steps):
-        lr = lr_at(k, s.lr, s.warmup)
-        digest, digests = param_digests(model)
-        with trace_step(k, model, optimizer):  # a no-op unless `tuimon explain` asks for step k
-            loss, train_acc = _loss_acc(model(data.train_x), data.train_y, loss_dtype)
-            record: dict[str, Any] = {"lr": lr, "train_loss": loss.item(), "train_acc": train_acc}
-            if k % s.eval_every == 0 or k == s.steps - 1:
-                record["test_loss"], record["test_acc"] = evaluate(
-                    model, data.test_x, data.test_y, loss_dtype
-                )
-            if s.freq_every and (k % s.freq_every == 0 or k == s.steps - 1):
-                record["key_freqs"] = key_freq_set(model)
-            logger.step(k, t=logger.elapsed(), **record, param_digest=digest, param_digests=digests)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            optimizer.step()
+    device = data.train_x.device
+    reader = StepReader(model, device, logger, pipelined)
+    sizes = {"n_train": data.train_y.numel(), "n_test": data.test_y.numel()}
+    try:
+        for k in range(s.steps):
+            lr = lr_at(k, s.lr, s.warmup)
+            lanes = reader.lanes()  # outside the traced step, as the digests always were
+            with trace_step(k, model, optimizer):  # a no-op unless `tuimon explain` asks for k
+                host: dict[str, Any] = {"lr": lr, **sizes}
+                loss, correct = _loss_correct(model(data.train_x), data.train_y, loss_dtype)
+                values = {"train_loss": loss, "train_correct": correct}
+                if k % s.eval_every == 0 or k == s.steps - 1:
+                    values["test_loss"], values["test_correct"] = evaluate_tensors(
+                        model, data.test_x, data.test_y, loss_dtype
+                    )
+                if s.freq_every and (k % s.freq_every == 0 or k == s.steps - 1):
+                    host["key_freqs"] = key_freq_set(model)
+                reader.add(k, host, values, lanes)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                for group in optimizer.param_groups:
+                    group["lr"] = lr
+                optimizer.step()
+    except BaseException:
+        with contextlib.suppress(Exception):  # what was computed is written; the error stands
+            reader.flush()
+        raise
+    reader.flush()
 
 
 def save_embedding(model: Transformer, path: Path) -> None:
@@ -108,7 +223,12 @@ def run(
 ) -> dict[str, str]:
     """Build, train, save W_E unless --time-only; the artifacts written, e.g. {"emb": path}."""
     model, data = build(s, device)
-    train(s, model, data, loss_dtype, logger)
+    if s.cuda_graph:
+        from tuimon.workload import graph
+
+        graph.train(s, model, data, loss_dtype, logger)
+    else:
+        train(s, model, data, loss_dtype, logger)
     path = emb_path(s, str(device))
     if path is None:
         return {}

@@ -43,6 +43,7 @@ class Settings:
     log: str | None = None
     gather: str = "view"
     freq_every: int = 0
+    cuda_graph: bool = False
 
     @property
     def n_train(self) -> int:
@@ -143,4 +144,5 @@ def hyper_block(s: Settings) -> dict[str, Any]:
         "batch": "full",
         "eval_every": s.eval_every,
         "gather": s.gather,
+        **({"cuda_graph": True} if s.cuda_graph else {}),
     }

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tuimon.errors import UsageError
+from tuimon.errors import DeviceError, UsageError
 from tuimon.steplog import StepLogger
 from tuimon.workload.options import Settings, hyper_block, run_block, settings_from_args
 
@@ -57,7 +57,13 @@ def run_settings(s: Settings, argv: list[str] | None = None) -> int:
     from tuimon.workload import device as dev
     from tuimon.workload import loop
 
+    if s.cuda_graph and not dev.torch.cuda.is_available():
+        raise DeviceError(
+            "--cuda-graph needs CUDA, and torch sees no CUDA device here: run without it"
+        )
     device = dev.resolve_device(s.device)
+    if s.cuda_graph and device.type != "cuda":
+        raise UsageError(f"--cuda-graph runs on CUDA only: add --device cuda (not {device})")
     loss_dtype = dev.torch_loss_dtype(device, s.loss_dtype)
     dev.configure(s.threads, s.deterministic)
     logger = _open_logger(

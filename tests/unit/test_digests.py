@@ -1,0 +1,251 @@
+"""Parameter digests `tuimon.devsum/1` (tuimon/workload/digest.py): the three implementations
+agree with a plain-Python reading of the definition; bit flips, swaps, negation, dtype and shape
+change a digest; equal bytes give equal digests; old and new digests are never judged against
+each other."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from tuimon.engine.align import compare_steps  # noqa: E402
+from tuimon.steplog import Step  # noqa: E402
+from tuimon.workload import digest as D  # noqa: E402
+
+MASK = (1 << 64) - 1
+
+
+def reference(t: Any) -> tuple[int, int]:
+    """The definition, word by word in Python integers."""
+    flat = t.detach().contiguous().reshape(-1)
+    raw = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+    raw += b"\0" * (-len(raw) % 4)
+    words = np.frombuffer(raw, dtype="<i4").tolist()
+    g = D._G_NP.view(np.uint64)
+    h = D._rows_np(len(words) // D.C + 1).view(np.uint64)
+    out = []
+    for lane in range(2):
+        total = 0
+        for k, v in enumerate(words):
+            total += v * int(g[lane, k % D.C]) * int(h[lane, k // D.C])
+        out.append(total & MASK)
+    return out[0], out[1]
+
+
+def cases() -> list[Any]:
+    g = torch.Generator().manual_seed(0)
+    return [
+        torch.randn(5, generator=g),
+        torch.randn(2 * D.C + 7, generator=g),  # three rows, the last partial
+        torch.randn(3, 7, generator=g).half(),  # 42 bytes: a partial last word
+        torch.randn(9, generator=g).bfloat16(),
+        torch.randint(-100, 100, (13,), dtype=torch.int8, generator=g),
+        torch.randint(0, 255, (6,), dtype=torch.uint8, generator=g),
+        torch.tensor(3.5),  # 0-d
+        torch.empty(0),
+        torch.empty(0, 3, dtype=torch.float16),
+        torch.randn(6, 5, generator=g).T,  # not contiguous
+        torch.randn(4, 6, generator=g)[:, 1::2],
+        torch.randint(0, 2, (7,), dtype=torch.bool, generator=g),
+        torch.randn(3, generator=g).double(),
+        torch.randint(-(2**62), 2**62, (5,), dtype=torch.int64, generator=g),
+        torch.randn(2, 3, dtype=torch.complex64, generator=g),
+        torch.randn(11, generator=g).half()[1:],  # a view at an odd 2-byte offset
+    ]
+
+
+@pytest.mark.parametrize("i", range(len(cases())))
+def test_every_implementation_is_the_definition(i: int) -> None:
+    t = cases()[i]
+    want = reference(t)
+    assert D.lanes_numpy(t) == want
+    assert D.lanes_numpy_many([t]) == [want]
+    assert tuple(int(x) & MASK for x in D.lanes_torch(t).tolist()) == want
+
+
+def test_the_triton_kernel_in_its_cpu_interpreter() -> None:
+    """The CUDA kernel's arithmetic, run by Triton's interpreter on the CPU (where Triton is
+    installed; torch's CPU wheels do not bring it)."""
+    import importlib.util
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if importlib.util.find_spec("triton") is None:
+        pytest.skip("Triton is not installed")
+    code = (
+        "import sys; sys.path.insert(0, 'tests/unit'); import test_digests as T;"
+        "from tuimon.workload import digest as D;"
+        "cases = T.cases() + [T.torch.randn(3 * D.C + 100)];"
+        "got = [D.lanes_triton(t) for t in cases];"
+        "assert all(g is not None for g in got);"
+        "print(all(tuple(int(x) & T.MASK for x in g.tolist()) == T.reference(t)"
+        " for g, t in zip(got, cases)))"
+    )
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    root = Path(__file__).parents[2]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, cwd=root, check=False)  # fmt: skip
+    assert done.stdout.strip() == "True", done.stderr[-2000:]
+
+
+def test_many_tensors_at_once_match_one_by_one() -> None:
+    tensors = [*cases(), torch.randn(70 * D.C + 3)]  # one beyond the row block: alone
+    want = [reference(t) for t in tensors[:-1]] + [D.lanes_numpy(tensors[-1])]
+    assert D.lanes_numpy_many(tensors) == want
+    got = D.device_lanes(tensors).numpy().view(np.uint64).tolist()
+    assert [tuple(x) for x in got] == want
+
+
+def _flip(t: Any, byte: int, bit: int) -> Any:
+    out = t.clone()
+    out.view(-1).view(torch.uint8)[byte] ^= 1 << bit
+    return out
+
+
+DTYPES = ["float32", "float16", "bfloat16", "float64", "int8", "uint8", "int32", "int64"]
+
+
+def _random(dtype: str, n: int, seed: int) -> Any:
+    g = torch.Generator().manual_seed(seed)
+    dt = getattr(torch, dtype)
+    if dt.is_floating_point:
+        return torch.randn(n, generator=g).to(dt)
+    info = torch.iinfo(dt)
+    return torch.randint(max(info.min, -(2**62)), min(info.max, 2**62), (n,), generator=g).to(dt)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_single_bit_flip_changes_the_digest(dtype: str) -> None:
+    t = _random(dtype, D.C + 9, seed=1)  # two rows
+    base = D.tensor_digest(t)
+    size = t.element_size()
+    rng = random.Random(dtype)
+    elements = [0, t.numel() - 1, *rng.sample(range(t.numel()), 6)]
+    for e in elements:  # every bit of these elements: sign, exponent and mantissa
+        for byte in range(e * size, (e + 1) * size):
+            for bit in range(8):
+                assert D.tensor_digest(_flip(t, byte, bit)) != base, (e, byte, bit)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_swapping_two_elements_changes_the_digest(dtype: str) -> None:
+    t = _random(dtype, 3 * D.C, seed=2)
+    base = D.tensor_digest(t)
+    rng = random.Random(dtype)
+    pairs = [(0, 1), (0, D.C), (5, 2 * D.C + 5), (7, 2 * D.C + 100)]
+    pairs += [tuple(rng.sample(range(t.numel()), 2)) for _ in range(40)]
+    for i, j in pairs:
+        if t[i] == t[j]:
+            continue
+        swapped = t.clone()
+        swapped[i], swapped[j] = t[j], t[i]
+        assert D.tensor_digest(swapped) != base, (i, j)
+
+
+def test_swapping_x_and_minus_x_changes_the_digest() -> None:
+    """Words that differ in the sign bit alone (a difference of 2**31, the most a swap can
+    share with the multipliers' difference): still caught, in a row and across rows."""
+    g = torch.Generator().manual_seed(3)
+    rng = random.Random(3)
+    pairs = [(0, 1), (3, D.C + 3), (9, 5 * D.C + 9)]
+    pairs += [tuple(rng.sample(range(6 * D.C), 2)) for _ in range(30)]
+    for i, j in pairs:
+        t = torch.randn(6 * D.C, generator=g)
+        t[j] = -t[i]
+        swapped = t.clone()
+        swapped[i], swapped[j] = t[j], t[i]
+        assert D.tensor_digest(swapped) != D.tensor_digest(t), (i, j)
+
+
+def test_negation_reshape_and_dtype_change_it_equal_bytes_do_not() -> None:
+    t = torch.randn(4, 6)
+    d = D.tensor_digest(t)
+    assert D.tensor_digest(-t) != d
+    assert D.tensor_digest(t.reshape(6, 4)) != d  # same bytes, another shape
+    assert D.tensor_digest(t.view(torch.int32)) != d  # same bytes, another dtype
+    assert D.tensor_digest(t.clone()) == d
+    assert D.tensor_digest(t.T.contiguous().T) == d  # its logical contents, any layout
+    z = torch.randn(3, dtype=torch.complex64)
+    assert D.tensor_digest(z.conj()) == D.tensor_digest(z.conj().resolve_conj())
+    assert D.tensor_digest(torch.zeros(0)) != D.tensor_digest(torch.zeros(0, 1))
+    assert D.tensor_digest(torch.tensor(0.0)) != D.tensor_digest(torch.zeros(1))
+    assert D.tensor_digest(torch.zeros(5, dtype=torch.int8)) != D.tensor_digest(
+        torch.zeros(8, dtype=torch.int8)
+    )
+
+
+def test_module_and_mapping_digests_are_tagged_and_named() -> None:
+    from tuimon.adopt import model_digests, tensor_digest
+    from tuimon.steplog import DIGEST_TAG
+
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Linear(2, 1))
+    got = model_digests(model)
+    names = [n for n, _ in model.named_parameters()]
+    assert list(got["param_digests"]) == names
+    assert got["param_digest"].startswith(f"{DIGEST_TAG}:") and len(got["param_digest"]) == 40
+    assert all(
+        v.startswith(f"{DIGEST_TAG}:") and len(v) == 24 for v in got["param_digests"].values()
+    )
+    assert model_digests(dict(model.named_parameters())) == got
+    assert tensor_digest(model[0].weight) == D.tensor_digest(model[0].weight)
+    with torch.no_grad():
+        model[1].bias += 1
+    after = model_digests(model)
+    assert [k for k in names if after["param_digests"][k] != got["param_digests"][k]] == ["1.bias"]
+
+
+def test_headers_name_the_digest_format() -> None:
+    from tuimon.adopt import DIGEST_FORMAT, applied_env
+    from tuimon.workload.device import fingerprint
+
+    assert DIGEST_FORMAT == "tuimon.devsum/1"
+    assert applied_env("cpu")["digest"] == DIGEST_FORMAT  # the callbacks' header
+    assert fingerprint(torch.device("cpu"), torch.float64, True)["digest"] == DIGEST_FORMAT
+
+
+def test_tables_keep_positions_apart() -> None:
+    low = (1 << 33) - 1  # multipliers differ there: a swap moves the sum by a non-zero amount
+    for kind in (0, 1):
+        for lane in (0, 1):
+            table = D._table(kind, lane, 1 << 16).view(np.uint64)
+            assert (table & np.uint64(1)).all()  # odd: a bit flip always moves the sum
+            assert len(np.unique(table & np.uint64(low))) == table.size
+
+
+# --- old and new digests in one pair ---------------------------------------------------------
+
+
+def _steps(digest: str, tensor: str, loss: float = 1.0) -> list[Step]:
+    return [
+        Step(k, {"loss": loss + k}, digest=f"{digest}{k}", digests={"W": f"{tensor}{k}"})
+        for k in range(3)
+    ]
+
+
+def test_old_and_new_digests_are_not_judged_against_each_other() -> None:
+    old = _steps("0123abcd", "4567")  # blake2b hex, no tag
+    new = _steps("devsum1:89ab", "devsum1:cdef")
+    aligned, aligner = compare_steps(old, new)
+    summary = aligner.summary()
+    assert summary.verdict == "IDENTICAL"
+    assert summary.digests_not_comparable == 3 and summary.values_compared == 3
+    assert all(s.digest_equal is None and not s.tensors for s in aligned)
+    assert "digests not comparable at 3 steps" in summary.coverage_line()
+    different = _steps("devsum1:89ab", "devsum1:cdef", loss=2.0)
+    assert compare_steps(old, different)[1].summary().verdict == "DIVERGED"
+
+
+def test_digests_of_one_format_are_still_judged() -> None:
+    a = _steps("devsum1:89ab", "devsum1:cdef")
+    b = _steps("devsum1:89ab", "devsum1:cdef")
+    b[2] = Step(2, {"loss": 3.0}, digest="devsum1:other", digests={"W": "devsum1:other"})
+    summary = compare_steps(a, b)[1].summary()
+    assert summary.verdict == "DIVERGED" and summary.first_digest_step == 2
+    assert summary.first_tensors == ["W"] and summary.digests_not_comparable == 0
