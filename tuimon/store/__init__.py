@@ -35,9 +35,11 @@ __all__ = [
     "is_pair_dir",
     "is_running",
     "list_pairs",
+    "open_regular",
     "pair_file",
     "pair_files",
     "read_pair",
+    "read_regular",
     "resolve_store",
     "write_json_atomic",
 ]
@@ -55,7 +57,9 @@ from tuimon.store.files import (
     STORE_ENV,
     check_writable,
     is_running,
+    open_regular,
     pair_file,
+    read_regular,
     resolve_store,
     write_json_atomic,
 )

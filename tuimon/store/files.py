@@ -9,7 +9,7 @@ import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -199,6 +199,42 @@ def _read_regular(path: Path, limit: int = MAX_PAIR_JSON) -> bytes:
         raise StoreError(f"cannot read {path.name}: {_reason(exc)}") from None
     finally:
         os.close(fd)
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading when it is a regular file; StoreError (one line) for a FIFO,
+    a device, a socket, a directory or a file that cannot be opened. Never blocks: the file is
+    opened non-blocking and checked on its descriptor before a byte is read."""
+    path = Path(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise StoreError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {_reason(exc)}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise StoreError(f"{path} is {_kind(mode)}, not a regular file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: Path, limit: int = MAX_PAIR_JSON) -> bytes:
+    """The bytes of the regular file ``path`` (at most ``limit``); StoreError otherwise."""
+    with open_regular(path) as fh:
+        try:
+            data = fh.read(limit + 1)
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {_reason(exc)}") from None
+    if len(data) > limit:
+        raise StoreError(f"{path} is too large (over {limit} bytes)")
+    return data
 
 
 def _take_lock(pair_dir: Path) -> int | None:
