@@ -237,13 +237,15 @@ def planned(doc: dict[str, Any], steps: list[int]) -> list[Planned]:
     check_settings(doc)
     commands = _commands(doc)
     shell = bool(doc.get("shell"))
-    launch = doc.get("launch") if isinstance(doc.get("launch"), dict) else {}
+    launch = doc.get("launch")
+    launchers: dict[str, Any] = launch if isinstance(launch, dict) else {}
     out = []
     for side in SIDES:
         argv = commands[side][:1] if shell else rerun_argv(commands[side], max(steps))
-        launcher = launch.get(side)
-        ok = isinstance(launcher, list) and all(isinstance(w, str) for w in launcher)
-        out.append(Planned(f"run {side}", tuple(argv), shell, tuple(launcher) if ok else None))
+        words = launchers.get(side)
+        ok = isinstance(words, list) and all(isinstance(w, str) for w in words)
+        launcher = tuple(words) if ok and words else None
+        out.append(Planned(f"run {side}", tuple(argv), shell, launcher))
     return out
 
 

@@ -264,6 +264,49 @@ def _release_lock(pair_dir: Path, fd: int | None) -> None:
         os.close(fd)
 
 
+class LockHeld(StoreError):
+    """Another live process holds the lock."""
+
+
+def hold_lock(path: Path, owner: str) -> int | None:
+    """Take the flock of ``path`` (created if missing) for as long as this process lives or
+    until `release_lock`: a process killed with SIGKILL lets go of it with its last breath.
+    ``owner`` is written into it. LockHeld when another live process holds it; None where
+    there is no flock."""
+    if fcntl is None:
+        return None
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        raise StoreError(f"cannot lock {path}: {_reason(exc)}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise StoreError(f"{path} is {_kind(os.fstat(fd).st_mode)}, not a lock file")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            held_by = os.pread(fd, 200, 0).decode(errors="replace").strip()
+            raise LockHeld(held_by or "another process") from None
+        except OSError:  # a filesystem without flock: nothing to hold
+            os.close(fd)
+            return None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{owner}\n".encode(), 0)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        raise
+    return fd
+
+
+def release_lock(fd: int | None) -> None:
+    """Let go of a lock taken with `hold_lock` (the file stays: removing it would race)."""
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
 def is_running(pair_dir: Path) -> bool:
     """True while the monitor writing ``pair_dir`` is alive (it holds the pair's lock)."""
     if fcntl is None:

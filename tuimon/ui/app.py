@@ -19,6 +19,7 @@ from tuimon.engine.session import Batch, PairSession
 from tuimon.engine.sweep import Sweep
 from tuimon.report.sweep import print_result
 from tuimon.ui.browser import BrowserScreen
+from tuimon.ui.confirm import REFUSED, CommandsScreen
 from tuimon.ui.footer_fit import FitsFooter
 from tuimon.ui.modals import HelpScreen
 from tuimon.ui.pair_screen import PairScreen, SessionStarted
@@ -64,6 +65,9 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
         self._caught: list[int] = []
         self.summary_lines: list[str] = []
         """What the shell shows after the app exits (the pair view's summary, as headless)."""
+        self.confirm_lines: list[str] | None = None
+        """Command lines read from a saved file, asked about before the sweep runs any."""
+        self.refused = False
 
     def on_mount(self) -> None:
         """The first screen: a pair view for a session, else the browser."""
@@ -72,12 +76,24 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self.on_signal, sig)
                 self._caught.append(sig)
-        if self.sweep is not None:
+        if self.sweep is not None and self.confirm_lines is not None:
+            what = f"sweep --resume {self.sweep.id}"
+            self.push_screen(CommandsScreen(what, self.confirm_lines), self._confirmed)
+        elif self.sweep is not None:
             self.push_screen(SweepScreen(self.sweep))
         elif self.make_session is not None:
             self.push_screen(PairScreen(make_session=self.make_session, replay=self.replay))
         else:
             self.push_screen(BrowserScreen(self.store))
+
+    def _confirmed(self, yes: bool | None) -> None:
+        """The answer to `CommandsScreen`: the sweep runs, or the app ends with nothing run."""
+        if yes and self.sweep is not None:
+            self.confirm_lines = None
+            self.push_screen(SweepScreen(self.sweep))
+        else:
+            self.refused = True
+            self.exit(2, return_code=2)
 
     def on_unmount(self) -> None:
         """Give the signals back."""
@@ -146,18 +162,27 @@ def run_app(
     replay: bool = False,
     sweep: Sweep | None = None,
     explain: bool = False,
+    confirm: list[str] | None = None,
 ) -> int:
     """Run the app until the user quits; the exit code (130 after stopping a live pair).
 
     With `explain`, a pair that ended DIVERGED is explained after the app closes (`pair
     --explain`): progress and the one-line answer go to the terminal, the result to pair.json.
+    With `confirm` (a resumed sweep's command lines), a modal asks before anything runs.
     """
     app = TuimonApp(store=store, make_session=make_session, title=title, replay=replay, sweep=sweep)
+    app.confirm_lines = confirm
     try:
         result = app.run()
     finally:
         terminate_leftovers(app.sessions + (list(sweep.sessions.values()) if sweep else []))
     # the alternate screen is gone: the shell keeps the sweep's table or the pair's summary
+    if app.refused:
+        print("\n".join(confirm or []), file=sys.stderr)
+        print(f"tuimon: {REFUSED}", file=sys.stderr)
+        if sweep is not None:
+            sweep.release()
+        return 2
     if sweep is not None:
         print_result(sweep, sys.stdout)
     else:
