@@ -187,11 +187,20 @@ def test_sigkill_of_tuimon_ends_a_silent_runs_descendants_too(tmp_path):
 
 
 def group_alive(pgid: int) -> bool:
+    """A process of the group is alive (not a zombie: a test process that became a child
+    subreaper, as tuimon's runs make it, holds its dead orphans until it reaps them)."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
-    return True
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return not Path("/proc/self").exists()
 
 
 def test_watchdog_ends_the_group_when_tuimon_goes_without_a_word():

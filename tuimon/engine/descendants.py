@@ -181,6 +181,7 @@ class Tree:
         pids signalled."""
         pids = self.alive(root, last=last) - ({root} if root is not None else set())
         if not pids:
+            _reap(children(os.getpid()) - _ours)  # strays that ended: no zombie is left
             return pids
         _send(pids, signal.SIGTERM)
         deadline = time.monotonic() + grace
@@ -192,7 +193,7 @@ class Tree:
             deadline = time.monotonic() + 2.0
             while time.monotonic() < deadline and self._left(pids):
                 time.sleep(0.01)
-        _reap(pids)
+        _reap(pids | (children(os.getpid()) - _ours))
         return pids
 
     def _left(self, pids: set[int]) -> set[int]:
@@ -212,7 +213,7 @@ def _send(pids: set[int], sig: int) -> None:
 
 def _reap(pids: set[int]) -> None:
     """Collect the exit of each of `pids` that became this process's child (a subreaper's
-    orphan) and has ended, so no zombie is left."""
-    for pid in pids:
+    orphan) and has ended, so no zombie is left (never one this process started itself)."""
+    for pid in pids - _ours:
         with contextlib.suppress(ChildProcessError, OSError):
             os.waitpid(pid, os.WNOHANG)

@@ -360,6 +360,7 @@ class Run:
         self._tree = Tree(new_tag())
         """The run's processes, also those that leave its group (`descendants`)."""
         self._told = 0
+        self._tree_ended = False
 
     @property
     def last_output(self) -> float:
@@ -433,9 +434,7 @@ class Run:
                 reader.stop()
             if tail is not None and not tail.done():
                 tail.cancel()
-        # the run is over: whatever it started ends with it, also what left its group
-        last = run_ended(self.proc.pid)
-        await asyncio.to_thread(self._tree.end, self.grace, self.proc.pid, last=last)
+        await self._end_tree()
         if self._watchdog is not None:
             self._watchdog.release()
         status = "interrupted" if self.interrupted else "finished" if code == 0 else "failed"
@@ -585,6 +584,15 @@ class Run:
                 os.killpg(self.proc.pid, sig)
         self._signal_tree(sig)
 
+    async def _end_tree(self) -> None:
+        """The run is over: whatever it started ends with it, also what left its group
+        (once, whether the run ended by itself or was stopped)."""
+        if self.proc is None or self._tree_ended:
+            return
+        self._tree_ended = True
+        last = run_ended(self.proc.pid)
+        await asyncio.to_thread(self._tree.end, self.grace, self.proc.pid, last=last)
+
     def _signal_tree(self, sig: int) -> None:
         """Send `sig` to each process of the run outside its first one (`Tree.alive`)."""
         root = self.proc.pid if self.proc is not None else None
@@ -614,6 +622,7 @@ class Run:
         except asyncio.TimeoutError:
             self.signal(signal.SIGKILL)
             await self.proc.wait()
+        await self._end_tree()
 
 
 def exit_text(code: int | None) -> str:

@@ -1,0 +1,84 @@
+"""Descendants end with the pair: a grandchild that calls setsid() (and closes its output) and
+keeps running is found and ended after a normal end, a Ctrl-C and a SIGKILL of tuimon."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import alive, raw_lines, wait_until
+
+SETSID_TRAINER = str(Path(__file__).with_name("setsid_trainer.py"))
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
+
+
+def _tuimon(tmp_path: Path, *trainer_args: str) -> subprocess.Popen[bytes]:
+    command = [sys.executable, SETSID_TRAINER, "--pidfile", str(tmp_path / "gc-{side}")]
+    store = str(tmp_path / "store")
+    return subprocess.Popen(
+        [sys.executable, "-m", "tuimon", "pair", "--headless", "--store", store, "--",
+         *command, *trainer_args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )  # fmt: skip
+
+
+def _grandchildren(tmp_path: Path) -> list[int]:
+    files = [tmp_path / f"gc-{side}" for side in "ab"]
+    wait_until(lambda: all(f.exists() and f.read_text() for f in files), within=30)
+    return [int(f.read_text()) for f in files]
+
+
+def _cleanup(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.mark.parametrize("extra", [[], ["--clear-env", "--ignore-term"]])
+def test_a_setsid_grandchild_ends_after_a_normal_end(tmp_path: Path, extra: list[str]) -> None:
+    """Tagged or not (an empty environment), ignoring SIGTERM or not: gone when tuimon is."""
+    proc = _tuimon(tmp_path, "--steps", "3", *extra)
+    pids = _grandchildren(tmp_path)
+    try:
+        assert proc.wait(timeout=60) == 0
+        assert not [p for p in pids if alive(p)]  # ended before tuimon returned
+    finally:
+        _cleanup(pids)
+
+
+def test_a_setsid_grandchild_ends_after_ctrl_c(tmp_path: Path) -> None:
+    proc = _tuimon(tmp_path, "--steps", "600", "--sleep", "0.1")
+    pids = _grandchildren(tmp_path)
+    try:
+        assert all(alive(p) for p in pids)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 3  # INCOMPLETE: interrupted
+        assert not [p for p in pids if alive(p)]
+    finally:
+        _cleanup(pids)
+
+
+@pytest.mark.parametrize("extra", [[], ["--clear-env"]])
+def test_a_setsid_grandchild_ends_after_sigkill_of_tuimon(tmp_path: Path, extra: list[str]) -> None:
+    """The watchdog finds it by its tag, or (environment cleared) by the pid tuimon told it."""
+    proc = _tuimon(tmp_path, "--steps", "600", "--sleep", "0.1", *extra)
+    pids = _grandchildren(tmp_path)
+    try:
+        assert all(alive(p) for p in pids)
+        # the first step comes 1.2 s after the grandchild: tuimon has walked the tree since
+        wait_until(lambda: all(raw_lines(tmp_path / "store", side) for side in "ab"), within=30)
+        proc.kill()
+        proc.wait(timeout=30)
+        wait_until(lambda: not [p for p in pids if alive(p)], within=30)
+    finally:
+        _cleanup(pids)
