@@ -3,6 +3,7 @@ keeps running is found and ended after a normal end, a Ctrl-C and a SIGKILL of t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -38,10 +39,8 @@ def _grandchildren(tmp_path: Path) -> list[int]:
 
 def _cleanup(pids: list[int]) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 @pytest.mark.parametrize("extra", [[], ["--clear-env", "--ignore-term"]])
