@@ -164,7 +164,8 @@ def run_app(
     explain: bool = False,
     confirm: list[str] | None = None,
 ) -> int:
-    """Run the app until the user quits; the exit code (130 after stopping a live pair).
+    """Run the app until the user quits; the exit code: a pair view's verdict's (0/1/3, as
+    headless: a pair stopped early is INCOMPLETE, 3), a sweep's, 2 when its commands were refused.
 
     With `explain`, a pair that ended DIVERGED is explained after the app closes (`pair
     --explain`): progress and the one-line answer go to the terminal, the result to pair.json.
@@ -193,17 +194,28 @@ def run_app(
         if writer is not None and writer.save_error and not writer.finished:
             print(f"tuimon: pair NOT saved: {writer.save_error}", file=sys.stderr)
             return 3
+    if make_session is not None and app.sessions:  # a pair view: its verdict's code, as headless
+        return _verdict_code(app.sessions, explain=explain)
     if app.signalled is not None:
         return 128 + app.signalled
-    if explain:
-        from tuimon.engine.explain import describe, explain_after
-
-        for session in app.sessions:
-            if (done := explain_after(session, print)) is not None:
-                print(describe(done))
     if isinstance(result, int):
         return result
     return app.return_code or 0
+
+
+def _verdict_code(sessions: list[PairSession], *, explain: bool) -> int:
+    """The exit code of the pair the view showed: its verdict's (0 IDENTICAL or CLOSE,
+    1 DIVERGED, 3 INCOMPLETE: stopped, a run failed, or no verdict), as headless gives it."""
+    from tuimon.engine.align import exit_code
+
+    session = sessions[-1]
+    summary = getattr(session, "summary", None)
+    if explain:
+        from tuimon.engine.explain import describe, explain_after
+
+        if (done := explain_after(session, print)) is not None:
+            print(describe(done))
+    return 3 if summary is None else exit_code(summary)
 
 
 def terminal_alive() -> bool:
