@@ -68,8 +68,8 @@ def _stream(current: TextIO | None) -> TextIO:
 def guarded() -> Iterator[None]:
     """`sys.stdout` and `sys.stderr` as `Guarded` streams while the block runs."""
     saved = sys.stdout, sys.stderr
-    sys.stdout = Guarded(_stream(sys.stdout))  # type: ignore[assignment]
-    sys.stderr = Guarded(_stream(sys.stderr))  # type: ignore[assignment]
+    sys.stdout = Guarded(_stream(sys.stdout))
+    sys.stderr = Guarded(_stream(sys.stderr))
     try:
         yield
     finally:

@@ -316,10 +316,12 @@ def _fresh_trace(out_dir: Path, side: str, tag: str) -> Path:
     """Where this side's trace of rerun `tag` goes, with an earlier one (and its saved op
     outputs) removed."""
     trace = out_dir / f"{side}-{tag}.trace.jsonl"
-    for old in (trace, trace.with_name(trace.name + ".tensors")):
-        if old.is_dir():
+    stdout = out_dir / f"{side}-{tag}.stdout"
+    olds = (trace, trace.with_name(trace.name + ".tensors"), stdout, stdout.with_suffix(".stderr"))
+    for old in olds:  # whatever was there (a FIFO would block the rerun's output) goes
+        if old.is_dir() and not old.is_symlink():
             shutil.rmtree(old)
-        elif old.exists():
+        elif os.path.lexists(old):
             old.unlink()
     return trace
 
@@ -542,6 +544,8 @@ def explain_pair(
     if not confirm(commands):
         raise Refused(commands)
     out_dir = Path(path) / "explain"
+    if out_dir.is_symlink() or (os.path.lexists(out_dir) and not out_dir.is_dir()):
+        raise ExplainError(f"{out_dir} is not a directory of the pair (a link or a file)")
     out_dir.mkdir(exist_ok=True)
     result = _new_result(doc, k, steps, repeats)
     firsts: list[dict[str, Any]] = []

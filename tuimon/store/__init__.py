@@ -44,6 +44,7 @@ __all__ = [
     "read_regular",
     "release_lock",
     "resolve_store",
+    "special",
     "write_json_atomic",
 ]
 
@@ -67,6 +68,7 @@ from tuimon.store.files import (
     read_regular,
     release_lock,
     resolve_store,
+    special,
     write_json_atomic,
 )
 from tuimon.store.index import PairInfo, delete_pair, is_pair_dir, list_pairs

@@ -179,6 +179,18 @@ def _kind(mode: int) -> str:
     return next((word for test, word in kinds if test(mode)), "a special file")
 
 
+def special(path: Path) -> str | None:
+    """What ``path`` is when it is neither a regular file nor a directory (`a FIFO`, `a
+    device`, `a socket`), else None; only ``stat`` is used, so nothing is opened."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return _kind(mode)
+
+
 def _read_regular(path: Path, limit: int = MAX_PAIR_JSON) -> bytes:
     """The bytes of a regular file inside its directory; StoreError otherwise (never blocks)."""
     pair_file(path.parent, path.name)
