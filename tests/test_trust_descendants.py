@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from tests.helpers import alive, raw_lines, wait_until
+from helpers import alive, raw_lines, wait_until
 
 SETSID_TRAINER = str(Path(__file__).with_name("setsid_trainer.py"))
 

@@ -40,7 +40,7 @@ from tuimon.engine.plan import PairPlan
 from tuimon.errors import StoreError, UsageError
 from tuimon.sanitize import clean
 from tuimon.steplog import Step, parse_line
-from tuimon.store import SIDES, PairDoc
+from tuimon.store import SIDES, PairDoc, read_pair
 from tuimon.tracing import TRACE_FILE_ENV, TRACE_STEP_ENV
 
 DEFAULT_REPEATS = 3
@@ -306,7 +306,7 @@ def _commands(doc: dict[str, Any]) -> dict[str, list[str]]:
         for s in SIDES
     ):
         raise ExplainError(
-            'pair.json: "commands" must map "a" and "b" to lists of words (non-empty strings) '
+            "pair.json: 'commands' must map a and b to lists of words (non-empty strings) "
             f"(got {_shown(commands)})"
         )
     return {side: list(commands[side]) for side in SIDES}
@@ -537,7 +537,9 @@ def explain_pair(
     pair.json is data: the commands it holds run only when `confirm` (shown them exactly)
     says yes; otherwise `Refused`, and nothing runs."""
     say = progress or (lambda text: None)
-    doc = PairDoc.read(path).to_json()
+    raw = read_pair(path)
+    check_settings(raw)  # as written: a value of the wrong type is said, not read as missing
+    doc = PairDoc.from_json(raw).to_json()
     summary = doc.get("summary")
     k, steps = traced_steps(summary if isinstance(summary, dict) else {})
     commands = planned(doc, steps)
