@@ -86,7 +86,7 @@ CASES = [
             "{{side}}",
         ],
         0,
-    ),  # fmt: skip
+    ),
     ("pair bad usage", ["pair", "--devices", "cpu"], 2),
     ("help", ["compare", "--help"], 0),
 ]
