@@ -34,7 +34,12 @@ def add(sub: argparse._SubParsersAction) -> None:
         epilog="exit codes: 0 IDENTICAL or CLOSE, 1 DIVERGED, 3 INCOMPLETE, 2 bad usage",
     )
     p.add_argument("logs", nargs="+", metavar="LOG", help="two log files, or one pair directory")
-    p.add_argument("--tolerance", type=non_negative_float, default=0.0, help="relative; default 0")
+    p.add_argument(
+        "--tolerance",
+        type=non_negative_float,
+        default=None,
+        help="relative; default 0 (a saved pair: its own tolerance, as replay judges it)",
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--save", action="store_true", help="save the comparison as a pair")
     add_reading(p)
@@ -53,14 +58,14 @@ def run(args: argparse.Namespace) -> int:
         save_to=args.store if args.save else None,
         save=args.save,
         reading=reading(args),
-        select=select(args),
+        select=select(args) if args.ignore or args.only else None,
     )
 
 
 def _compare_paths(
     paths: list[str],
     *,
-    tolerance: float,
+    tolerance: float | None,
     as_json: bool,
     save: bool,
     save_to: str | None,
@@ -72,11 +77,16 @@ def _compare_paths(
     from tuimon.engine.artifacts import lines as artifact_lines
     from tuimon.engine.compare import judge, resolve
     from tuimon.engine.compare import save as save_pair
+    from tuimon.engine.saved import saved_select
     from tuimon.errors import StoreError
     from tuimon.report.wording import headline, metric_max_line
     from tuimon.sanitize import clean
 
     logs = resolve(paths, reading)
+    if tolerance is None:  # a pair directory is judged as it was (and as `replay` judges it)
+        tolerance = logs.doc.tolerance or 0.0
+    if select is None:
+        select = saved_select(logs.doc)
     judged = judge(logs, tolerance, select, keep=save)
     summary, doc = judged.summary, judged.doc
     saved = None
