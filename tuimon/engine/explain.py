@@ -537,18 +537,8 @@ def explain_pair(
     pair.json is data: the commands it holds run only when `confirm` (shown them exactly)
     says yes; otherwise `Refused`, and nothing runs."""
     say = progress or (lambda text: None)
-    raw = read_pair(path)
-    check_settings(raw)  # as written: a value of the wrong type is said, not read as missing
-    doc = PairDoc.from_json(raw).to_json()
-    summary = doc.get("summary")
-    k, steps = traced_steps(summary if isinstance(summary, dict) else {})
-    commands = planned(doc, steps)
-    if not confirm(commands):
-        raise Refused(commands)
+    doc, k, steps, commands = _prepare(Path(path), confirm)
     out_dir = Path(path) / "explain"
-    if out_dir.is_symlink() or (os.path.lexists(out_dir) and not out_dir.is_dir()):
-        raise ExplainError(f"{out_dir} is not a directory of the pair (a link or a file)")
-    out_dir.mkdir(exist_ok=True)
     result = _new_result(doc, k, steps, repeats)
     firsts: list[dict[str, Any]] = []
     r = 0
@@ -583,6 +573,26 @@ def explain_pair(
             firsts.append(found)
         r += 1
     return _conclude(result, firsts, steps, repeats)
+
+
+def _prepare(
+    path: Path, confirm: Callable[[list[Planned]], bool]
+) -> tuple[dict[str, Any], int, list[int], list[Planned]]:
+    """pair.json checked as written, the divergent step, the steps to trace and the commands
+    agreed to (`Refused` when they are not); the pair's `explain/` folder made ready."""
+    raw = read_pair(path)
+    check_settings(raw)  # as written: a value of the wrong type is said, not read as missing
+    doc = PairDoc.from_json(raw).to_json()
+    summary = doc.get("summary")
+    k, steps = traced_steps(summary if isinstance(summary, dict) else {})
+    commands = planned(doc, steps)
+    if not confirm(commands):
+        raise Refused(commands)
+    out_dir = path / "explain"
+    if out_dir.is_symlink() or (os.path.lexists(out_dir) and not out_dir.is_dir()):
+        raise ExplainError(f"{out_dir} is not a directory of the pair (a link or a file)")
+    out_dir.mkdir(exist_ok=True)
+    return doc, k, steps, commands
 
 
 def _new_result(doc: dict[str, Any], k: int, steps: list[int], repeats: int) -> dict[str, Any]:
