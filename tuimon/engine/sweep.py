@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from tuimon.engine.align import CLOSE, DIVERGED, IDENTICAL, MetricFilter
-from tuimon.engine.consent import Planned, show
+from tuimon.engine.consent import Planned, quote, show
 from tuimon.engine.hints import likely_causes
 from tuimon.engine.plan import SIDES, PairPlan
 from tuimon.engine.session import Batch, PairSession
@@ -335,6 +335,8 @@ class Sweep:
         """`planned` in lines to show before a resumed sweep runs anything."""
         todo = self.todo()
         lines = show(self.planned())
+        if self.plan.log_file:
+            lines.append(f"  each run's step log is read from: {quote(self.plan.log_file)}")
         others = sorted({self.jobs[i].seed for i in todo[1:]} - {self.jobs[todo[0]].seed})
         if others:
             seeds = ", ".join(map(str, others))
