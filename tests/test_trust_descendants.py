@@ -4,7 +4,9 @@ keeps running is found and ended after a normal end, a Ctrl-C and a SIGKILL of t
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -75,6 +77,31 @@ def test_a_setsid_grandchild_ends_after_sigkill_of_tuimon(tmp_path: Path, extra:
         assert all(alive(p) for p in pids)
         # the first step comes 1.2 s after the grandchild: tuimon has walked the tree since
         wait_until(lambda: all(raw_lines(tmp_path / "store", side) for side in "ab"), within=30)
+        proc.kill()
+        proc.wait(timeout=30)
+        wait_until(lambda: not [p for p in pids if alive(p)], within=30)
+    finally:
+        _cleanup(pids)
+
+
+def test_explain_reruns_end_when_tuimon_is_killed(tmp_path: Path) -> None:
+    """`explain --yes` re-runs the pair's commands; a SIGKILL of tuimon ends them (and what
+    they started outside their group) through their watchdogs."""
+    pair = tmp_path / "pair"
+    shutil.copytree(Path(__file__).parent.parent / "sample_logs/cpu-cpu-threads2-contiguous", pair)
+    doc = json.loads((pair / "pair.json").read_text())
+    doc["commands"] = {
+        s: ["sh", "-c", f"setsid sleep 300 & echo $! > {tmp_path}/gc-{s}; sleep 300"] for s in "ab"
+    }
+    (pair / "pair.json").write_text(json.dumps(doc))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuimon", "explain", "--yes", str(pair)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )  # fmt: skip
+    pids = _grandchildren(tmp_path)
+    try:
+        assert all(alive(p) for p in pids)
         proc.kill()
         proc.wait(timeout=30)
         wait_until(lambda: not [p for p in pids if alive(p)], within=30)

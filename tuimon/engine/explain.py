@@ -27,7 +27,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,10 @@ import orjson
 
 from tuimon.argv import without_options
 from tuimon.engine.consent import Planned
+from tuimon.engine.descendants import RUN_ENV, Tree, new_tag
 from tuimon.engine.plan import PairPlan
+from tuimon.engine.runner import die_with_parent
+from tuimon.engine.watchdog import Watchdog
 from tuimon.errors import StoreError, UsageError
 from tuimon.sanitize import clean
 from tuimon.steplog import Step, parse_line
@@ -256,6 +259,10 @@ class SideRun:
     side: str
     trace: Path
     problem: str | None = None
+    tree: Tree = field(default_factory=lambda: Tree(new_tag()))
+    """Its processes, also those that leave its group (`descendants`)."""
+    watchdog: Watchdog | None = None
+    """Ends them if tuimon is killed."""
 
 
 def _trace_ended(path: Path) -> bool:
@@ -327,21 +334,22 @@ def _fresh_trace(out_dir: Path, side: str, tag: str) -> Path:
 
 
 def _start_side(
-    doc: dict[str, Any], command: Planned, steps: list[int], trace: Path, stdout: Path
+    doc: dict[str, Any], command: Planned, steps: list[int], run: SideRun, stdout: Path
 ) -> subprocess.Popen[bytes]:
     """Start one side's rerun (the command shown and agreed to) with the pair's settings, told
-    to trace `steps` into `trace`; its stdout goes to `stdout`, its stderr beside it
-    (`.stderr`). ExplainError (one line) when it cannot start."""
+    to trace `steps` into `run.trace`, with a watchdog; its stdout goes to `stdout`, its
+    stderr beside it (`.stderr`). ExplainError (one line) when it cannot start."""
     side = command.who.removeprefix("run ")
     env = {
         **os.environ,
         **side_env(doc, side),
         TRACE_STEP_ENV: ",".join(map(str, steps)),
-        TRACE_FILE_ENV: str(trace),
+        TRACE_FILE_ENV: str(run.trace),
+        RUN_ENV: run.tree.tag,  # what it starts is found and ended with it (`descendants`)
     }
     with open(stdout, "wb") as out, open(stdout.with_suffix(".stderr"), "wb") as err:
         try:
-            return subprocess.Popen(
+            proc = subprocess.Popen(
                 command.argv[0] if command.shell else list(command.argv),
                 shell=command.shell,
                 stdin=subprocess.DEVNULL,
@@ -349,12 +357,15 @@ def _start_side(
                 stderr=err,
                 env=env,
                 start_new_session=True,
+                preexec_fn=die_with_parent(),
             )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise ExplainError(
                 f"run {side}: cannot start {clean(command.argv[0], 200)!r}: {why}"
             ) from None
+    run.watchdog = Watchdog(proc.pid, 2.0, run.tree.tag)  # ends them if tuimon is killed
+    return proc
 
 
 def run_traced(
@@ -374,9 +385,8 @@ def run_traced(
     try:
         for side in SIDES:
             runs[side] = SideRun(side, _fresh_trace(out_dir, side, tag))
-            procs[side] = _start_side(
-                doc, commands[SIDES.index(side)], steps, runs[side].trace, outs[side]
-            )
+            command = commands[SIDES.index(side)]
+            procs[side] = _start_side(doc, command, steps, runs[side], outs[side])
         deadline = time.monotonic() + timeout
         pending = set(SIDES)
         while pending:
@@ -399,8 +409,11 @@ def run_traced(
             if pending:
                 time.sleep(0.1)
     finally:
-        for proc in procs.values():
+        for side, proc in procs.items():
             _kill(proc)
+            runs[side].tree.end(1.0, proc.pid)  # what it started, also outside its group
+            if (dog := runs[side].watchdog) is not None:
+                dog.release()
     return runs
 
 

@@ -292,7 +292,7 @@ def _grow_pipe(fd: int) -> bool:
         return False
 
 
-def _die_with_parent() -> Callable[[], None] | None:
+def die_with_parent() -> Callable[[], None] | None:
     """A preexec function that makes the child get SIGKILL when tuimon dies (Linux), else None.
 
     Run in the child after `setsid`: prctl(PR_SET_PDEATHSIG); if tuimon died before that, the
@@ -384,7 +384,7 @@ class Run:
             "stderr": err_w,
             "env": env,
             "start_new_session": True,
-            "preexec_fn": _die_with_parent(),
+            "preexec_fn": die_with_parent(),
         }
         try:
             if spec.shell:
