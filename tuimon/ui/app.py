@@ -178,7 +178,7 @@ def run_app(
     finally:
         terminate_leftovers(app.sessions + (list(sweep.sessions.values()) if sweep else []))
     # the alternate screen is gone: the shell keeps the sweep's table or the pair's summary
-    if app.refused:
+    if app.refused or app.confirm_lines is not None:  # no yes (n, Esc, or quit at the modal)
         print("\n".join(confirm or []), file=sys.stderr)
         print(f"tuimon: {REFUSED}", file=sys.stderr)
         if sweep is not None:
