@@ -25,7 +25,8 @@ def add(sub: argparse._SubParsersAction) -> None:
         "pair tagged with the sweep, and show them as one table. Takes the pair options; "
         "--launch 'srun ...' with --jobs 32 lets SLURM do the scheduling.",
         epilog="exit codes: 0 every pair IDENTICAL or CLOSE, 1 any DIVERGED, 3 any INCOMPLETE "
-        "(or never ran), 2 bad usage. Example: tuimon sweep --seeds 0-9 --devices cpu,cpu "
+        "(or never ran), 2 bad usage, an unreadable record, or --resume not confirmed. "
+        "Example: tuimon sweep --seeds 0-9 --devices cpu,cpu "
         "--threads 1 --jobs 2 --headless",
     )
     p.add_argument("--seeds", default=None, help="seeds: 0-9, 0,3,7 or 0-3,7")
