@@ -114,10 +114,10 @@ def test_signal_to_the_tui_stops_both_runs_saves_and_restores_the_terminal(tmp_p
         wait_until(lambda: len(raw_lines(store, "b")) > 5 and catches(proc.pid, signal.SIGTERM))
         if sig == "hang-up":  # the terminal goes away (a closed window, a dropped ssh)
             os.close(master)
-            assert proc.wait(timeout=60) == 128 + signal.SIGHUP
+            assert proc.wait(timeout=60) == 3  # INCOMPLETE, as headless (README, "Exit codes")
         else:
             proc.send_signal(sig)
-            assert proc.wait(timeout=60) == 128 + sig
+            assert proc.wait(timeout=60) == 3
             reader.join(timeout=5)
             assert b"\x1b[?1049l" in screen  # back from the alternate screen
     finally:

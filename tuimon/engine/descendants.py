@@ -24,6 +24,7 @@ import secrets
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 RUN_ENV = "TUIMON_RUN_ID"
@@ -105,6 +106,24 @@ _ours: set[int] = set()
 """Pids this process started on purpose (runs, watchdogs): not strays."""
 _live = 0
 """Runs of this process under way."""
+_spawning = 0
+"""Starts under way: a child that exists but is not in `_ours` yet is not a stray."""
+_generation = 0
+"""Counts starts begun and ended, so a scan for strays that overlapped one is dropped."""
+
+
+@contextlib.contextmanager
+def spawning() -> Iterator[None]:
+    """Around starting a process this process owns (then `spawned`): no scan for strays
+    mistakes it for one meanwhile."""
+    global _spawning, _generation
+    _spawning += 1
+    _generation += 1
+    try:
+        yield
+    finally:
+        _spawning -= 1
+        _generation += 1
 
 
 def spawned(*pids: int) -> None:
@@ -129,12 +148,15 @@ def run_ended(*pids: int) -> bool:
 def strays() -> dict[int, int]:
     """Children of this process it did not start (`spawned`): descendants of its runs that
     came to it as their subreaper after their parent ended (pid -> start time)."""
+    before = _generation
+    if _spawning:
+        return {}
     out = {}
     for pid in children(os.getpid()) - _ours:
         start = start_time(pid)
         if start is not None:
             out[pid] = start
-    return out
+    return {} if _spawning or _generation != before else out
 
 
 class Tree:

@@ -34,6 +34,7 @@ from tuimon.engine.descendants import (
     run_ended,
     run_started,
     spawned,
+    spawning,
 )
 from tuimon.engine.watchdog import Watchdog
 from tuimon.errors import LaunchError
@@ -386,24 +387,25 @@ class Run:
             "start_new_session": True,
             "preexec_fn": die_with_parent(),
         }
-        try:
-            if spec.shell:
-                proc = await asyncio.create_subprocess_shell(spec.argv[0], **kwargs)
-            else:
-                proc = await asyncio.create_subprocess_exec(*spec.argv, **kwargs)
-        except (OSError, subprocess.SubprocessError) as exc:
-            for fd in (out_r, err_r):
-                os.close(fd)
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            raise LaunchError(f"run {spec.side}: cannot start {spec.argv[0]!r}: {why}") from exc
-        finally:
-            os.close(out_w)
-            os.close(err_w)
-        self._fds = (out_r, err_r)
-        self.proc = proc
-        self._watchdog = Watchdog(proc.pid, self.grace, self._tree.tag)
-        spawned(proc.pid, *([self._watchdog.proc.pid] if self._watchdog.proc else []))
-        run_started()
+        with spawning():  # until both are registered, neither is mistaken for a stray
+            try:
+                if spec.shell:
+                    proc = await asyncio.create_subprocess_shell(spec.argv[0], **kwargs)
+                else:
+                    proc = await asyncio.create_subprocess_exec(*spec.argv, **kwargs)
+            except (OSError, subprocess.SubprocessError) as exc:
+                for fd in (out_r, err_r):
+                    os.close(fd)
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                raise LaunchError(f"run {spec.side}: cannot start {spec.argv[0]!r}: {why}") from exc
+            finally:
+                os.close(out_w)
+                os.close(err_w)
+            self._fds = (out_r, err_r)
+            self.proc = proc
+            self._watchdog = Watchdog(proc.pid, self.grace, self._tree.tag)
+            spawned(proc.pid, *([self._watchdog.proc.pid] if self._watchdog.proc else []))
+            run_started()
         self.started_at = time.monotonic()
 
     async def pump(self) -> None:

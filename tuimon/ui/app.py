@@ -124,6 +124,8 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
         while time.monotonic() < deadline and not all(s.ended for s in self.sessions):
             time.sleep(0.05)
         terminate_leftovers(self.sessions)
+        if self.make_session is not None and self.sessions:  # a pair view: its verdict's code
+            code = _verdict_code(self.sessions, explain=False)
         os._exit(code)
 
     def on_session_started(self, message: SessionStarted) -> None:
