@@ -7,6 +7,7 @@ imported lazily there, so --help is fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -25,6 +26,7 @@ from tuimon.commands import (
     train,
 )
 from tuimon.commands.options import Parser
+from tuimon.commands.pipes import guarded
 from tuimon.errors import TuimonError, UsageError
 from tuimon.sanitize import clean
 
@@ -47,7 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit code."""
+    """Run the command line; return the exit code (the same when stdout or stderr is a pipe
+    whose reader has gone: see `tuimon.commands.pipes`)."""
+    with guarded():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:  # said by the subcommand's parser, so the hint names its --help
@@ -69,8 +77,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tuimon: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # `tuimon ... | head`: the reader has all it wanted
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except BrokenPipeError:  # `tuimon train | head`: its binary step log has no reader left
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except Exception as exc:  # a bug or an OS error nobody foresaw: one line, not a traceback
         if os.environ.get("TUIMON_DEBUG"):

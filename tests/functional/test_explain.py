@@ -77,7 +77,7 @@ def _pair(store: Path, *trainer_args: str) -> Path:
 def test_a_planted_perturbation_is_named_exactly(tmp_path: Path, capsys):
     pair_dir = _pair(tmp_path / "store", "--plant", "b")
     capsys.readouterr()
-    assert main(["explain", str(pair_dir), "--repeats", "2", "--json"]) == 0
+    assert main(["explain", "--yes", str(pair_dir), "--repeats", "2", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["status"] == "explained" and result["reproduced"] == 2
     first = result["first"]
@@ -102,7 +102,7 @@ def test_a_planted_perturbation_is_named_exactly(tmp_path: Path, capsys):
 def test_a_pair_that_does_not_diverge_on_rerun_says_so(tmp_path: Path, capsys):
     pair_dir = _pair(tmp_path / "store", "--plant", "b", "--plant-once", str(tmp_path / "m"))
     capsys.readouterr()
-    assert main(["explain", str(pair_dir), "--repeats", "1"]) == 0
+    assert main(["explain", "--yes", str(pair_dir), "--repeats", "1"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("explain: the reruns did not diverge") and out.count("\n") == 1
     saved = json.loads((pair_dir / "pair.json").read_text())["explain"]
@@ -113,7 +113,7 @@ def test_a_pair_that_does_not_diverge_on_rerun_says_so(tmp_path: Path, capsys):
 def test_a_script_without_the_helper_gets_one_line(tmp_path: Path, capsys):
     pair_dir = _pair(tmp_path / "store", "--plant", "b", "--no-helper")
     capsys.readouterr()
-    assert main(["explain", str(pair_dir)]) == 3
+    assert main(["explain", "--yes", str(pair_dir)]) == 3
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and "tuimon.tracing.trace_step" in out
 

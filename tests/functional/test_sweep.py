@@ -159,7 +159,7 @@ def test_sweep_interrupted_then_resumed(tmp_path):
 
     steps.write_text("4")
     code = subprocess.run(
-        [sys.executable, "-m", "tuimon", "sweep", "--resume", rec["id"], "--headless",
+        [sys.executable, "-m", "tuimon", "sweep", "--resume", rec["id"], "--headless", "--yes",
          "--store", str(store)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -19,6 +19,8 @@ from tuimon.commands.options import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from tuimon.engine.align import MetricFilter
     from tuimon.readers import Reading
 
@@ -34,7 +36,12 @@ def add(sub: argparse._SubParsersAction) -> None:
         epilog="exit codes: 0 IDENTICAL or CLOSE, 1 DIVERGED, 3 INCOMPLETE, 2 bad usage",
     )
     p.add_argument("logs", nargs="+", metavar="LOG", help="two log files, or one pair directory")
-    p.add_argument("--tolerance", type=non_negative_float, default=0.0, help="relative; default 0")
+    p.add_argument(
+        "--tolerance",
+        type=non_negative_float,
+        default=None,
+        help="relative; default 0 (a saved pair: its own tolerance, as replay judges it)",
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--save", action="store_true", help="save the comparison as a pair")
     add_reading(p)
@@ -53,14 +60,14 @@ def run(args: argparse.Namespace) -> int:
         save_to=args.store if args.save else None,
         save=args.save,
         reading=reading(args),
-        select=select(args),
+        select=select(args) if args.ignore or args.only else None,
     )
 
 
 def _compare_paths(
     paths: list[str],
     *,
-    tolerance: float,
+    tolerance: float | None,
     as_json: bool,
     save: bool,
     save_to: str | None,
@@ -69,16 +76,17 @@ def _compare_paths(
 ) -> int:
     """The `compare` command; returns the exit code."""
     from tuimon.engine.align import exit_code
-    from tuimon.engine.artifacts import lines as artifact_lines
     from tuimon.engine.compare import judge, resolve
     from tuimon.engine.compare import save as save_pair
+    from tuimon.engine.saved import saved_select
     from tuimon.errors import StoreError
-    from tuimon.report.wording import headline, metric_max_line
-    from tuimon.sanitize import clean
 
     logs = resolve(paths, reading)
+    select = select if select is not None else saved_select(logs.doc)
+    if tolerance is None:  # a pair directory is judged as it was (and as `replay` judges it)
+        tolerance = logs.doc.tolerance or 0.0
     judged = judge(logs, tolerance, select, keep=save)
-    summary, doc = judged.summary, judged.doc
+    summary = judged.summary
     saved = None
     save_error: str | None = None
     if save:
@@ -96,17 +104,27 @@ def _compare_paths(
         }
         sys.stdout.write(orjson.dumps(out).decode() + "\n")
     else:
-        print(headline(summary))
-        print(f"  {summary.coverage_line()}")
-        for name, m in summary.metric_max.items():
-            print(metric_max_line(name, m))
-        if doc.env_diff:
-            keys = ", ".join(list(doc.env_diff)[:6])
-            print(f"  environment differs in: {keys}")
-        for line in artifact_lines(logs.doc.artifacts):
-            print(f"  {clean(line, None)}")
-        if saved:
-            print(f"pair saved in {saved}")
-        elif save_error:
-            print(f"pair NOT saved: {save_error}")
+        _print_text(judged, logs.doc.artifacts, saved, save_error)
     return 3 if save_error else exit_code(summary)
+
+
+def _print_text(judged: Any, artifacts: Any, saved: Path | None, save_error: str | None) -> None:
+    """The verdict, coverage, each metric's largest difference, what else differs."""
+    from tuimon.engine.artifacts import lines as artifact_lines
+    from tuimon.report.wording import headline, metric_max_line
+    from tuimon.sanitize import clean
+
+    summary, doc = judged.summary, judged.doc
+    print(headline(summary))
+    print(f"  {summary.coverage_line()}")
+    for name, m in summary.metric_max.items():
+        print(metric_max_line(name, m))
+    if doc.env_diff:
+        keys = ", ".join(list(doc.env_diff)[:6])
+        print(f"  environment differs in: {keys}")
+    for line in artifact_lines(artifacts):
+        print(f"  {clean(line, None)}")
+    if saved:
+        print(f"pair saved in {saved}")
+    elif save_error:
+        print(f"pair NOT saved: {save_error}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tuimon.commands.options import int64, positive_float
+from tuimon.commands.options import add_yes, confirm, int64, positive_float
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -14,8 +14,10 @@ def add(sub: argparse._SubParsersAction) -> None:
         description="Re-run both sides of a saved pair with its recorded settings, trace every "
         "op of the steps where they part, and name the first op whose outputs differ (op, "
         "parameter, forward/backward, dtypes, size of the difference, line of code).",
-        epilog="exit codes: 0 an op named (or the reruns did not diverge), 3 it could not "
-        "trace, 2 bad usage. Your own script needs tuimon.tracing.trace_step (README).",
+        epilog="The commands come from pair.json: they are shown first and run only after a "
+        "yes (y/N on a terminal, or --yes). exit codes: 0 an op named (or the reruns did not "
+        "diverge), 3 it could not trace, 2 bad usage, an unreadable pair or no yes. Your own "
+        "script needs tuimon.tracing.trace_step (README).",
     )
     p.add_argument("pair", metavar="PAIR", help="a saved pair directory")
     p.add_argument("--repeats", type=int64, default=3, help="traced reruns (default 3)")
@@ -23,10 +25,17 @@ def add(sub: argparse._SubParsersAction) -> None:
         "--timeout", type=positive_float, default=900.0, metavar="S", help="per rerun (900)"
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_yes(p)
     p.set_defaults(handler=run, help_prog=p.prog)
 
 
 def run(args: argparse.Namespace) -> int:
+    from tuimon.engine.consent import Planned, show
     from tuimon.engine.explain import run_explain
 
-    return run_explain(args.pair, repeats=args.repeats, timeout=args.timeout, as_json=args.json)
+    def agreed(commands: list[Planned]) -> bool:
+        return confirm("explain", show(commands), yes=args.yes)
+
+    return run_explain(
+        args.pair, repeats=args.repeats, timeout=args.timeout, as_json=args.json, confirm=agreed
+    )

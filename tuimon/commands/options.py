@@ -170,3 +170,35 @@ def terminal(command: str) -> bool:
 
 def say(message: str) -> None:
     print(f"tuimon: {message}", file=sys.stderr, flush=True)
+
+
+def add_yes(p: argparse.ArgumentParser) -> None:
+    """--yes: run the command lines read from a saved file without asking (they are shown)."""
+    p.add_argument(
+        "--yes",
+        action="store_true",
+        help="run the command lines read from the saved file without asking (they are still "
+        "printed); without a terminal and without --yes they are printed and nothing runs",
+    )
+
+
+def confirm(what: str, lines: list[str], *, yes: bool) -> bool:
+    """Show the command lines (`tuimon.engine.consent.show`) that `what` would run from a saved
+    file, and ask: True with --yes or a `y` on the terminal. Without a terminal and without
+    --yes, the lines are printed and UsageError says that nothing ran (exit 2)."""
+    shown = "\n".join(lines)
+    if yes:
+        print(f"tuimon: {what} runs (--yes):\n{shown}", file=sys.stderr, flush=True)
+        return True
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        print(f"tuimon: {what} would run these command lines:\n{shown}", file=sys.stderr)
+        raise UsageError(
+            f"{what} runs command lines read from a saved file: nothing was run without a yes "
+            "(no terminal to ask; --yes runs them)"
+        )
+    sys.stderr.write(f"tuimon: {what} runs these command lines:\n{shown}\nRun them? [y/N] ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline()
+    if answer.strip().lower() in ("y", "yes"):
+        return True
+    raise UsageError(f"{what}: not confirmed, nothing was run")

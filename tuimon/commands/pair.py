@@ -294,14 +294,16 @@ def run(args: argparse.Namespace) -> int:
     from tuimon.store import resolve_store
     from tuimon.ui.app import run_app
 
-    code = 0
+    codes = []
     for make in factories:
-        code = run_app(
-            store=store or resolve_store(None),
-            make_session=make,
-            title=f"tuimon pair · seed {args.seed} · {plan.devices[0]},{plan.devices[1]}",
-            explain=args.explain,
+        codes.append(
+            run_app(
+                store=store or resolve_store(None),
+                make_session=make,
+                title=f"tuimon pair · seed {args.seed} · {plan.devices[0]},{plan.devices[1]}",
+                explain=args.explain,
+            )
         )
-        if code:
+        if codes[-1] not in (0, 1):  # stopped, failed or not saved: no more repeats
             break
-    return code
+    return 3 if 3 in codes else max(codes)

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from tuimon.commands.options import add_store, int64, terminal
+from tuimon.commands.options import add_store, add_yes, confirm, int64, terminal
 from tuimon.commands.pair import add_pair_options, check_log_file, pair_plan
 from tuimon.errors import UsageError
 
@@ -19,7 +19,8 @@ def add(sub: argparse._SubParsersAction) -> None:
         "pair tagged with the sweep, and show them as one table. Takes the pair options; "
         "--launch 'srun ...' with --jobs 32 lets SLURM do the scheduling.",
         epilog="exit codes: 0 every pair IDENTICAL or CLOSE, 1 any DIVERGED, 3 any INCOMPLETE "
-        "(or never ran), 2 bad usage. Example: tuimon sweep --seeds 0-9 --devices cpu,cpu "
+        "(or never ran), 2 bad usage, an unreadable record, or --resume not confirmed. "
+        "Example: tuimon sweep --seeds 0-9 --devices cpu,cpu "
         "--threads 1 --jobs 2 --headless",
     )
     p.add_argument("--seeds", default=None, help="seeds: 0-9, 0,3,7 or 0-3,7")
@@ -27,7 +28,9 @@ def add(sub: argparse._SubParsersAction) -> None:
         "--resume",
         default=None,
         metavar="SWEEP",
-        help="run the pairs of a saved sweep that never ran or were interrupted",
+        help="run the pairs of a saved sweep that never ran or were interrupted (also those "
+        "whose monitor was killed); the record's commands are shown first and run only after "
+        "a yes (y/N, or --yes)",
     )
     p.add_argument(
         "--jobs",
@@ -39,6 +42,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     add_pair_options(p)
     add_store(p)
+    add_yes(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND TEMPLATE ...")
     p.set_defaults(handler=run, help_prog=p.prog)
 
@@ -56,8 +60,14 @@ def run(args: argparse.Namespace) -> int:
             if args.seeds:
                 raise UsageError("--resume takes the sweep's own seeds: leave out --seeds")
             sweep = Sweep.load(resolve_store(args.store), args.resume, args.jobs)
+            if sweep.running_elsewhere:
+                raise UsageError(
+                    f"sweep {sweep.id} is still running in another tuimon "
+                    f"({sweep.running_elsewhere}): nothing to resume"
+                )
             if not sweep.todo():
                 raise UsageError(f"sweep {sweep.id} has nothing left to run")
+            sweep.claim()
         else:
             if not args.seeds:
                 raise UsageError("sweep needs --seeds (e.g. 0-9 or 0,3,7) or --resume SWEEP")
@@ -76,10 +86,23 @@ def run(args: argparse.Namespace) -> int:
             "results (see --threads, --jobs)",
             file=sys.stderr,
         )
-    if args.headless or not terminal("sweep"):
+    headless = args.headless or not terminal("sweep")
+    if args.resume and (headless or args.yes):
+        _consent(sweep, yes=args.yes)
+    if headless:
         from tuimon.report.sweep import run_sweep_headless
 
         return run_sweep_headless(sweep, as_json=args.json)
     from tuimon.ui.app import run_app
 
-    return run_app(store=sweep.store, sweep=sweep, title=f"tuimon sweep · {sweep.id}")
+    ask = sweep.consent_lines() if args.resume and not args.yes else None
+    return run_app(store=sweep.store, sweep=sweep, title=f"tuimon sweep · {sweep.id}", confirm=ask)
+
+
+def _consent(sweep, *, yes: bool) -> None:  # type: ignore[no-untyped-def]
+    """The commands of a resumed sweep's record, shown; a yes, or UsageError (nothing runs)."""
+    try:
+        confirm(f"sweep --resume {sweep.id}", sweep.consent_lines(), yes=yes)
+    except UsageError:
+        sweep.release()
+        raise

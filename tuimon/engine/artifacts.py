@@ -57,7 +57,7 @@ def compare_artifacts(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, d
 def describe(name: str, result: Mapping[str, Any]) -> str:
     """One line: `emb at the end: bitwise equal` or how far apart (then the key frequencies)."""
     if "error" in result:
-        return f"{name} at the end: {result['error']}"
+        return f"{name} at the end: {clean(result['error'], 300)}"
     if result.get("equal"):
         line = f"{name} at the end: bitwise equal"
     elif "max_abs" not in result:
@@ -67,16 +67,32 @@ def describe(name: str, result: Mapping[str, Any]) -> str:
             f"{name} at the end: {result['elements_differ']} elements differ, "
             f"max abs {result['max_abs']:.3g}, max rel {result['max_rel']:.3g}"
         )
-    return line + describe_freqs(result.get("key_freqs"))
+    try:
+        return line + describe_freqs(result.get("key_freqs"))
+    except DAMAGED:
+        return line + "; key frequencies: damaged in pair.json"
+
+
+DAMAGED = (KeyError, TypeError, ValueError, AttributeError, IndexError)
+"""What a damaged (hand-edited, planted) artifact entry of pair.json raises when read."""
 
 
 def lines(artifacts: Mapping[str, Any] | None) -> list[str]:
-    """One `describe` line per compared artifact (pair.json's `artifacts`), names cleaned."""
-    return [
-        describe(clean(name, 80), result)
-        for name, result in (artifacts or {}).items()
-        if isinstance(result, Mapping)
-    ]
+    """One `describe` line per compared artifact (pair.json's `artifacts`), names cleaned; a
+    damaged entry is said to be damaged (it never changes a verdict)."""
+    if not isinstance(artifacts, Mapping):
+        return ["artifacts: damaged in pair.json (not an object)"] if artifacts else []
+    out = []
+    for name, result in artifacts.items():
+        shown = clean(name, 80)
+        if not isinstance(result, Mapping):
+            out.append(f"{shown} at the end: damaged in pair.json")
+            continue
+        try:
+            out.append(describe(shown, result))
+        except DAMAGED:
+            out.append(f"{shown} at the end: damaged in pair.json")
+    return out
 
 
 def describe_freqs(kf: Mapping[str, Any] | None) -> str:

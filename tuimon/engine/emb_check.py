@@ -18,9 +18,10 @@ import numpy as np
 import orjson
 
 from tuimon.engine.align import DIVERGED, IDENTICAL, INCOMPLETE, diff_arrays, verdict
-from tuimon.errors import EmbCheckError
+from tuimon.errors import EmbCheckError, StoreError
 from tuimon.freqs import TOP, FreqError, agreement, as_embedding, key_frequencies
 from tuimon.sanitize import clean
+from tuimon.store import open_regular
 
 EXIT_CODES = {IDENTICAL: 0, "CLOSE": 0, DIVERGED: 1, INCOMPLETE: 3}
 _SEED = re.compile(r"(?:^|[^a-z0-9])(?:s|seed[-_]?)(\d+)(?=$|[^0-9])", re.IGNORECASE)
@@ -66,9 +67,10 @@ class SeedResult:
 def load(path: Path) -> np.ndarray:
     """A numeric 2-d array from a .npy file; EmbCheckError (one line) when it is not one."""
     try:
-        arr = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise EmbCheckError(f"{path}: no such file") from None
+        with open_regular(path) as fh:  # a FIFO, a device or a socket is refused, never read
+            arr = np.load(fh, allow_pickle=False)
+    except StoreError as exc:
+        raise EmbCheckError(str(exc)) from None
     except (OSError, ValueError, EOFError) as exc:
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if "allow_pickle" in text:

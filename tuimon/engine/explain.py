@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -26,7 +27,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +35,15 @@ import numpy as np
 import orjson
 
 from tuimon.argv import without_options
+from tuimon.engine.consent import Planned
+from tuimon.engine.descendants import RUN_ENV, Tree, new_tag
 from tuimon.engine.plan import PairPlan
+from tuimon.engine.runner import die_with_parent
+from tuimon.engine.watchdog import Watchdog
 from tuimon.errors import StoreError, UsageError
+from tuimon.sanitize import clean
 from tuimon.steplog import Step, parse_line
-from tuimon.store import SIDES, PairDoc
+from tuimon.store import SIDES, PairDoc, read_pair
 from tuimon.tracing import TRACE_FILE_ENV, TRACE_STEP_ENV
 
 DEFAULT_REPEATS = 3
@@ -139,6 +145,14 @@ class ExplainError(Exception):
     """The pair cannot be explained (one line for the user)."""
 
 
+class Refused(ExplainError):
+    """The commands of pair.json were shown and not agreed to: nothing ran."""
+
+    def __init__(self, commands: list[Planned]) -> None:
+        super().__init__("not confirmed: nothing was run")
+        self.commands = commands
+
+
 # -- re-running the two sides -----------------------------------------------------------------
 
 
@@ -167,23 +181,75 @@ def rerun_argv(argv: Sequence[str], last_step: int) -> list[str]:
 
 
 def side_env(doc: dict[str, Any], side: str) -> dict[str, str]:
-    """The environment the pair gave this side (threads, seed, device, flags)."""
+    """The environment the pair gave this side (threads, seed, device, flags); ExplainError
+    (one line) when pair.json holds a value of the wrong type."""
+    check_settings(doc)
     devices = doc.get("devices") or ["cpu", "cpu"]
     threads = doc.get("threads")
-    if isinstance(threads, list) and len(threads) == 2:
-        pair_threads = (int(threads[0]), int(threads[1]))
+    if isinstance(threads, list):
+        pair_threads = (threads[0], threads[1])
     elif isinstance(threads, int):
         pair_threads = (threads, threads)
     else:
         pair_threads = (os.cpu_count() or 1,) * 2
     plan = PairPlan(
-        seed=doc.get("seed") if isinstance(doc.get("seed"), int) else None,
-        devices=(str(devices[0]), str(devices[1])),
+        seed=doc.get("seed"),
+        devices=(devices[0], devices[1]),
         threads=pair_threads,
         deterministic=bool(doc.get("deterministic")),
-        loss_dtype=doc.get("loss_dtype") if isinstance(doc.get("loss_dtype"), str) else None,
+        loss_dtype=doc.get("loss_dtype"),
     )
-    return plan.env(side, str(devices[SIDES.index(side)]))
+    return plan.env(side, devices[SIDES.index(side)])
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 1 << 20
+
+
+SETTINGS: tuple[tuple[str, Callable[[object], bool], str], ...] = (
+    ("devices", lambda v: v is None or (isinstance(v, list) and len(v) == 2
+                                        and all(isinstance(d, str) and d for d in v)),
+     "a list of two device names"),
+    ("threads", lambda v: v is None or _count(v) or (isinstance(v, list) and len(v) == 2
+                                                     and all(_count(t) for t in v)),
+     "a thread count or a list of two"),
+    ("seed", lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)),
+     "an integer or null"),
+    ("deterministic", lambda v: v is None or isinstance(v, bool), "true or false"),
+    ("loss_dtype", lambda v: v is None or isinstance(v, str), "a dtype name or null"),
+    ("shell", lambda v: v is None or isinstance(v, bool), "true or false"),
+)  # fmt: skip
+"""The settings of pair.json a rerun uses, what each must be, and how to say it."""
+
+
+def check_settings(doc: dict[str, Any]) -> None:
+    """ExplainError (one line) when a setting a rerun uses has the wrong type in pair.json."""
+    for key, valid, what in SETTINGS:
+        if not valid(doc.get(key)):
+            raise ExplainError(f"pair.json: {key!r} must be {what} (got {_shown(doc.get(key))})")
+
+
+def _shown(value: object) -> str:
+    text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+    return clean(text if len(text) <= 60 else text[:59] + "…", None)
+
+
+def planned(doc: dict[str, Any], steps: list[int]) -> list[Planned]:
+    """The exact commands a traced rerun runs, one per side (ExplainError when pair.json holds
+    none, or one of the wrong type)."""
+    check_settings(doc)
+    commands = _commands(doc)
+    shell = bool(doc.get("shell"))
+    launch = doc.get("launch")
+    launchers: dict[str, Any] = launch if isinstance(launch, dict) else {}
+    out = []
+    for side in SIDES:
+        argv = commands[side][:1] if shell else rerun_argv(commands[side], max(steps))
+        words = launchers.get(side)
+        ok = isinstance(words, list) and all(isinstance(w, str) for w in words)
+        launcher = tuple(words) if ok and words else None
+        out.append(Planned(f"run {side}", tuple(argv), shell, launcher))
+    return out
 
 
 @dataclass
@@ -193,6 +259,10 @@ class SideRun:
     side: str
     trace: Path
     problem: str | None = None
+    tree: Tree = field(default_factory=lambda: Tree(new_tag()))
+    """Its processes, also those that leave its group (`descendants`)."""
+    watchdog: Watchdog | None = None
+    """Ends them if tuimon is killed."""
 
 
 def _trace_ended(path: Path) -> bool:
@@ -232,66 +302,91 @@ def _commands(doc: dict[str, Any]) -> dict[str, list[str]]:
     """Each side's recorded command; ExplainError when the pair has none (it was compared,
     not launched)."""
     commands = doc.get("commands")
-    if not isinstance(commands, dict) or not all(
-        isinstance(commands.get(s), list) and commands.get(s) for s in SIDES
-    ):
+    if commands is None:
         raise ExplainError(
             "pair.json has no commands to re-run (a compared pair, not a launched one)"
         )
-    return {side: [str(a) for a in commands[side]] for side in SIDES}
+    if not isinstance(commands, dict) or not all(
+        isinstance(commands.get(s), list)
+        and commands[s]
+        and all(isinstance(a, str) and a and "\0" not in a for a in commands[s])
+        for s in SIDES
+    ):
+        raise ExplainError(
+            "pair.json: 'commands' must map a and b to lists of words (non-empty strings) "
+            f"(got {_shown(commands)})"
+        )
+    return {side: list(commands[side]) for side in SIDES}
 
 
 def _fresh_trace(out_dir: Path, side: str, tag: str) -> Path:
     """Where this side's trace of rerun `tag` goes, with an earlier one (and its saved op
     outputs) removed."""
     trace = out_dir / f"{side}-{tag}.trace.jsonl"
-    for old in (trace, trace.with_name(trace.name + ".tensors")):
-        if old.is_dir():
+    stdout = out_dir / f"{side}-{tag}.stdout"
+    olds = (trace, trace.with_name(trace.name + ".tensors"), stdout, stdout.with_suffix(".stderr"))
+    for old in olds:  # whatever was there (a FIFO would block the rerun's output) goes
+        if old.is_dir() and not old.is_symlink():
             shutil.rmtree(old)
-        elif old.exists():
+        elif os.path.lexists(old):
             old.unlink()
     return trace
 
 
 def _start_side(
-    doc: dict[str, Any], side: str, argv: list[str], steps: list[int], trace: Path, stdout: Path
+    doc: dict[str, Any], command: Planned, steps: list[int], run: SideRun, stdout: Path
 ) -> subprocess.Popen[bytes]:
-    """Start one side's rerun with the pair's settings, told to trace `steps` into `trace`;
-    its stdout goes to `stdout`, its stderr beside it (`.stderr`)."""
-    shell = bool(doc.get("shell"))
+    """Start one side's rerun (the command shown and agreed to) with the pair's settings, told
+    to trace `steps` into `run.trace`, with a watchdog; its stdout goes to `stdout`, its
+    stderr beside it (`.stderr`). ExplainError (one line) when it cannot start."""
+    side = command.who.removeprefix("run ")
     env = {
         **os.environ,
         **side_env(doc, side),
         TRACE_STEP_ENV: ",".join(map(str, steps)),
-        TRACE_FILE_ENV: str(trace),
+        TRACE_FILE_ENV: str(run.trace),
+        RUN_ENV: run.tree.tag,  # what it starts is found and ended with it (`descendants`)
     }
     with open(stdout, "wb") as out, open(stdout.with_suffix(".stderr"), "wb") as err:
-        return subprocess.Popen(
-            argv[0] if shell else rerun_argv(argv, max(steps)),
-            shell=shell,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            env=env,
-            start_new_session=True,
-        )
+        try:
+            proc = subprocess.Popen(
+                command.argv[0] if command.shell else list(command.argv),
+                shell=command.shell,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=env,
+                start_new_session=True,
+                preexec_fn=die_with_parent(),
+            )
+        except (OSError, ValueError, subprocess.SubprocessError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise ExplainError(
+                f"run {side}: cannot start {clean(command.argv[0], 200)!r}: {why}"
+            ) from None
+    run.watchdog = Watchdog(proc.pid, 2.0, run.tree.tag)  # ends them if tuimon is killed
+    return proc
 
 
 def run_traced(
-    doc: dict[str, Any], out_dir: Path, steps: list[int], tag: str, timeout: float
+    doc: dict[str, Any],
+    commands: list[Planned],
+    out_dir: Path,
+    steps: list[int],
+    tag: str,
+    timeout: float,
 ) -> dict[str, SideRun]:
-    """Run both sides at once (as the pair did), each tracing `steps`; stop each when its trace
-    is complete, when it runs past the steps without tracing, or at the timeout."""
-    commands = _commands(doc)
+    """Run both sides at once (as the pair did), each tracing `steps` with the `commands`
+    agreed to; stop each when its trace is complete, when it runs past the steps without
+    tracing, or at the timeout."""
     runs: dict[str, SideRun] = {}
     procs: dict[str, subprocess.Popen[bytes]] = {}
     outs = {side: out_dir / f"{side}-{tag}.stdout" for side in SIDES}
     try:
         for side in SIDES:
             runs[side] = SideRun(side, _fresh_trace(out_dir, side, tag))
-            procs[side] = _start_side(
-                doc, side, commands[side], steps, runs[side].trace, outs[side]
-            )
+            command = commands[SIDES.index(side)]
+            procs[side] = _start_side(doc, command, steps, runs[side], outs[side])
         deadline = time.monotonic() + timeout
         pending = set(SIDES)
         while pending:
@@ -314,8 +409,11 @@ def run_traced(
             if pending:
                 time.sleep(0.1)
     finally:
-        for proc in procs.values():
+        for side, proc in procs.items():
             _kill(proc)
+            runs[side].tree.end(1.0, proc.pid)  # what it started, also outside its group
+            if (dog := runs[side].watchdog) is not None:
+                dog.release()
     return runs
 
 
@@ -442,23 +540,25 @@ def _label(op: dict[str, Any]) -> str:
 def explain_pair(
     path: Path,
     *,
+    confirm: Callable[[list[Planned]], bool],
     repeats: int = DEFAULT_REPEATS,
     timeout: float = DEFAULT_TIMEOUT,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Rerun and trace the pair `repeats` times; the result that goes into pair.json."""
+    """Rerun and trace the pair `repeats` times; the result that goes into pair.json.
+
+    pair.json is data: the commands it holds run only when `confirm` (shown them exactly)
+    says yes; otherwise `Refused`, and nothing runs."""
     say = progress or (lambda text: None)
-    doc = PairDoc.read(path).to_json()
-    k, steps = traced_steps(doc["summary"])
+    doc, k, steps, commands = _prepare(Path(path), confirm)
     out_dir = Path(path) / "explain"
-    out_dir.mkdir(exist_ok=True)
     result = _new_result(doc, k, steps, repeats)
     firsts: list[dict[str, Any]] = []
     r = 0
     while r < repeats:
         say(f"rerun {r + 1} of {repeats}: tracing step{'s' if len(steps) > 1 else ''} "
             f"{', '.join(map(str, steps))} on both sides")  # fmt: skip
-        runs = run_traced(doc, out_dir, steps, f"r{r}", timeout)
+        runs = run_traced(doc, commands, out_dir, steps, f"r{r}", timeout)
         problems = {s: run.problem for s, run in runs.items() if run.problem}
         if problems:
             _cleanup(runs)
@@ -486,6 +586,26 @@ def explain_pair(
             firsts.append(found)
         r += 1
     return _conclude(result, firsts, steps, repeats)
+
+
+def _prepare(
+    path: Path, confirm: Callable[[list[Planned]], bool]
+) -> tuple[dict[str, Any], int, list[int], list[Planned]]:
+    """pair.json checked as written, the divergent step, the steps to trace and the commands
+    agreed to (`Refused` when they are not); the pair's `explain/` folder made ready."""
+    raw = read_pair(path)
+    check_settings(raw)  # as written: a value of the wrong type is said, not read as missing
+    doc = PairDoc.from_json(raw).to_json()
+    summary = doc.get("summary")
+    k, steps = traced_steps(summary if isinstance(summary, dict) else {})
+    commands = planned(doc, steps)
+    if not confirm(commands):
+        raise Refused(commands)
+    out_dir = path / "explain"
+    if out_dir.is_symlink() or (os.path.lexists(out_dir) and not out_dir.is_dir()):
+        raise ExplainError(f"{out_dir} is not a directory of the pair (a link or a file)")
+    out_dir.mkdir(exist_ok=True)
+    return doc, k, steps, commands
 
 
 def _new_result(doc: dict[str, Any], k: int, steps: list[int], repeats: int) -> dict[str, Any]:
@@ -639,14 +759,23 @@ def save_result(path: Path, result: dict[str, Any]) -> None:
     doc.write(Path(path))
 
 
-def run_explain(pair: str, *, repeats: int, timeout: float, as_json: bool, out: Any = None) -> int:
-    """The `explain` command: 0 when an op was named or the reruns agreed, 3 when it could not."""
+def run_explain(
+    pair: str,
+    *,
+    repeats: int,
+    timeout: float,
+    as_json: bool,
+    confirm: Callable[[list[Planned]], bool],
+    out: Any = None,
+) -> int:
+    """The `explain` command: 0 when an op was named or the reruns agreed, 3 when it could not;
+    UsageError (exit 2) for a pair that cannot be explained or commands not agreed to."""
     out = out or sys.stdout
     if repeats < 1:
         raise UsageError("--repeats must be at least 1")
     try:
         result = explain_pair(
-            Path(pair), repeats=repeats, timeout=timeout,
+            Path(pair), repeats=repeats, timeout=timeout, confirm=confirm,
             progress=lambda text: print(f"tuimon: {text}", file=sys.stderr, flush=True),
         )  # fmt: skip
         save_result(Path(pair), result)
@@ -661,7 +790,9 @@ def run_explain(pair: str, *, repeats: int, timeout: float, as_json: bool, out: 
 
 
 def explain_after(session: Any, say: Callable[[str], None]) -> dict[str, Any] | None:
-    """`pair --explain`: explain a finished live pair when it DIVERGED and was saved."""
+    """`pair --explain`: explain a finished live pair when it DIVERGED and was saved. Its
+    commands are the ones typed on this command line, so they run without asking again (they
+    are checked against the live pair's own)."""
     from tuimon.engine.align import DIVERGED
     from tuimon.store import StoreError
 
@@ -669,8 +800,22 @@ def explain_after(session: Any, say: Callable[[str], None]) -> dict[str, Any] | 
     path = getattr(session, "pair_path", None)
     if summary is None or path is None or summary.verdict != DIVERGED:
         return None
+    sides = getattr(session, "sides", {})
+    typed = {side: state.command for side, state in sides.items()}
+
+    def same_as_typed(commands: list[Planned]) -> bool:
+        """pair.json still holds the commands this pair ran (nobody changed it meanwhile)."""
+        doc = PairDoc.read(Path(path)).to_json()
+        recorded = doc.get("commands") or {}
+        shell = bool(doc.get("shell"))
+        return all(
+            typed.get(s) == (recorded[s][0] if shell else shlex.join(recorded[s])) for s in SIDES
+        )
+
     try:
-        result = explain_pair(Path(path), progress=lambda text: say(f"explain: {text}"))
+        result = explain_pair(
+            Path(path), confirm=same_as_typed, progress=lambda text: say(f"explain: {text}")
+        )
         save_result(Path(path), result)
     except (StoreError, ExplainError) as exc:
         return {"status": "failed", "message": str(exc)}

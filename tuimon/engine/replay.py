@@ -12,7 +12,7 @@ from tuimon.engine.runner import Exited, Lines, SourceEvent, Stderr
 from tuimon.engine.saved import read_lines, saved_select
 from tuimon.engine.session import Batch, PairOptions, PairSession, SideState
 from tuimon.steplog import End, Header, Record, Step, parse_line
-from tuimon.store import SIDES, SavedLogs
+from tuimon.store import PAIR_JSON, SIDES, SavedLogs
 
 YIELD_EVERY = 64
 """Steps fed between two yields to the event loop when the pace needs no sleep."""
@@ -39,6 +39,9 @@ class ReplaySource:
         self._exit = {side: self._exit_of(side) for side in SIDES}
 
     def _exit_of(self, side: str) -> tuple[int | None, str]:
+        pair_dir = self.logs.pair_dir
+        if pair_dir is not None and not (pair_dir / PAIR_JSON).is_file():
+            return None, "interrupted"  # as `compare` judges it: its monitor did not finish
         run = self.logs.doc.run(side)
         if run.status is not None:
             return run.exit_code, run.status

@@ -26,6 +26,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tuimon.engine.descendants import (
+    RUN_ENV,
+    Tree,
+    become_subreaper,
+    new_tag,
+    run_ended,
+    run_started,
+    spawned,
+    spawning,
+)
 from tuimon.engine.watchdog import Watchdog
 from tuimon.errors import LaunchError
 from tuimon.readers import LineParser, Reading, line_parser, streamable
@@ -42,6 +52,8 @@ PIPE_NAP = 0.002
 """Seconds a reader waits after a small read, so the next read takes more at once."""
 TICK = 0.05
 """Seconds between two deliveries of what the readers took to the session."""
+WALK_EVERY = 0.5
+"""Seconds between two walks of a run's process tree (`descendants.Tree.walk`)."""
 PARSE_SLICE = 1024
 """Lines parsed between two yields to the event loop (a view stays responsive)."""
 
@@ -281,7 +293,7 @@ def _grow_pipe(fd: int) -> bool:
         return False
 
 
-def _die_with_parent() -> Callable[[], None] | None:
+def die_with_parent() -> Callable[[], None] | None:
     """A preexec function that makes the child get SIGKILL when tuimon dies (Linux), else None.
 
     Run in the child after `setsid`: prctl(PR_SET_PDEATHSIG); if tuimon died before that, the
@@ -346,6 +358,10 @@ class Run:
         self._readers: list[PipeReader] = []
         self._tail_output = time.monotonic()
         self._watchdog: Watchdog | None = None
+        self._tree = Tree(new_tag())
+        """The run's processes, also those that leave its group (`descendants`)."""
+        self._told = 0
+        self._tree_ended = False
 
     @property
     def last_output(self) -> float:
@@ -359,7 +375,8 @@ class Run:
     async def start(self) -> None:
         """Launch the child; LaunchError with one line when it cannot start."""
         spec = self.spec
-        env = {**os.environ, **spec.env}
+        become_subreaper()  # an orphaned descendant comes to tuimon, not to init
+        env = {**os.environ, **spec.env, RUN_ENV: self._tree.tag}
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         kwargs: dict[str, Any] = {
@@ -368,24 +385,27 @@ class Run:
             "stderr": err_w,
             "env": env,
             "start_new_session": True,
-            "preexec_fn": _die_with_parent(),
+            "preexec_fn": die_with_parent(),
         }
-        try:
-            if spec.shell:
-                proc = await asyncio.create_subprocess_shell(spec.argv[0], **kwargs)
-            else:
-                proc = await asyncio.create_subprocess_exec(*spec.argv, **kwargs)
-        except (OSError, subprocess.SubprocessError) as exc:
-            for fd in (out_r, err_r):
-                os.close(fd)
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            raise LaunchError(f"run {spec.side}: cannot start {spec.argv[0]!r}: {why}") from exc
-        finally:
-            os.close(out_w)
-            os.close(err_w)
-        self._fds = (out_r, err_r)
-        self.proc = proc
-        self._watchdog = Watchdog(proc.pid, self.grace)
+        with spawning():  # until both are registered, neither is mistaken for a stray
+            try:
+                if spec.shell:
+                    proc = await asyncio.create_subprocess_shell(spec.argv[0], **kwargs)
+                else:
+                    proc = await asyncio.create_subprocess_exec(*spec.argv, **kwargs)
+            except (OSError, subprocess.SubprocessError) as exc:
+                for fd in (out_r, err_r):
+                    os.close(fd)
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                raise LaunchError(f"run {spec.side}: cannot start {spec.argv[0]!r}: {why}") from exc
+            finally:
+                os.close(out_w)
+                os.close(err_w)
+            self._fds = (out_r, err_r)
+            self.proc = proc
+            self._watchdog = Watchdog(proc.pid, self.grace, self._tree.tag)
+            spawned(proc.pid, *([self._watchdog.proc.pid] if self._watchdog.proc else []))
+            run_started()
         self.started_at = time.monotonic()
 
     async def pump(self) -> None:
@@ -416,6 +436,7 @@ class Run:
                 reader.stop()
             if tail is not None and not tail.done():
                 tail.cancel()
+        await self._end_tree()
         if self._watchdog is not None:
             self._watchdog.release()
         status = "interrupted" if self.interrupted else "finished" if code == 0 else "failed"
@@ -445,20 +466,25 @@ class Run:
         assert self.proc is not None
         exited_at: float | None = None
         killed = False
+        walked = 0.0
         while True:
             if wait.done():
                 await asyncio.sleep(TICK)
             else:
                 await asyncio.wait({wait}, timeout=TICK)
             await self._deliver(out, err, parser)
+            if time.monotonic() - walked > WALK_EVERY and not wait.done():
+                walked = time.monotonic()
+                self._walk()
             if all(r.eof.is_set() for r in self._readers):
                 return
             if wait.done():
                 now = time.monotonic()
                 exited_at = exited_at or now
                 if not killed and now - exited_at > self.grace:
-                    killed = True  # a descendant holds the pipes: end the group
+                    killed = True  # a descendant holds the pipes: end the group, and the rest
                     _killpg(self.proc.pid, signal.SIGKILL)
+                    self._signal_tree(signal.SIGKILL)
                 elif killed and now - exited_at > self.grace + 1.0:
                     for reader in self._readers:  # held outside the group: stop reading
                         reader.stop()
@@ -551,11 +577,41 @@ class Run:
             await asyncio.sleep(0.5)
 
     def signal(self, sig: int) -> None:
-        """Send `sig` to the child's process group (ignored when it is gone)."""
-        if self.proc is None or self.proc.returncode is not None:
+        """Send `sig` to the child's process group (ignored when it is gone), and to its
+        descendants that left the group."""
+        if self.proc is None:
             return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, sig)
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, sig)
+        self._signal_tree(sig)
+
+    async def _end_tree(self) -> None:
+        """The run is over: whatever it started ends with it, also what left its group
+        (once, whether the run ended by itself or was stopped)."""
+        if self.proc is None or self._tree_ended:
+            return
+        self._tree_ended = True
+        last = run_ended(self.proc.pid)
+        await asyncio.to_thread(self._tree.end, self.grace, self.proc.pid, last=last)
+
+    def _signal_tree(self, sig: int) -> None:
+        """Send `sig` to each process of the run outside its first one (`Tree.alive`)."""
+        root = self.proc.pid if self.proc is not None else None
+        for pid in self._tree.alive() - {root}:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+
+    def _walk(self) -> None:
+        """Note the run's descendants now (a process that leaves the group and clears its
+        environment is still known), and tell the watchdog of new ones."""
+        if self.proc is None:
+            return
+        self._tree.walk(self.proc.pid)
+        lines = self._tree.watchdog_lines()
+        if self._watchdog is not None and len(lines) > self._told:
+            self._watchdog.tell(lines[self._told :])
+            self._told = len(lines)
 
     async def terminate(self, grace: float = 5.0) -> None:
         """SIGTERM the group, then SIGKILL after `grace` seconds."""
@@ -568,6 +624,7 @@ class Run:
         except asyncio.TimeoutError:
             self.signal(signal.SIGKILL)
             await self.proc.wait()
+        await self._end_tree()
 
 
 def exit_text(code: int | None) -> str:

@@ -8,7 +8,7 @@ from tuimon.engine.align import MetricFilter, compare_steps
 from tuimon.errors import ReplayError, StoreError
 from tuimon.readers import ReaderError, Reading, log_lines
 from tuimon.steplog import Step, parse_line
-from tuimon.store import SIDES, PairDoc, SavedLogs, is_pair_dir, pair_file
+from tuimon.store import SIDES, PairDoc, SavedLogs, is_pair_dir, pair_file, special
 
 
 def saved_select(doc: PairDoc) -> MetricFilter:
@@ -45,6 +45,8 @@ def resolve_logs(paths: list[str], reading: Reading | None = None) -> SavedLogs:
         for p in paths:
             if not Path(p).exists():
                 raise ReplayError(f"{p}: no such log file")
+            if kind := special(Path(p)):  # refused at once: reading it could wait forever
+                raise ReplayError(f"{p} is {kind}, not a regular file")
         return SavedLogs(Path(paths[0]), Path(paths[1]), reading=reading or Reading())
     raise ReplayError("give one saved pair directory or two log files")
 

@@ -15,6 +15,7 @@ import dataclasses
 import os
 import re
 import secrets
+import socket
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -24,11 +25,21 @@ from typing import Any
 import orjson
 
 from tuimon.engine.align import CLOSE, DIVERGED, IDENTICAL, MetricFilter
+from tuimon.engine.consent import Planned, quote, show
 from tuimon.engine.hints import likely_causes
 from tuimon.engine.plan import SIDES, PairPlan
 from tuimon.engine.session import Batch, PairSession
+from tuimon.engine.sweep_check import check_record
+from tuimon.errors import TuimonError
 from tuimon.readers import Reading
-from tuimon.store import StoreError, write_json_atomic
+from tuimon.store import (
+    LockHeld,
+    StoreError,
+    hold_lock,
+    read_regular,
+    release_lock,
+    write_json_atomic,
+)
 
 SWEEP_FORMAT = "tuimon.engine.sweep/1"
 SWEEPS_DIR = "sweeps"
@@ -37,7 +48,7 @@ _SEEDS = re.compile(r"^\s*(-?\d+)\s*(?:-\s*(-?\d+)\s*)?$")
 _TUPLE_FIELDS = ("devices", "threads", "template")
 
 
-class SweepError(Exception):
+class SweepError(TuimonError):
     """A one-line, user-facing message (bad seeds, no such sweep, unreadable record)."""
 
 
@@ -129,6 +140,8 @@ class Job:
     steps_compared: int | None = None
     key_frequencies: str | None = None
     hints: list[dict[str, str]] = field(default_factory=list)
+    note: str | None = None
+    """Why the job is to run again (its monitor was gone), for the record."""
     step: int | None = None
     """Live only: the furthest step either side has logged."""
     total: int | None = None
@@ -222,6 +235,11 @@ class Sweep:
         self.sessions: dict[int, PairSession] = {}
         """Running pairs, by job index."""
         self.stopping = False
+        self.running_elsewhere: str | None = None
+        """The live monitor that still runs this sweep (`recover`), if one does."""
+        self.monitor: str | None = None
+        """Which monitor ran (or runs) the sweep: `pid N on HOST`."""
+        self._lock: int | None = None
         self.on_change: Callable[[int], None] = lambda index: None
         """Called with a job's index when it starts, ends, or (live) moves on."""
 
@@ -237,32 +255,110 @@ class Sweep:
     def load(cls, store: Path, ref: str, at_once: int | None = None) -> Sweep:
         """A saved sweep by id (or its record's path); SweepError when there is none."""
         path = Path(ref)
-        if not path.is_file():
+        if not os.path.lexists(path) or path.is_dir():
             path = sweeps_dir(store) / f"{ref}.json"
+            if not os.path.lexists(path):
+                raise SweepError(f"no sweep {ref!r} in {sweeps_dir(store)}")
         try:
-            doc = orjson.loads(path.read_bytes())
-        except FileNotFoundError:
-            raise SweepError(f"no sweep {ref!r} in {sweeps_dir(store)}") from None
-        except OSError as exc:
-            raise SweepError(f"cannot read {path}: {exc.strerror or exc}") from None
+            doc = orjson.loads(read_regular(path))  # a FIFO or a device is refused at once
+        except StoreError as exc:
+            raise SweepError(str(exc)) from None
         except orjson.JSONDecodeError:
             raise SweepError(f"{path} is not valid JSON") from None
         if not isinstance(doc, dict) or doc.get("format") != SWEEP_FORMAT:
             raise SweepError(f"{path} is not a tuimon sweep record")
         try:
+            check_record(doc)
             plan = _plan_from_dict(doc["plan"])
             jobs = [Job.from_dict(j) for j in doc["jobs"]]
         except (KeyError, TypeError, ValueError) as exc:
             raise SweepError(f"{path} is damaged: {exc}") from None
         store = path.parent.parent if path.parent.name == SWEEPS_DIR else Path(store)
-        return cls(
+        sweep = cls(
             store,
             plan,
             jobs,
             at_once=at_once or int(doc.get("at_once") or 1),
             sweep_id=str(doc.get("id") or path.stem),
-            created=doc.get("created"),
+            created=str(doc["created"]) if doc.get("created") else None,
         )
+        sweep.monitor = doc.get("monitor")
+        sweep.recover()
+        return sweep
+
+    @property
+    def lock_path(self) -> Path:
+        """Held (flock) by the monitor running the sweep, for as long as it runs it."""
+        return sweeps_dir(self.store) / f"{self.id}.lock"
+
+    def recover(self) -> None:
+        """Jobs the record calls running whose monitor is gone (killed: it holds the sweep's
+        lock no longer) are interrupted, and the record says so; while that monitor lives,
+        `running_elsewhere` names it and nothing changes."""
+        running = [j for j in self.jobs if j.status == "running"]
+        if not running:
+            return
+        try:
+            fd = hold_lock(self.lock_path, monitor_owner())
+        except LockHeld as held:
+            self.running_elsewhere = str(held)
+            return
+        except StoreError:
+            fd = None
+        release_lock(fd)
+        for job in running:
+            job.status = "interrupted"
+            job.note = (
+                f"its monitor ({self.monitor or 'unknown'}) was gone (killed) while it ran; "
+                f"pair {job.pair or '(not yet created)'} left unfinished; run again"
+            )
+
+    def claim(self) -> None:
+        """Take the sweep's lock before running it (SweepError when another tuimon runs it)."""
+        if self._lock is not None:
+            return
+        try:
+            self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+            self._lock = hold_lock(self.lock_path, monitor_owner())
+        except LockHeld as held:
+            raise SweepError(f"sweep {self.id} is running in another tuimon ({held})") from None
+        except (StoreError, OSError) as exc:
+            raise SweepError(f"cannot lock {self.lock_path}: {exc}") from None
+        self.monitor = monitor_owner()
+
+    def release(self) -> None:
+        """Let go of the sweep's lock (the record is final)."""
+        release_lock(self._lock)
+        self._lock = None
+
+    def consent_lines(self) -> list[str]:
+        """`planned` in lines to show before a resumed sweep runs anything."""
+        todo = self.todo()
+        lines = show(self.planned())
+        if self.plan.log_file:
+            lines.append(f"  each run's step log is read from: {quote(self.plan.log_file)}")
+        others = sorted({self.jobs[i].seed for i in todo[1:]} - {self.jobs[todo[0]].seed})
+        if others:
+            seeds = ", ".join(map(str, others))
+            lines.append(f"  and the same with {{seed}} = {seeds} ({len(todo)} pairs in all)")
+        elif len(todo) > 1:
+            lines.append(f"  ({len(todo)} pairs in all, repeats of this seed)")
+        return lines
+
+    def planned(self) -> list[Planned]:
+        """The command lines the jobs still to run would start, each side of the first one
+        exactly (`{pair_dir}` is the new pair directory); the others differ by the seed."""
+        todo = self.todo()
+        if not todo:
+            return []
+        first = self.jobs[todo[0]]
+        plan = dataclasses.replace(self.plan, seed=first.seed)
+        out = []
+        for side in SIDES:
+            spec = plan.spec(side, Path("{pair_dir}"))
+            launcher = plan.launch[SIDES.index(side)]
+            out.append(Planned(f"run {side}, seed {first.seed}", spec.argv, spec.shell, launcher))
+        return out
 
     @property
     def path(self) -> Path:
@@ -279,7 +375,11 @@ class Sweep:
 
     def rest_line(self) -> str | None:
         """What `--resume` would run, in a line (None when nothing is left)."""
-        interrupted = [j.name for j in self.jobs if j.status == "interrupted"]
+        interrupted = [
+            j.name + (" (its monitor was gone)" if j.note else "")
+            for j in self.jobs
+            if j.status == "interrupted"
+        ]
         never = self.never_ran()
         parts = [f"interrupted: {', '.join(interrupted)}"] if interrupted else []
         if never:
@@ -306,6 +406,7 @@ class Sweep:
             "repeat": max((j.repeat for j in self.jobs), default=1),
             "never_ran": self.never_ran(),
             "exit_code": self.exit_code(),
+            "monitor": self.monitor,
             "plan": _plan_to_dict(self.plan),
             "jobs": [j.to_dict() for j in self.jobs],
         }
@@ -329,16 +430,21 @@ class Sweep:
             session.stop()
 
     async def run(self) -> int:
-        """Run the jobs still to do, `at_once` at a time; the sweep's exit code."""
-        queue = self.todo()
-        self.save()
+        """Run the jobs still to do, `at_once` at a time, holding the sweep's lock; the
+        sweep's exit code."""
+        self.claim()
+        try:
+            queue = self.todo()
+            self.save()
 
-        async def worker() -> None:
-            while queue and not self.stopping:
-                await self._run_job(queue.pop(0))
+            async def worker() -> None:
+                while queue and not self.stopping:
+                    await self._run_job(queue.pop(0))
 
-        await asyncio.gather(*(worker() for _ in range(min(self.at_once, len(queue)) or 1)))
-        self.save()
+            await asyncio.gather(*(worker() for _ in range(min(self.at_once, len(queue)) or 1)))
+            self.save()
+        finally:
+            self.release()
         return self.exit_code()
 
     async def _run_job(self, index: int) -> None:
@@ -389,6 +495,11 @@ class Sweep:
         """The pair directory of a job, once it has one."""
         name = self.jobs[index].pair
         return self.store / name if name else None
+
+
+def monitor_owner() -> str:
+    """This monitor, as a sweep record names it: `pid 123 on host`."""
+    return f"pid {os.getpid()} on {socket.gethostname()}"
 
 
 def list_sweeps(store: Path) -> list[str]:

@@ -158,10 +158,12 @@ def headline(summary: Summary) -> str:
         )
     else:
         what = names(s.first_divergent_metrics or s.first_tensors or ["digest"])
-        text = (
-            f"{verdict}: first divergent step {s.first_divergent_step} ({what}); "
+        most = (
             f"max divergence {s.max_divergence:.3g} at step {s.max_divergence_step}"
+            if s.max_divergence_step is not None
+            else "no numeric value differs (digests or labels do)"
         )
+        text = f"{verdict}: first divergent step {s.first_divergent_step} ({what}); {most}"
         if s.first_tensors:
             text += f"; tensors that parted first: {names(s.first_tensors)}"
     if s.reason:

@@ -43,6 +43,12 @@ def _float(value: object) -> float | None:
     return None
 
 
+def _tolerance(value: object) -> float | None:
+    """A tolerance as written: a finite number >= 0 (anything else reads as missing)."""
+    found = _float(value)
+    return found if found is not None and 0 <= found < float("inf") else None
+
+
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -183,7 +189,7 @@ class PairDoc:
             status=_str(raw.get("status")),
             seed=_int(raw.get("seed")),
             devices=_devices(raw),
-            tolerance=_float(raw.get("tolerance")),
+            tolerance=_tolerance(raw.get("tolerance")),
             runs={side: RunDoc.from_json(runs[side]) for side in SIDES if side in runs},
             env_diff=_dict(raw.get("env_diff")) or {},
             hyper_diff=_dict(raw.get("hyper_diff")) or {},

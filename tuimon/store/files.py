@@ -9,7 +9,7 @@ import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -179,6 +179,18 @@ def _kind(mode: int) -> str:
     return next((word for test, word in kinds if test(mode)), "a special file")
 
 
+def special(path: Path) -> str | None:
+    """What ``path`` is when it is neither a regular file nor a directory (`a FIFO`, `a
+    device`, `a socket`), else None; only ``stat`` is used, so nothing is opened."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return _kind(mode)
+
+
 def _read_regular(path: Path, limit: int = MAX_PAIR_JSON) -> bytes:
     """The bytes of a regular file inside its directory; StoreError otherwise (never blocks)."""
     pair_file(path.parent, path.name)
@@ -199,6 +211,42 @@ def _read_regular(path: Path, limit: int = MAX_PAIR_JSON) -> bytes:
         raise StoreError(f"cannot read {path.name}: {_reason(exc)}") from None
     finally:
         os.close(fd)
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading when it is a regular file; StoreError (one line) for a FIFO,
+    a device, a socket, a directory or a file that cannot be opened. Never blocks: the file is
+    opened non-blocking and checked on its descriptor before a byte is read."""
+    path = Path(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise StoreError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {_reason(exc)}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise StoreError(f"{path} is {_kind(mode)}, not a regular file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: Path, limit: int = MAX_PAIR_JSON) -> bytes:
+    """The bytes of the regular file ``path`` (at most ``limit``); StoreError otherwise."""
+    with open_regular(path) as fh:
+        try:
+            data = fh.read(limit + 1)
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {_reason(exc)}") from None
+    if len(data) > limit:
+        raise StoreError(f"{path} is too large (over {limit} bytes)")
+    return data
 
 
 def _take_lock(pair_dir: Path) -> int | None:
@@ -226,6 +274,49 @@ def _release_lock(pair_dir: Path, fd: int | None) -> None:
         os.unlink(pair_dir / LOCK_FILE)
     with contextlib.suppress(OSError):
         os.close(fd)
+
+
+class LockHeld(StoreError):
+    """Another live process holds the lock."""
+
+
+def hold_lock(path: Path, owner: str) -> int | None:
+    """Take the flock of ``path`` (created if missing) for as long as this process lives or
+    until `release_lock`: a process killed with SIGKILL lets go of it with its last breath.
+    ``owner`` is written into it. LockHeld when another live process holds it; None where
+    there is no flock."""
+    if fcntl is None:
+        return None
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        raise StoreError(f"cannot lock {path}: {_reason(exc)}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise StoreError(f"{path} is {_kind(os.fstat(fd).st_mode)}, not a lock file")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            held_by = os.pread(fd, 200, 0).decode(errors="replace").strip()
+            raise LockHeld(held_by or "another process") from None
+        except OSError:  # a filesystem without flock: nothing to hold
+            os.close(fd)
+            return None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{owner}\n".encode(), 0)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        raise
+    return fd
+
+
+def release_lock(fd: int | None) -> None:
+    """Let go of a lock taken with `hold_lock` (the file stays: removing it would race)."""
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def is_running(pair_dir: Path) -> bool:

@@ -20,6 +20,7 @@ from tuimon.engine.session import Batch, PairSession
 from tuimon.engine.sweep import Sweep
 from tuimon.report.sweep import print_result
 from tuimon.ui.browser import BrowserScreen
+from tuimon.ui.confirm import REFUSED, CommandsScreen
 from tuimon.ui.footer_fit import FitsFooter
 from tuimon.ui.modals import HelpScreen
 from tuimon.ui.pair_screen import PairScreen, SessionStarted
@@ -65,6 +66,9 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
         self._caught: list[int] = []
         self.summary_lines: list[str] = []
         """What the shell shows after the app exits (the pair view's summary, as headless)."""
+        self.confirm_lines: list[str] | None = None
+        """Command lines read from a saved file, asked about before the sweep runs any."""
+        self.refused = False
 
     def deliver_screenshot(
         self, filename: str | None = None, path: str | None = None, time_format: str | None = None
@@ -82,12 +86,24 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self.on_signal, sig)
                 self._caught.append(sig)
-        if self.sweep is not None:
+        if self.sweep is not None and self.confirm_lines is not None:
+            what = f"sweep --resume {self.sweep.id}"
+            self.push_screen(CommandsScreen(what, self.confirm_lines), self._confirmed)
+        elif self.sweep is not None:
             self.push_screen(SweepScreen(self.sweep))
         elif self.make_session is not None:
             self.push_screen(PairScreen(make_session=self.make_session, replay=self.replay))
         else:
             self.push_screen(BrowserScreen(self.store))
+
+    def _confirmed(self, yes: bool | None) -> None:
+        """The answer to `CommandsScreen`: the sweep runs, or the app ends with nothing run."""
+        if yes and self.sweep is not None:
+            self.confirm_lines = None
+            self.push_screen(SweepScreen(self.sweep))
+        else:
+            self.refused = True
+            self.exit(2, return_code=2)
 
     def on_unmount(self) -> None:
         """Give the signals back."""
@@ -118,6 +134,8 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
         while time.monotonic() < deadline and not all(s.ended for s in self.sessions):
             time.sleep(0.05)
         terminate_leftovers(self.sessions)
+        if self.make_session is not None and self.sessions:  # a pair view: its verdict's code
+            code = _verdict_code(self.sessions, explain=False)
         os._exit(code)
 
     def on_session_started(self, message: SessionStarted) -> None:
@@ -156,18 +174,28 @@ def run_app(
     replay: bool = False,
     sweep: Sweep | None = None,
     explain: bool = False,
+    confirm: list[str] | None = None,
 ) -> int:
-    """Run the app until the user quits; the exit code (130 after stopping a live pair).
+    """Run the app until the user quits; the exit code: a pair view's verdict's (0/1/3, as
+    headless: a pair stopped early is INCOMPLETE, 3), a sweep's, 2 when its commands were refused.
 
     With `explain`, a pair that ended DIVERGED is explained after the app closes (`pair
     --explain`): progress and the one-line answer go to the terminal, the result to pair.json.
+    With `confirm` (a resumed sweep's command lines), a modal asks before anything runs.
     """
     app = TuimonApp(store=store, make_session=make_session, title=title, replay=replay, sweep=sweep)
+    app.confirm_lines = confirm
     try:
         result = app.run()
     finally:
         terminate_leftovers(app.sessions + (list(sweep.sessions.values()) if sweep else []))
     # the alternate screen is gone: the shell keeps the sweep's table or the pair's summary
+    if app.refused or app.confirm_lines is not None:  # no yes (n, Esc, or quit at the modal)
+        print("\n".join(confirm or []), file=sys.stderr)
+        print(f"tuimon: {REFUSED}", file=sys.stderr)
+        if sweep is not None:
+            sweep.release()
+        return 2
     if sweep is not None:
         print_result(sweep, sys.stdout)
     else:
@@ -178,17 +206,28 @@ def run_app(
         if writer is not None and writer.save_error and not writer.finished:
             print(f"tuimon: pair NOT saved: {writer.save_error}", file=sys.stderr)
             return 3
+    if make_session is not None and app.sessions:  # a pair view: its verdict's code, as headless
+        return _verdict_code(app.sessions, explain=explain)
     if app.signalled is not None:
         return 128 + app.signalled
-    if explain:
-        from tuimon.engine.explain import describe, explain_after
-
-        for session in app.sessions:
-            if (done := explain_after(session, print)) is not None:
-                print(describe(done))
     if isinstance(result, int):
         return result
     return app.return_code or 0
+
+
+def _verdict_code(sessions: list[PairSession], *, explain: bool) -> int:
+    """The exit code of the pair the view showed: its verdict's (0 IDENTICAL or CLOSE,
+    1 DIVERGED, 3 INCOMPLETE: stopped, a run failed, or no verdict), as headless gives it."""
+    from tuimon.engine.align import exit_code
+
+    session = sessions[-1]
+    summary = getattr(session, "summary", None)
+    if explain:
+        from tuimon.engine.explain import describe, explain_after
+
+        if (done := explain_after(session, print)) is not None:
+            print(describe(done))
+    return 3 if summary is None else exit_code(summary)
 
 
 def terminal_alive() -> bool:

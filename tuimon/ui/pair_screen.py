@@ -24,7 +24,7 @@ from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Footer, Header
 from textual.worker import Worker, WorkerState
 
-from tuimon.engine.artifacts import describe
+from tuimon.engine.artifacts import lines as artifact_lines
 from tuimon.engine.saved import resolve_logs
 from tuimon.engine.session import Batch, PairSession, SideState
 from tuimon.errors import ReplayError
@@ -344,9 +344,11 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         if summary is None:
             return
         lines = [headline(summary)]
-        lines += [describe(clean(k, 80), v) for k, v in self.model.artifacts.items()]
+        lines += [clean(line, None) for line in artifact_lines(self.model.artifacts)]
         if self.model.pair_path is not None:
-            lines.append(f"pair saved in {clean(self.model.pair_path, None)}")
+            saved = self.shows == Shows.LIVE  # a replay or a saved pair saves nothing
+            lines.append(f"pair {'saved in' if saved else 'replayed from'} "
+                         f"{clean(self.model.pair_path, None)}")  # fmt: skip
         self.app.summary_lines = lines  # type: ignore[attr-defined]
 
     def _draw_curves(self) -> None:

@@ -1,0 +1,68 @@
+"""The TUI's question before anything read from a saved file runs: the exact command lines, y/N.
+
+A sweep record (or a pair directory) is data someone else may have written. Before `sweep
+--resume` starts a run in the TUI, `CommandsScreen` shows each command line exactly
+(`tuimon.engine.consent.show`: every argument quoted, the shell, the launcher) and answers True
+only for `y`; Esc, `n` and the focused No button answer False. Text is shown as `Text`, never
+markup.
+"""
+
+from __future__ import annotations
+
+from rich.style import Style
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+from tuimon.ui.text import clean
+
+REFUSED = "not confirmed: nothing was run"
+
+
+class CommandsScreen(ModalScreen[bool]):
+    """`what` would run these command lines: y runs them, n or Esc runs nothing."""
+
+    BINDINGS = [  # noqa: RUF012
+        Binding("y", "answer(True)", "Run them", id="yes"),
+        Binding("n,escape", "answer(False)", "Run nothing", id="no"),
+    ]
+    DEFAULT_CSS = """
+    CommandsScreen { align: center middle; }
+    CommandsScreen #commands-box {
+        width: 90%; height: auto; max-height: 90%;
+        border: thick $warning; background: $panel; padding: 1 2;
+    }
+    CommandsScreen #commands-list { height: auto; max-height: 20; }
+    CommandsScreen #commands-buttons { height: auto; align-horizontal: right; }
+    """
+
+    def __init__(self, what: str, lines: list[str]) -> None:
+        super().__init__(classes="confirm")
+        self.what = what
+        self.lines = lines
+
+    def compose(self) -> ComposeResult:
+        title = Text(f"{clean(self.what)} runs these command lines", Style(bold=True))
+        title.append("\nread from a saved file: run them only if you trust it", Style(dim=True))
+        with Vertical(id="commands-box"):
+            yield Static(title, id="commands-title")
+            with VerticalScroll(id="commands-list"):
+                yield Static(Text("\n".join(clean(line, None) for line in self.lines)))
+            with Horizontal(id="commands-buttons"):
+                yield Button("Run them (y)", variant="error", id="yes")
+                yield Button("Run nothing (n)", variant="primary", id="no")
+
+    def on_mount(self) -> None:
+        """Focus the safe answer."""
+        self.query_one("#no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        """A click on either button answers."""
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, yes: bool) -> None:
+        """Answer by key."""
+        self.dismiss(yes)
