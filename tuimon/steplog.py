@@ -74,6 +74,27 @@ class Text:
     """Any line that is not a record: warnings, tracebacks, garbage. Kept, shown, never parsed."""
 
     text: str
+    skipped: str | None = field(default=None, compare=False)
+    """Why a line that looks like a record (numbers under names, a JSON object) is not one:
+    one of `SKIP_REASONS`; None for plain text (`tuimon.readers.account` counts them)."""
+
+
+NO_STEP_KEY = "no step key"
+"""A record with numbers but no step key the readers know (`--step-key` names one)."""
+STEP_RANGE = "step beyond int64"
+"""A record whose step does not fit a signed 64-bit integer."""
+UNREADABLE = "unreadable"
+"""A record that cannot be read: damaged or cut JSON, nesting too deep, a number too long."""
+UNMATCHED_TEXT = "printed numbers without a step"
+"""A printed line with `name: number` pairs that no built-in shape or `--pattern` reads."""
+SKIP_REASONS = (NO_STEP_KEY, STEP_RANGE, UNREADABLE, UNMATCHED_TEXT)
+INT64 = (-(2**63), 2**63)
+"""The steps a record may have: a signed 64-bit integer, [low, high)."""
+
+
+def in_int64(value: int) -> bool:
+    """True when an integer fits a signed 64-bit integer (what a step must)."""
+    return INT64[0] <= value < INT64[1]
 
 
 Record = Header | Step | End | Text
@@ -93,11 +114,11 @@ def number_of(value: Any) -> float | None:
     return None
 
 
-def _as_text(line: bytes) -> Text:
+def _as_text(line: bytes, skipped: str | None = None) -> Text:
     text = line.decode("utf-8", "replace").rstrip("\r\n")
     if len(text) > _MAX_TEXT:
         text = f"{text[:_MAX_TEXT]}… [{len(text) - _MAX_TEXT} more characters]"
-    return Text(text)
+    return Text(text, skipped)
 
 
 class Unreadable(str):
@@ -110,6 +131,8 @@ def _checked_float(text: str) -> float | Unreadable:
 
 
 def _checked_int(text: str) -> int | Unreadable:
+    if len(text) > 20:  # beyond int64 (and Python's limit on digits may refuse it)
+        return Unreadable(text)
     value = int(text)
     return value if -(2**63) <= value < 2**63 else Unreadable(text)
 
@@ -151,7 +174,7 @@ def parse_obj(obj: Mapping[str, Any]) -> Record | None:
     if kind == "end":
         return _end(obj)
     step = obj.get("step")
-    if not (type(step) is int and -(2**63) <= step < 2**64):  # else the general rule:
+    if not (type(step) is int and -(2**63) <= step < 2**63):  # else the general rule:
         step = _step_of(obj)
         if step is None:
             return None
@@ -218,8 +241,25 @@ def _step_of(obj: Mapping[str, Any]) -> int | None:
     (None when none does)."""
     for key in STEP_KEYS:
         step = obj.get(key)
-        if isinstance(step, int) and not isinstance(step, bool) and -(2**63) <= step < 2**64:
+        if isinstance(step, int) and not isinstance(step, bool) and in_int64(step):
             return step
+    return None
+
+
+_STEP_LIKE = (*STEP_KEYS, "iter", "current_steps", "it", "epoch")
+
+
+def why_not_step(obj: Mapping[str, Any]) -> str | None:
+    """Why a decoded JSON object that is not a record was skipped (`SKIP_REASONS`): a step key
+    out of range, or numbers without a step key; None when it holds no number (metadata)."""
+    for key in _STEP_LIKE:
+        step = obj.get(key)
+        if isinstance(step, Unreadable) or (type(step) is int and not in_int64(step)):
+            return STEP_RANGE
+        if isinstance(step, float) and abs(step) >= HUGE:
+            return STEP_RANGE
+    if any(isinstance(v, (int, float, Unreadable)) and not isinstance(v, bool) for v in obj.values()):
+        return NO_STEP_KEY
     return None
 
 
@@ -268,16 +308,16 @@ def parse_line(line: bytes) -> Record:
     try:
         obj = _loads(stripped)
     except (ValueError, RecursionError):
-        return _as_text(line)
+        return _as_text(line, UNREADABLE)
     if not isinstance(obj, dict):
         return _as_text(line)
     try:
-        record = parse_obj(obj) or _as_text(line)
+        record = parse_obj(obj)
         if isinstance(record, Step) and suspect(record):
             record = parse_obj(loads_checked(stripped)) or record
-        return record
-    except RecursionError:
-        return _as_text(line)
+        return record or _as_text(line, why_not_step(obj))
+    except (RecursionError, ValueError):
+        return _as_text(line, UNREADABLE)
 
 
 def _plain(value: Any) -> Any:

@@ -22,7 +22,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tuimon.steplog import Step, jsonable
+from tuimon.readers.account import Account
+from tuimon.steplog import End, Header, Step, Text, jsonable
 from tuimon.store import SIDES
 
 IDENTICAL, CLOSE, DIVERGED, INCOMPLETE = "IDENTICAL", "CLOSE", "DIVERGED", "INCOMPLETE"
@@ -162,6 +163,8 @@ class Summary:
     """Values that do not fit a float64 or an int64 (`1e400`): reported, never judged."""
     unreadable_first: list[str] = field(default_factory=list)
     interrupted: bool = False
+    accounts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per side, what its records were (`tuimon.readers.account.Account.to_dict`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (non-finite floats as strings)."""
@@ -179,6 +182,10 @@ class Summary:
             parts.append(f"repeated steps: a {self.repeats_a}, b {self.repeats_b}")
         if self.ignored:
             parts.append(f"ignored: {_names(self.ignored)}")
+        for side, account in self.accounts.items():
+            if skipped := account.get("skipped"):
+                counts = ", ".join(f"{k} {v}" for k, v in skipped.items())
+                parts.append(f"skipped in {side}: {counts}")
         return "; ".join(parts)
 
 
@@ -539,6 +546,8 @@ class PairAligner:
         self.unreadable_first: list[str] = []
         self.unmatched_extra = {"a": 0, "b": 0}
         """Steps one side only has, counted by a whole-log matcher (`ColumnMatcher`)."""
+        self.accounts = {"a": Account(), "b": Account()}
+        """What every record of each side was (steps, metadata, text, skipped)."""
 
     # -- feeding --
 
@@ -577,6 +586,7 @@ class PairAligner:
 
     def note(self, side: str, record: Step) -> None:
         """What a record tells besides its match: its names, clocks, unreadable values."""
+        self.accounts[side].steps += 1
         if record.step > self.top[side]:
             self.top[side] = record.step
         names = self.names[side]
@@ -590,6 +600,10 @@ class PairAligner:
             self.ignored.update(record.clocks)
         if record.unreadable:
             self.note_unreadable(side, record.step, record.unreadable)
+
+    def note_other(self, side: str, record: Header | End | Text) -> None:
+        """A record of `side` that is not a step: counted in its account."""
+        self.accounts[side].add(record)
 
     def note_unreadable(self, side: str, step: int, values: Sequence[str]) -> None:
         """Values of a record that do not fit float64/int64: counted and named, not judged."""
@@ -666,6 +680,7 @@ class PairAligner:
             unreadable=self.unreadable,
             unreadable_first=list(self.unreadable_first),
             interrupted=interrupted,
+            accounts={s: self.accounts[s].to_dict() for s in SIDES},
         )  # fmt: skip
 
     def _completeness(
@@ -696,6 +711,7 @@ class PairAligner:
                 f"{self.unreadable} values do not fit a float64 or an int64 "
                 f"(first: {self.unreadable_first[0]})"
             )
+        out += [p for s in SIDES if (p := self.accounts[s].problem(s))]
         return out
 
 

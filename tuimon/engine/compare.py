@@ -33,12 +33,13 @@ from tuimon.engine.align import (
 )
 from tuimon.engine.saved import resolve_logs
 from tuimon.errors import CompareError, ReplayError, StoreError
-from tuimon.readers import ReaderError, Reading, log_lines, no_steps
+from tuimon.readers import ReaderError, Reading, load, no_steps, to_line
 from tuimon.steplog import (
     HUGE,
     STEP_KEYS,
     End,
     Header,
+    Record,
     Step,
     Text,
     parse_line,
@@ -72,10 +73,11 @@ class SideLog:
     """A tuimon step log (its runs write an end record), not another tool's format."""
 
 
-def _log_lines(path: Path, reading: Reading, side: str) -> list[bytes]:
-    """Any format the readers know as step-log lines (`tuimon.readers.log_lines`)."""
+def _records(path: Path, reading: Reading, side: str) -> list[Record]:
+    """Any format the readers know as records (`tuimon.readers.load`), straight: no step-log
+    text in between, so every skipped line keeps its reason."""
     try:
-        return log_lines(path, reading, side)
+        return load(path, reading, side).records
     except ReaderError as exc:
         raise CompareError(str(exc)) from None
 
@@ -91,9 +93,9 @@ def resolve(paths: list[str], reading: Reading | None) -> SavedLogs:
         raise CompareError(str(exc)) from None
 
 
-def _line_source(logs: SavedLogs, side: str, log: SideLog) -> Iterator[list[bytes]]:
-    """A log's lines in blocks: a tuimon step log straight from the file, any other format
-    as step-log lines from `tuimon.readers`."""
+def _line_source(logs: SavedLogs, side: str, log: SideLog) -> Iterator[Block]:
+    """A log in blocks: a tuimon step log's lines straight from the file, any other format
+    as the records `tuimon.readers` reads."""
     path: Path = getattr(logs, side)
     if not logs.reading.renames(side) and path.is_file():
         with open(path, "rb") as fh:
@@ -104,9 +106,16 @@ def _line_source(logs: SavedLogs, side: str, log: SideLog) -> Iterator[list[byte
                 while block := fh.readlines(CHUNK):
                     yield block
                 return
-    lines = _log_lines(path, logs.reading, side)
-    for i in range(0, len(lines), 4096):
-        yield lines[i : i + 4096]
+    records = _records(path, logs.reading, side)
+    for i in range(0, len(records), 4096):
+        yield _RecordBlock(records[i : i + 4096])
+
+
+class _RecordBlock(list):  # type: ignore[type-arg]
+    """A block of records a reader gave (not lines)."""
+
+
+Block = list[bytes] | _RecordBlock
 
 
 class _BlockReader:
@@ -116,8 +125,13 @@ class _BlockReader:
         self.side, self.log, self.aligner, self.keep = side, log, aligner, keep
         self.select = aligner.select
 
-    def block(self, lines: list[bytes]) -> Columns | None:
-        """The steps of a block of lines as columns (None when it holds no step)."""
+    def block(self, lines: Block) -> Columns | None:
+        """The steps of a block of lines (or records) as columns (None when it holds no
+        step)."""
+        if isinstance(lines, _RecordBlock):
+            if self.keep:
+                self.log.lines += [to_line(r) for r in lines]
+            return self._slow(lines)
         if self.keep:
             self.log.lines += lines
         try:
@@ -210,6 +224,7 @@ class _BlockReader:
         and give its `Columns`."""
         n = len(step)
         self.log.steps += n
+        self.aligner.accounts[self.side].steps += n
         self.aligner.names[self.side].update(values)
         self.aligner.ignored.update(ignored)
         self.aligner.top[self.side] = max(self.aligner.top[self.side], max(step))
@@ -230,7 +245,9 @@ class _BlockReader:
             if isinstance(record, Step):
                 steps.append(record)
                 self.aligner.note(self.side, record)
-            elif isinstance(record, Header):
+                continue
+            self.aligner.note_other(self.side, record)
+            if isinstance(record, Header):
                 self.log.header = self.log.header or record
             elif isinstance(record, End):
                 self.log.end = record
@@ -308,7 +325,9 @@ def judge(
             raise CompareError(_no_steps(log, logs.reading))
     aligned: list[AlignedStep] = []
     if keep or matcher.repeated:  # record by record, every row (repeats in order)
+        accounts = aligner.accounts
         aligned, aligner = _by_records(logs, tolerance, select, sides, keep)
+        aligner.accounts = accounts
     else:
         matcher.finish()
     reason, interrupted = _how_it_ended(logs, sides)
@@ -325,8 +344,12 @@ def _by_records(
 ) -> tuple[list[AlignedStep], PairAligner]:
     steps = []
     for side, log in zip(SIDES, sides, strict=True):
-        lines = log.lines if keep else _log_lines(log.path, logs.reading, side)
-        steps.append([r for r in map(parse_line, lines) if isinstance(r, Step)])
+        if keep or not log.native:
+            records = map(parse_line, log.lines) if keep else _records(log.path, logs.reading, side)
+        else:
+            with open(log.path, "rb") as fh:
+                records = map(parse_line, fh.readlines())
+        steps.append([r for r in records if isinstance(r, Step)])
     return compare_steps(steps[0], steps[1], tolerance, select)
 
 

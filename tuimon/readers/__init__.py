@@ -32,12 +32,22 @@ from tuimon.readers.literal import literal_row
 from tuimon.readers.rows import StreamMerger, as_number, merge, renamed, row_step, step_key
 from tuimon.readers.tabular import csv_columns, read_csv
 from tuimon.readers.tensorboard import MissingExtra, event_dirs, read_events
-from tuimon.readers.text import PatternError, compile_pattern, last_state, parse_text
+from tuimon.readers.account import Account
+from tuimon.readers.text import (
+    PatternError,
+    compile_pattern,
+    last_state,
+    metric_like,
+    parse_text,
+)
 from tuimon.steplog import (
+    NO_STEP_KEY,
+    UNMATCHED_TEXT,
     End,
     Header,
     Record,
     Step,
+    Text,
     dumps,
     loads_checked,
     parse_line,
@@ -47,6 +57,7 @@ from tuimon.steplog import (
 
 __all__ = [
     "FORMATS_TRIED",
+    "Account",
     "Loaded",
     "PatternError",
     "ReaderError",
@@ -195,9 +206,14 @@ class LineParser:
             return parse_line(line), False
         text = last_state(line.decode("utf-8", "replace"))
         step = parse_text(text, self.patterns)
-        return (self._renamed(step), False) if step is not None else (parse_line(line), False)
+        if step is not None:
+            return self._renamed(step), False
+        record = parse_line(line)
+        if isinstance(record, Text) and metric_like(text):
+            record = Text(record.text, UNMATCHED_TEXT)
+        return record, False
 
-    def _printed_dict(self, stripped: bytes) -> Step | None:
+    def _printed_dict(self, stripped: bytes) -> Step | Text | None:
         """A printed Python dict (`{'loss': 0.69, 'epoch': 0.01}`, as the Hugging Face Trainer
         prints) as a step: its own step key (`epoch` only as an int), else the number of such
         dicts before it."""
@@ -211,7 +227,7 @@ class LineParser:
             self._printed_steps = True
             return row_step(row, self.rename)
         if self._printed_steps:
-            return None
+            return Text(stripped.decode("utf-8", "replace")[:4096], NO_STEP_KEY)
         row = {"step": self._printed_dicts, **{k: v for k, v in row.items() if k != "step"}}
         self._printed_dicts += 1
         return row_step(row, self.rename)

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from tuimon.clocks import is_clock, is_media
-from tuimon.steplog import NONFINITE, Record, Step, Unreadable, number_of
+from tuimon.steplog import NONFINITE, Record, Step, Unreadable, in_int64, number_of
 
 STEP_KEYS = ("step", "_step", "global_step", "iteration", "iter", "epoch")
 """Keys that give a row its step, in order of preference."""
@@ -30,12 +30,12 @@ def as_int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value if -(2**63) <= value < 2**64 else None
+        return value if in_int64(value) else None
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value)
+        return int(value) if in_int64(int(value)) else None
     if isinstance(value, str):
         text = value.strip()
-        if text.lstrip("-").isdigit():
+        if text.lstrip("-").isdigit() and len(text) <= 20 and in_int64(int(text)):
             return int(text)
     return None
 
@@ -64,7 +64,8 @@ def as_number(value: Any) -> float | Unreadable | None:
             number = float(text)
         except ValueError:
             return None
-        if text.lstrip("+-").isdigit() and not -(2**63) <= int(text) < 2**63:
+        digits = text.lstrip("+-")
+        if digits.isdigit() and (len(digits) > 19 or not in_int64(int(text))):
             return Unreadable(text)  # an integer beyond 64 bits
         if math.isinf(number) and text.lstrip("+-").lower() not in _NONFINITE_WORDS:
             return Unreadable(text)  # `1e400`: it overflowed, it is not an infinity

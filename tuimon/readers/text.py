@@ -105,9 +105,21 @@ def parse_text(text: str, patterns: Sequence[re.Pattern[str]] = ()) -> Step | No
     for m in steps:
         if m is not best and m["key"].lower() == "epoch":
             metrics["epoch"] = float(m["n"])
-    if not metrics and not bad:
+    step = as_int(best["n"])
+    if (not metrics and not bad) or step is None:  # a step beyond int64: skipped, counted
         return None
-    return Step(step=int(best["n"]), metrics=metrics, clocks=clocks, unreadable=tuple(bad))
+    return Step(step=step, metrics=metrics, clocks=clocks, unreadable=tuple(bad))
+
+
+_NAMED = re.compile(
+    r"(?<![\w.])[A-Za-z_][\w./-]*\s*[:=]\s*(?:" + _NUM + r")(?![\w.]|[,:]\d)", re.IGNORECASE
+)
+
+
+def metric_like(text: str) -> bool:
+    """True for a printed line with a number under a name (`loss=2.31`, `s:5 trl:3.6`, a
+    printed dict) that no shape read: a record nobody read, if its shape repeats."""
+    return "{'" in text or _NAMED.search(text) is not None
 
 
 def _by_patterns(text: str, patterns: Sequence[re.Pattern[str]]) -> Step | None:
