@@ -249,16 +249,18 @@ def _step_of(obj: Mapping[str, Any]) -> int | None:
 _STEP_LIKE = (*STEP_KEYS, "iter", "current_steps", "it", "epoch")
 
 
-def why_not_step(obj: Mapping[str, Any]) -> str | None:
+def why_not_step(obj: Mapping[str, Any], key: str | None = None) -> str | None:
     """Why a decoded JSON object that is not a record was skipped (`SKIP_REASONS`): a step key
-    out of range, or numbers without a step key; None when it holds no number (metadata)."""
-    for key in _STEP_LIKE:
-        step = obj.get(key)
+    (`key` when given) out of range, or numbers without a step key; None when it holds no
+    number (metadata)."""
+    for name in (key,) if key is not None else _STEP_LIKE:
+        step = obj.get(name)
         if isinstance(step, Unreadable) or (type(step) is int and not in_int64(step)):
             return STEP_RANGE
         if isinstance(step, float) and abs(step) >= HUGE:
             return STEP_RANGE
-    if any(isinstance(v, (int, float, Unreadable)) and not isinstance(v, bool) for v in obj.values()):
+    numeric = (int, float, Unreadable)
+    if any(isinstance(v, numeric) and not isinstance(v, bool) for v in obj.values()):
         return NO_STEP_KEY
     return None
 

@@ -111,7 +111,7 @@ def _line_source(logs: SavedLogs, side: str, log: SideLog) -> Iterator[Block]:
         yield _RecordBlock(records[i : i + 4096])
 
 
-class _RecordBlock(list):  # type: ignore[type-arg]
+class _RecordBlock(list):
     """A block of records a reader gave (not lines)."""
 
 

@@ -29,6 +29,8 @@ from tuimon.steplog import (
     Text,
 )
 
+NOTE = "tuimon: "
+"""A reader's note on the file as a whole (a `Text` record that begins so)."""
 LIMIT = 0.01
 """The share of a side's metric-like records that may be skipped before a verdict is
 INCOMPLETE."""
@@ -77,6 +79,10 @@ class Account:
     def add_text(self, record: Text) -> None:
         """Count a line that is not a record: plain text, or skipped with its reason."""
         reason = record.skipped
+        if record.text.startswith(NOTE) and len(self.notes) < 20:
+            self.notes.append(record.text[len(NOTE) :])
+            if reason is None:
+                return
         if reason is None:
             self.text += 1
         elif reason == UNMATCHED_TEXT:
@@ -115,7 +121,7 @@ class Account:
         total = sum(skipped.values())
         if not total or total <= LIMIT * (self.steps + total):
             return None
-        reason, count = max(skipped.items(), key=lambda item: item[1])
+        reason = max(skipped, key=lambda name: skipped[name])
         example = _shown(self.examples().get(reason, ""))
         return (
             f"run {side}: {total} of {self.steps + total} metric-like records skipped "
