@@ -88,6 +88,23 @@ UNREADABLE = "unreadable"
 UNMATCHED_TEXT = "printed numbers without a step"
 """A printed line with `name: number` pairs that no built-in shape or `--pattern` reads."""
 SKIP_REASONS = (NO_STEP_KEY, STEP_RANGE, UNREADABLE, UNMATCHED_TEXT)
+MAX_LINE = 16 * 1024 * 1024
+"""A longer line is not parsed, live or saved: it is skipped as `UNREADABLE` (`too_long_note`
+stands for it in a live stream; the raw log keeps it whole)."""
+_TOO_LONG = b"[tuimon: a line of "
+
+
+def too_long_note(size: int) -> bytes:
+    """The line passed on for a line too long to parse (the raw log holds it whole)."""
+    note = f"[tuimon: a line of {size:,} bytes, too long to parse; saved whole in the raw log]"
+    return note.encode() + b"\n"
+
+
+def too_long(line: bytes) -> bool:
+    """A line too long to parse, or the note that stands for one."""
+    return len(line) > MAX_LINE or line.startswith(_TOO_LONG)
+
+
 INT64 = (-(2**63), 2**63)
 """The steps a record may have: a signed 64-bit integer, [low, high)."""
 
@@ -304,6 +321,8 @@ def _dict(value: Any) -> dict[str, Any]:
 
 def parse_line(line: bytes) -> Record:
     """One line of a step log as a record. Never raises: what is not a record is `Text`."""
+    if too_long(line):
+        return _as_text(line[:MAX_LINE] if len(line) > MAX_LINE else line, UNREADABLE)
     stripped = line.strip()
     if not stripped.startswith(b"{"):
         return _as_text(line)

@@ -73,7 +73,7 @@ def _compare_paths(
     from tuimon.engine.compare import judge, resolve
     from tuimon.engine.compare import save as save_pair
     from tuimon.errors import StoreError
-    from tuimon.report.wording import headline, metric_max_line
+    from tuimon.report.wording import account_lines, headline, metric_max_line
     from tuimon.sanitize import clean
 
     logs = resolve(paths, reading)
@@ -98,6 +98,8 @@ def _compare_paths(
     else:
         print(headline(summary))
         print(f"  {summary.coverage_line()}")
+        for line in account_lines(summary):
+            print(line)
         for name, m in summary.metric_max.items():
             print(metric_max_line(name, m))
         if doc.env_diff:

@@ -36,6 +36,7 @@ from tuimon.errors import CompareError, ReplayError, StoreError
 from tuimon.readers import ReaderError, Reading, load, no_steps, to_line
 from tuimon.steplog import (
     HUGE,
+    MAX_LINE,
     STEP_KEYS,
     End,
     Header,
@@ -134,6 +135,8 @@ class _BlockReader:
             return self._slow(lines)
         if self.keep:
             self.log.lines += lines
+        if max(map(len, lines), default=0) > MAX_LINE:  # skipped as a live pair skips it
+            return self._slow([parse_line(line) for line in lines if line.strip()])
         try:
             rows = orjson.loads(b"[" + b",".join(lines) + b"]")
             return self._rows(rows)

@@ -87,7 +87,9 @@ class Loaded:
 
 
 def _lines(data: bytes) -> list[bytes]:
-    return [line for line in data.splitlines(keepends=True) if line.strip()]
+    """The lines of a log as a live stream cuts them: at `\\n` only (a `\\r` redraw stays in
+    its line, read at its last state, as live)."""
+    return [line + b"\n" for line in data.split(b"\n") if line.strip()]
 
 
 def read_bytes(path: Path) -> bytes:

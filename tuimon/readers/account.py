@@ -122,14 +122,14 @@ class Account:
         if not total or total <= LIMIT * (self.steps + total):
             return None
         reason = max(skipped, key=lambda name: skipped[name])
-        example = _shown(self.examples().get(reason, ""))
+        example = _shown(self.examples().get(reason, ""), 60)
         return (
-            f"run {side}: {total} of {self.steps + total} metric-like records skipped "
-            f"({_counts(skipped)}; first: `{example}`); {FLAGS[reason]}"
+            f"run {side} skipped {total} of {self.steps + total} metric-like records "
+            f"({_counts(skipped)}: {FLAGS[reason]}; first: `{example}`)"
         )
 
     def line(self) -> str:
-        """One line for people: what the records were."""
+        """One line for people: what the records were (`account_line` for a dict)."""
         parts = [f"{self.steps} steps"]
         if skipped := self.reasons():
             parts.append(f"skipped {_counts(skipped)}")
@@ -158,3 +158,12 @@ def _counts(skipped: dict[str, int]) -> str:
 def _shown(text: str, most: int = 80) -> str:
     """A line as one printable line (escaped), cut to `most` characters."""
     return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text[:most])
+
+
+def account_line(account: dict[str, Any]) -> str:
+    """`Account.line` of an account as `to_dict` gave it (pair.json, `--json`)."""
+    parts = [f"{account.get('steps', 0)} steps"]
+    if skipped := account.get("skipped"):
+        parts.append(f"skipped {_counts(skipped)}")
+    parts.append(f"{account.get('meta', 0)} header/end, {account.get('text', 0)} text")
+    return ", ".join(parts) + "".join(f"; {note}" for note in account.get("notes") or ())

@@ -31,6 +31,7 @@ from tuimon.steplog import (
     parse_line,
     parse_obj,
     suspect,
+    too_long,
     why_not_step,
 )
 
@@ -90,6 +91,8 @@ class LineParser:
         return self.reading.promote(record), complete
 
     def _parse(self, line: bytes) -> tuple[Record, bool]:
+        if too_long(line):
+            return parse_line(line), False
         stripped = line.strip()
         if stripped.startswith(b"{"):
             try:
