@@ -33,7 +33,7 @@ from tuimon.engine.align import (
 )
 from tuimon.engine.saved import resolve_logs
 from tuimon.errors import CompareError, ReplayError, StoreError
-from tuimon.readers import ReaderError, Reading, load, no_steps, to_line
+from tuimon.readers import Account, ReaderError, Reading, load, no_steps, to_line
 from tuimon.steplog import (
     HUGE,
     MAX_LINE,
@@ -323,9 +323,9 @@ def judge(
         sides, matcher = _read_both(logs, aligner, keep)
     finally:
         gc.enable()
-    for log in sides:
+    for side, log in zip(SIDES, sides, strict=True):
         if not log.steps:
-            raise CompareError(_no_steps(log, logs.reading))
+            raise CompareError(_no_steps(log, logs.reading, aligner.accounts[side]))
     aligned: list[AlignedStep] = []
     if keep or matcher.repeated:  # record by record, every row (repeats in order)
         accounts = aligner.accounts
@@ -356,7 +356,9 @@ def _by_records(
     return compare_steps(steps[0], steps[1], tolerance, select)
 
 
-def _no_steps(log: SideLog, reading: Reading) -> str:
+def _no_steps(log: SideLog, reading: Reading, account: Account) -> str:
+    if why := account.why():  # records skipped: why, and the flag that helps
+        return f"{log.path}: no training steps found; skipped {why}"
     message = no_steps(log.path, reading)
     if log.first_text is not None:
         shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in log.first_text[:80])

@@ -117,6 +117,12 @@ class Account:
 
     def problem(self, side: str) -> str | None:
         """Why this side's steps are a minority of what it logged (None when they are not)."""
+        why = self.why()
+        return None if why is None else f"run {side} skipped {why}"
+
+    def why(self) -> str | None:
+        """`N of M metric-like records (reason count: the flag that helps; first: ...)` when
+        more than `LIMIT` were skipped, else None."""
         skipped = self.reasons()
         total = sum(skipped.values())
         if not total or total <= LIMIT * (self.steps + total):
@@ -124,7 +130,7 @@ class Account:
         reason = max(skipped, key=lambda name: skipped[name])
         example = _shown(self.examples().get(reason, ""), 60)
         return (
-            f"run {side} skipped {total} of {self.steps + total} metric-like records "
+            f"{total} of {self.steps + total} metric-like records "
             f"({_counts(skipped)}: {FLAGS[reason]}; first: `{example}`)"
         )
 

@@ -18,9 +18,16 @@ import orjson
 from tuimon.readers.literal import literal_row
 from tuimon.readers.reading import Reading
 from tuimon.readers.rows import StreamMerger, as_number, renamed, row_step, step_key
-from tuimon.readers.text import block_value, last_state, metric_like, parse_text
+from tuimon.readers.text import (
+    block_value,
+    last_state,
+    metric_like,
+    parse_text,
+    step_beyond_int64,
+)
 from tuimon.steplog import (
     NO_STEP_KEY,
+    STEP_RANGE,
     UNMATCHED_TEXT,
     UNREADABLE,
     Header,
@@ -141,7 +148,9 @@ class LineParser:
                 return self._renamed(step)
             return parse_line(line)  # a line that names a step and nothing else: a heading
         record = parse_line(line)
-        if isinstance(record, Text) and metric_like(text):
+        if isinstance(record, Text) and step_beyond_int64(text, self.key):
+            record = Text(record.text, STEP_RANGE)
+        elif isinstance(record, Text) and metric_like(text):
             record = Text(record.text, UNMATCHED_TEXT)
         return record
 

@@ -142,6 +142,11 @@ def parse_text(
     return Step(step=step, metrics=metrics, clocks=clocks, unreadable=tuple(bad))
 
 
+def step_beyond_int64(text: str, key: str | None = None) -> bool:
+    """A printed line that names a step too big for an int64 (skipped and said, not text)."""
+    return any(as_int(_n(m)) is None for m in (_named_step(key) if key else _STEP).finditer(text))
+
+
 _BLOCK_LINE = re.compile(
     r"^\s+(?P<name>[A-Za-z_][^=:]*?)\s*[=:]\s*(?P<value>[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|"
     + _NUM
