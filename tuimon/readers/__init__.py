@@ -89,7 +89,10 @@ class Loaded:
 def _lines(data: bytes) -> list[bytes]:
     """The lines of a log as a live stream cuts them: at `\\n` only (a `\\r` redraw stays in
     its line, read at its last state, as live)."""
-    return [line + b"\n" for line in data.split(b"\n") if line.strip()]
+    lines = [line + b"\n" for line in data.split(b"\n") if line.strip()]
+    if lines and not data.endswith(b"\n") and data.strip():
+        lines[-1] = lines[-1][:-1]  # the last line as it is: without its newline (cut?)
+    return lines
 
 
 def read_bytes(path: Path) -> bytes:

@@ -93,8 +93,13 @@ class LineParser:
         """The step of the line before, whose indented `name=value` lines are its values."""
 
     def parse(self, line: bytes) -> tuple[Record, bool]:
-        """One line as a record, and whether it is a complete tuimon step (never merged)."""
+        """One line as a record, and whether it is a complete tuimon step (never merged). A
+        last line without its newline that is not a whole object (`...}`) may be cut short
+        (`loss 0.12` of `loss 0.1234`): a step it would give is skipped as unreadable."""
         record, complete = self._parse(line)
+        cut = not line.endswith(b"\n") and not line.rstrip().endswith(b"}")
+        if isinstance(record, Step) and cut:
+            return Text(f"{_cut(line, 200)} [cut short?]", UNREADABLE), False
         return self.reading.promote(record), complete
 
     def _parse(self, line: bytes) -> tuple[Record, bool]:

@@ -10,7 +10,7 @@ import csv
 import io
 
 from tuimon.readers.rows import STEP_KEYS, as_float, merge, row_step
-from tuimon.steplog import NO_STEP_KEY, STEP_RANGE, Record, Step, Text
+from tuimon.steplog import NO_STEP_KEY, STEP_RANGE, UNREADABLE, Record, Step, Text
 
 csv.field_size_limit(1 << 24)
 
@@ -40,10 +40,13 @@ def read_csv(text: str, key: str | None = None) -> list[Record]:
     columns = [c.strip() for c in header]
     names = [c.lower() if c.lower() in STEP_KEYS else c for c in columns]  # "Step" is a step
     records: list[Record] = []
+    cut = not text.endswith("\n")  # the last row may be cut short: not read, said
     for cells in reader:
         row = {name: cell for name, cell in zip(names, cells, strict=False) if cell.strip()}
         step = row_step(row, key=key)
-        if step is not None:
+        if step is not None and cut and reader.line_num == _last_line(text):
+            records.append(Text(",".join(cells)[:200] + " [cut short?]", UNREADABLE))
+        elif step is not None:
             records.append(step)
         elif row:
             records.append(Text(",".join(cells)[:4096], _why(row, names, key)))
@@ -73,6 +76,11 @@ def last_run(records: list[Record]) -> list[Record]:
         f"compared, the {before} rows before it are not"
     )
     return [note, *records[starts[-1] :]]
+
+
+def _last_line(text: str) -> int:
+    """The number of the last line of a CSV text (as `csv.reader.line_num` counts)."""
+    return text.count("\n") + 1
 
 
 def _why(row: dict[str, str], names: list[str], key: str | None) -> str | None:
