@@ -146,6 +146,9 @@ def _json_document(path: Path, data: bytes, reading: Reading) -> Loaded | None:
     body = data.lstrip()
     if body[:1] not in (b"{", b"["):
         return None
+    first, _, rest = body.partition(b"\n")
+    if first.rstrip()[-1:] in (b"}", b"]") and rest.strip():
+        return None  # a whole value on the first line, and more lines: JSON Lines
     notes: list[Record] = []
     try:
         doc = load_document(body)

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -153,27 +154,22 @@ MAX_TRIES = 64
 """Row ends tried (from the last) when a document is cut short."""
 
 
+_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]]')
+"""A JSON string (skipped whole) or a bracket."""
+
+
 def _row_ends(body: bytes) -> list[tuple[int, bytes]]:
     """Where each object closes (outside strings), with the brackets still open there."""
     ends: list[tuple[int, bytes]] = []
     stack = bytearray()
-    in_string = escaped = False
-    for i, c in enumerate(body):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif c == 0x5C:  # backslash
-                escaped = True
-            elif c == 0x22:
-                in_string = False
-        elif c == 0x22:
-            in_string = True
-        elif c in _CLOSE:
+    for m in _TOKENS.finditer(body):
+        c = body[m.start()]
+        if c in _CLOSE:
             stack.append(c)
         elif c in (0x7D, 0x5D) and stack:
             stack.pop()
             if c == 0x7D:
-                ends.append((i + 1, bytes(stack)))
+                ends.append((m.end(), bytes(stack)))
     return ends
 
 
