@@ -1,6 +1,6 @@
 """Live and saved read the same bytes the same way: a live pair of two runs that print the
-bytes of two logs comes to the verdict `compare` gives for the two logs, and for the saved
-pair (generated logs: `\\r` redraws, repeats, damaged tails, numbers that do not fit, dicts
+bytes of two logs comes to the verdict `compare` gives for the two logs, for the saved pair,
+and a replay of the saved pair (generated logs: `\\r` redraws, repeats, damaged tails, numbers that do not fit, dicts
 inside a logger's lines, a line too long to parse)."""
 
 from __future__ import annotations
@@ -42,7 +42,9 @@ def live_and_saved(tmp_path: Path, capsys, a: bytes, b: bytes) -> list[tuple[Any
     files = last_json(capsys)
     main(["compare", "--json", live["pair"]])
     pair = last_json(capsys)
-    return [verdict(live), verdict(files), verdict(pair)]
+    main(["replay", "--headless", "--json", "--speed", "1e6", live["pair"]])
+    replay = last_json(capsys)
+    return [verdict(live), verdict(files), verdict(pair), verdict(replay)]
 
 
 def lines(rows: list[str]) -> bytes:
@@ -94,15 +96,15 @@ CASES: dict[str, tuple[bytes, bytes]] = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_live_and_saved_agree(tmp_path: Path, capsys, case: str) -> None:
     a, b = CASES[case]
-    live, files, pair = live_and_saved(tmp_path, capsys, a, b)
-    assert live == files == pair
+    live, files, pair, replay = live_and_saved(tmp_path, capsys, a, b)
+    assert live == files == pair == replay
 
 
 def test_live_and_saved_agree_on_a_line_too_long_to_parse(tmp_path: Path, capsys) -> None:
     big = '{"step": 5, "loss": 1.0, "blob": "' + "z" * (MAX_LINE + 10) + '"}'
     other = big.replace('"loss": 1.0', '"loss": 2.0')
-    live, files, pair = live_and_saved(
+    live, files, pair, replay = live_and_saved(
         tmp_path, capsys, lines([*json_rows(5), big]), lines([*json_rows(5), other])
     )
-    assert live == files == pair
+    assert live == files == pair == replay
     assert live[0] == "INCOMPLETE" and live[3][0] == (("unreadable", 1),)

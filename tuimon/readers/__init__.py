@@ -49,6 +49,7 @@ __all__ = [
     "log_lines",
     "no_steps",
     "parse_map",
+    "read_log",
     "require_steps",
     "streamable",
     "to_line",
@@ -271,16 +272,25 @@ def _tuimon_lines(path: Path) -> list[bytes] | None:
         return [line for line in (first, *fh) if line.strip()]
 
 
-def log_lines(path: str | Path, reading: Reading | None = None, side: str = "a") -> list[bytes]:
-    """Any supported log as step-log lines: a step log's own lines, else its records written
-    as step-log lines. What compare, replay and the browser read."""
+def read_log(
+    path: str | Path, reading: Reading | None = None, side: str = "a"
+) -> tuple[list[bytes], list[Record]]:
+    """Any supported log as step-log lines and their records, one for one: a step log's own
+    lines, else its records written as lines. The records are the readers' own (a skipped
+    line keeps its reason), so a replay judges what `compare` and a live pair judge."""
     plain = not (reading and (reading.renames(side) or reading.judge))
     if plain and (lines := _tuimon_lines(Path(path))):
-        return lines  # a tuimon step log: its own lines, parsed once by the caller
+        return lines, [parse_line(line) for line in lines]
     loaded = load(path, reading, side)
-    if loaded.raw is not None:
-        return loaded.raw
-    return [to_line(r) for r in loaded.records]
+    if loaded.raw is not None and len(loaded.raw) == len(loaded.records):
+        return loaded.raw, loaded.records
+    return [to_line(r) for r in loaded.records], loaded.records
+
+
+def log_lines(path: str | Path, reading: Reading | None = None, side: str = "a") -> list[bytes]:
+    """Any supported log as step-log lines (`read_log`). What the views that show lines
+    read."""
+    return read_log(path, reading, side)[0]
 
 
 def streamable(head: bytes) -> bool:
