@@ -30,7 +30,7 @@ from tuimon.readers.account import Account
 from tuimon.readers.documents import cut_document, read_document
 from tuimon.readers.lines import LineParser, load_document
 from tuimon.readers.reading import Reading, parse_map
-from tuimon.readers.rows import merge, renamed, step_key
+from tuimon.readers.rows import renamed, step_key
 from tuimon.readers.tabular import csv_columns, read_csv
 from tuimon.readers.tensorboard import MissingExtra, event_dirs, read_events
 from tuimon.readers.text import PatternError
@@ -188,17 +188,11 @@ def _line_log(data: bytes, reading: Reading, side: str) -> Loaded:
         records = read_csv(data.decode("utf-8", "replace"), reading.step_key)
         return _as_asked(Loaded("CSV", records), reading, side)
     parser = LineParser(reading, side)
-    parsed = [parser.parse(line) for line in lines]
-    records = [r for r, _ in parsed]
+    records = parser.feed(lines) + parser.close()  # as a live stream is read: the same rows
     if parser.tuimon:
         plain = not reading.renames(side) and not reading.judge
         return Loaded("tuimon step log", records, lines if plain else None)
-    json_steps = (
-        isinstance(r, Step) and line.lstrip()[:1] == b"{"
-        for (r, _), line in zip(parsed, lines, strict=True)
-    )
-    kind = "JSON Lines" if any(json_steps) else "text"
-    return Loaded(kind, merge(records))
+    return Loaded("JSON Lines" if parser.json_rows else "text", records)
 
 
 def no_steps(path: str | Path, reading: Reading | None = None) -> str:

@@ -89,6 +89,8 @@ class LineParser:
         """Printed Python dicts without a step key numbered so far (`literal`)."""
         self._printed_steps = False
         """A printed Python dict had a step key: those without one are not numbered."""
+        self.json_rows = False
+        """A JSON object with a step key was read (the log is JSON Lines)."""
         self._block: int | None = None
         """The step of the line before, whose indented `name=value` lines are its values."""
 
@@ -120,6 +122,7 @@ class LineParser:
                         if record is not None:
                             return self._renamed(record), kind == "step"
                     elif (step := row_step(obj, self.rename, self.key)) is not None:
+                        self.json_rows = True
                         if suspect(step):  # an integer beyond 64 bits, read as a float?
                             step = row_step(loads_checked(stripped), self.rename, self.key) or step
                         return step, False
