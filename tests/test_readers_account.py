@@ -170,3 +170,37 @@ def test_the_account_counts_each_kind() -> None:
 def test_reading_round_trips_through_pair_json() -> None:
     reading = Reading(("step (?P<step>\\d+) (?P<loss>\\S+)",), {}, "upd", ("mfu",))
     assert Reading.from_dict(reading.to_dict()) == reading
+
+
+@pytest.mark.parametrize("chunk", [64, 1 << 20])
+def test_plain_json_lines_in_blocks_judge_as_record_by_record(tmp_path: Path, chunk) -> None:
+    from tuimon.engine import compare as engine_compare
+    from tuimon.engine.align import compare_steps
+    from tuimon.store import SavedLogs
+
+    def log(side: str) -> list[str]:
+        out = rows(30, loss=0.25)
+        out[7] = json.dumps({"step": 7, "loss": "7.25", "note": None})  # a string number
+        out.insert(12, json.dumps({"step": 11, "val_loss": 0.5}))  # merged into step 11
+        out.insert(20, json.dumps({"loss": 1.0}))  # no step key
+        if side == "b":
+            out[25] = json.dumps({"step": 23, "loss": 99.0})
+        return [*out, '{"step": 40, "loss": 0.1']  # cut short
+
+    a = write(tmp_path / "a.jsonl", log("a"))
+    b = write(tmp_path / "b.jsonl", log("b"))
+    old = engine_compare.CHUNK
+    engine_compare.CHUNK = chunk
+    try:
+        got = engine_compare.judge(SavedLogs(a, b, reading=Reading()), 0.0).summary
+    finally:
+        engine_compare.CHUNK = old
+    _, aligner = compare_steps(load(a).steps, load(b).steps, 0.0)
+    want = aligner.summary()
+    assert (got.first_divergent_step, got.steps_compared, got.values_compared) == (
+        want.first_divergent_step,
+        want.steps_compared,
+        want.values_compared,
+    )
+    assert got.first_divergent_step == 23
+    assert got.accounts["a"]["skipped"] == {NO_STEP_KEY: 1, UNREADABLE: 1}

@@ -1,7 +1,7 @@
 """Live and saved read the same bytes the same way: a live pair of two runs that print the
 bytes of two logs comes to the verdict `compare` gives for the two logs, for the saved pair,
-and a replay of the saved pair (generated logs: `\\r` redraws, repeats, damaged tails, numbers that do not fit, dicts
-inside a logger's lines, a line too long to parse)."""
+and a replay of the saved pair (generated logs: `\\r` redraws, repeats, damaged tails,
+numbers that do not fit, dicts inside a logger's lines, a line too long to parse)."""
 
 from __future__ import annotations
 
