@@ -9,8 +9,11 @@ from __future__ import annotations
 import csv
 import io
 
-from tuimon.readers.rows import STEP_KEYS, as_float, merge, row_step
-from tuimon.steplog import NO_STEP_KEY, STEP_RANGE, UNREADABLE, Record, Step, Text
+import numpy as np
+
+from tuimon.clocks import is_clock
+from tuimon.readers.rows import CLOCK_FIELDS, COUNTERS, STEP_KEYS, as_float, merge, row_step
+from tuimon.steplog import NO_STEP_KEY, STEP_RANGE, UNREADABLE, Record, Step, Text, in_int64
 
 csv.field_size_limit(1 << 24)
 
@@ -41,10 +44,13 @@ def read_csv(text: str, key: str | None = None) -> list[Record]:
     names = [c.lower() if c.lower() in STEP_KEYS else c for c in columns]  # "Step" is a step
     records: list[Record] = []
     cut = not text.endswith("\n")  # the last row may be cut short: not read, said
-    for cells in reader:
+    rows = list(reader)
+    if not cut and (fast := uniform_rows(names, rows, key)) is not None:
+        return merge(last_run(fast))
+    for number, cells in enumerate(rows, 2):
         row = {name: cell for name, cell in zip(names, cells, strict=False) if cell.strip()}
         step = row_step(row, key=key)
-        if step is not None and cut and reader.line_num == _last_line(text):
+        if step is not None and cut and number == len(rows) + 1:
             records.append(Text(",".join(cells)[:200] + " [cut short?]", UNREADABLE))
         elif step is not None:
             records.append(step)
@@ -78,9 +84,38 @@ def last_run(records: list[Record]) -> list[Record]:
     return [note, *records[starts[-1] :]]
 
 
-def _last_line(text: str) -> int:
-    """The number of the last line of a CSV text (as `csv.reader.line_num` counts)."""
-    return text.count("\n") + 1
+def uniform_rows(names: list[str], rows: list[list[str]], key: str | None) -> list[Record] | None:
+    """Rows whose every cell is a number (no empty cell, no text, nothing beyond float64) and
+    whose step column holds integers, as steps, with the values converted by numpy at once;
+    None when any row is not so (`read_csv` reads those row by row, to the same records)."""
+    width = len(names)
+    where = key if key is not None else next((k for k in STEP_KEYS if k in names), None)
+    if not rows or where is None or any(len(r) != width for r in rows):
+        return None
+    k = names.index(where)
+    texts = [r[k].strip() for r in rows]
+    if not all(t.lstrip("-").isdigit() and len(t) <= 19 for t in texts):
+        return None
+    try:
+        values = np.array(rows, dtype=np.float64)
+    except ValueError:
+        return None
+    if np.isinf(values).any() or (np.abs(values) >= 2.0**63).any():
+        return None  # an infinity or an overflow, a huge integer: `as_number` tells them apart
+    metric = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and not is_clock(n)]
+    clock = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and is_clock(n)]
+    mnames, cnames = [names[i] for i in metric], [names[i] for i in clock]
+    t_at = next((cnames.index(c) for c in CLOCK_FIELDS if c in cnames), None)
+    steps = [int(t) for t in texts]
+    if not all(map(in_int64, steps)):
+        return None
+    out: list[Record] = []
+    by_row = zip(steps, values[:, metric].tolist(), values[:, clock].tolist(), strict=True)
+    for step, m, c in by_row:
+        out.append(Step(step, dict(zip(mnames, m, strict=True)),
+                        t=None if t_at is None else c[t_at],
+                        clocks=dict(zip(cnames, c, strict=True))))  # fmt: skip
+    return out
 
 
 def _why(row: dict[str, str], names: list[str], key: str | None) -> str | None:
