@@ -54,12 +54,11 @@ import sys, numpy as np, pandas as pd
 a = pd.read_json(sys.argv[1], lines=True)
 b = pd.read_json(sys.argv[2], lines=True)
 m = a.merge(b, on="step", suffixes=("_a", "_b"))
-names = [c[:-2] for c in m.columns if c.endswith("_a")]
-differs = np.zeros(len(m), dtype=bool)
-for n in names:
-    xa, xb = m[n + "_a"], m[n + "_b"]
-    m[n + "_rel"] = (xa - xb).abs() / np.maximum(xa.abs(), xb.abs())
-    differs |= (xa != xb).to_numpy()
+names = [c for c in a.columns if c != "step"]
+xa = m[[n + "_a" for n in names]].to_numpy(np.float64)
+xb = m[[n + "_b" for n in names]].to_numpy(np.float64)
+rel = np.abs(xa - xb) / np.maximum(np.abs(xa), np.abs(xb))
+differs = (xa != xb).any(axis=1)
 print(m.loc[differs, "step"].min() if differs.any() else None)
 """
 PANDAS_CSV = PANDAS_JSONL.replace(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from fnmatch import fnmatchcase
 from itertools import chain
 from typing import Any, NamedTuple
@@ -167,8 +167,9 @@ class Summary:
     """Per side, what its records were (`tuimon.readers.account.Account.to_dict`)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (non-finite floats as strings)."""
-        return jsonable(asdict(self))
+        """JSON-ready (non-finite floats as strings); `jsonable` copies every container, so
+        no deep copy first (a summary of 100,000 metrics)."""
+        return jsonable({f.name: getattr(self, f.name) for f in fields(self)})
 
     def coverage_line(self) -> str:
         """What was compared: steps, values, what one side only has, what was ignored."""

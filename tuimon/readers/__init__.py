@@ -182,11 +182,11 @@ def _json_document(path: Path, data: bytes, reading: Reading) -> Loaded | None:
 
 def _line_log(data: bytes, reading: Reading, side: str) -> Loaded:
     """A log of lines: CSV, a tuimon step log, JSON Lines or printed text (`LineParser`)."""
-    lines = _lines(data)
-    first = next((line for line in lines if line.strip()), b"").decode("utf-8", "replace")
+    first = data.lstrip().partition(b"\n")[0][: 1 << 24].decode("utf-8", "replace")
     if csv_columns(first.strip(), reading.step_key):
         records = read_csv(data.decode("utf-8", "replace"), reading.step_key)
         return _as_asked(Loaded("CSV", records), reading, side)
+    lines = _lines(data)
     parser = LineParser(reading, side)
     records = parser.feed(lines) + parser.close()  # as a live stream is read: the same rows
     if parser.tuimon:

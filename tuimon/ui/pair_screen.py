@@ -28,7 +28,7 @@ from tuimon.engine.artifacts import describe
 from tuimon.engine.saved import resolve_logs
 from tuimon.engine.session import Batch, PairSession, SideState
 from tuimon.errors import ReplayError
-from tuimon.report.wording import headline
+from tuimon.report.wording import account_lines, headline
 from tuimon.steplog import Record
 from tuimon.store import SIDES, SavedLogs
 from tuimon.ui.chart import CurvesView
@@ -343,7 +343,7 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         summary = self.model.summary
         if summary is None:
             return
-        lines = [headline(summary)]
+        lines = [headline(summary), *account_lines(summary)]
         lines += [describe(clean(k, 80), v) for k, v in self.model.artifacts.items()]
         if self.model.pair_path is not None:
             lines.append(f"pair saved in {clean(self.model.pair_path, None)}")
