@@ -153,8 +153,15 @@ def _json_document(path: Path, data: bytes, reading: Reading) -> Loaded | None:
     notes: list[Record] = []
     try:
         doc = load_document(body)
-    except (ValueError, RecursionError):
+    except (ValueError, RecursionError) as exc:
         cut = cut_document(body)
+        if cut is None and first.rstrip()[-1:] not in (b"}", b"]"):  # a document over lines
+            at = getattr(exc, "pos", None)
+            where = f" at byte {at}" if isinstance(at, int) else ""
+            raise ReaderError(
+                f"{path}: a JSON document that cannot be read: cut short or damaged{where}, "
+                f"before any whole row"
+            ) from None
         if cut is None:
             return None
         doc, note = cut
