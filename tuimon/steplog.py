@@ -11,6 +11,7 @@ import json
 import math
 import os
 import platform
+import re
 import sys
 import time
 from collections.abc import Mapping
@@ -319,6 +320,15 @@ def _dict(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
 
 
+_NAMED_NUMBER = re.compile(rb"""['"]\s*:\s*[-+]?[\d.]""")
+
+
+def damaged(stripped: bytes) -> str | None:
+    """`UNREADABLE` for an object that cannot be read but holds a number under a name (a
+    record cut short, nested too deep, a number too long); None for garbage in braces."""
+    return UNREADABLE if _NAMED_NUMBER.search(stripped[: 1 << 20]) else None
+
+
 def parse_line(line: bytes) -> Record:
     """One line of a step log as a record. Never raises: what is not a record is `Text`."""
     if too_long(line):
@@ -329,7 +339,7 @@ def parse_line(line: bytes) -> Record:
     try:
         obj = _loads(stripped)
     except (ValueError, RecursionError):
-        return _as_text(line, UNREADABLE)
+        return _as_text(line, damaged(stripped))
     if not isinstance(obj, dict):
         return _as_text(line)
     try:
@@ -338,7 +348,7 @@ def parse_line(line: bytes) -> Record:
             record = parse_obj(loads_checked(stripped)) or record
         return record or _as_text(line, why_not_step(obj))
     except (RecursionError, ValueError):
-        return _as_text(line, UNREADABLE)
+        return _as_text(line, damaged(stripped))
 
 
 def _plain(value: Any) -> Any:

@@ -447,9 +447,9 @@ def _by_records(
 
 
 def _no_steps(log: SideLog, reading: Reading, account: Account) -> str:
-    if why := account.why():  # records skipped: why, and the flag that helps
-        return f"{log.path}: no training steps found; skipped {why}"
     message = no_steps(log.path, reading)
+    if why := account.why():  # records skipped: why, and the flag that helps
+        return f"{message}; skipped {why}"
     if log.first_text is not None:
         shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in log.first_text[:80])
         message += f"; {log.texts} lines, first: `{shown}`"

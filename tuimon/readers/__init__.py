@@ -139,6 +139,10 @@ def _as_asked(loaded: Loaded, reading: Reading, side: str) -> Loaded:
     return loaded
 
 
+_DOCUMENT = re.compile(rb"""[\[{]\s*(["{\[]|$)""")
+"""The first line of a JSON document written over lines: `{`, `[`, `{"key": ...`, `[{...`."""
+
+
 def _json_document(path: Path, data: bytes, reading: Reading) -> Loaded | None:
     """A whole-file JSON document (trainer_state.json, a list of rows, per-metric arrays) as
     its steps; None when the data is not one (a JSON Lines file of one line is not).
@@ -155,7 +159,7 @@ def _json_document(path: Path, data: bytes, reading: Reading) -> Loaded | None:
         doc = load_document(body)
     except (ValueError, RecursionError) as exc:
         cut = cut_document(body)
-        if cut is None and first.rstrip()[-1:] not in (b"}", b"]"):  # a document over lines
+        if cut is None and _DOCUMENT.match(first) and first.rstrip()[-1:] not in (b"}", b"]"):
             at = getattr(exc, "pos", None)
             where = f" at byte {at}" if isinstance(at, int) else ""
             raise ReaderError(
