@@ -1,19 +1,22 @@
-"""Benchmark: `tuimon compare` as a whole process, side by side in one run.
+"""Benchmark: `tuimon compare` as a whole process, per format, side by side in one run.
 
-    python bench/bench_compare.py [--steps 25000] [--repeat 5] [--big-mb 200]
+    python bench/bench_compare.py [--steps 25000] [--repeat 5] [--big-mb 200] [--wide 100000]
 
-Writes two step logs of N steps (7 metrics + a parameter digest, parting halfway), then runs,
-alternating, R times each, as whole processes (interpreter start included):
+For each format — tuimon's own step log, plain JSON Lines (`{"step": 5, "loss": 0.3, ...}`,
+what users print most), CSV (a step column and 7 metrics) and a wide CSV (--wide columns,
+few rows) — writes two logs of N steps (7 metrics, parting halfway), then runs, alternating,
+R times each, as whole processes (interpreter start included):
 
   tuimon   python -m tuimon compare A B
-  pandas   (only where pandas is installed) the 10-line script a user would write:
-           read_json(lines=True) both, merge on step, relative diffs, first divergent step
-  floor    the interpreter plus orjson parsing every line of both files, nothing else
+  pandas   (only where pandas is installed: it is not a dependency) the 10-line script a
+           user would write for that format: read both, merge on the step, relative diffs,
+           the first divergent step
+  floor    (step log only) the interpreter plus orjson parsing every line of both files
 
-and prints the median wall times, the ratios tuimon/pandas and tuimon/floor, and the peak
-resident memory of tuimon against the size of the logs. With --big-mb M it also writes two
-logs of about M MB each and times one `tuimon compare` of them (wall time, peak memory).
-Prints; never asserts.
+and prints the median wall times, the ratio tuimon/pandas per format (target <= 0.35), and
+tuimon's peak resident memory against the size of the logs (target <= 3x). With --big-mb M it
+also writes two step logs of about M MB each and times one `tuimon compare` of them. Prints;
+never asserts.
 """
 
 from __future__ import annotations
@@ -46,6 +49,22 @@ for n in names:
     differs |= (xa != xb).to_numpy()
 print(m.loc[differs, "step"].min() if differs.any() else None)
 """
+PANDAS_JSONL = """\
+import sys, numpy as np, pandas as pd
+a = pd.read_json(sys.argv[1], lines=True)
+b = pd.read_json(sys.argv[2], lines=True)
+m = a.merge(b, on="step", suffixes=("_a", "_b"))
+names = [c for c in a.columns if c != "step"]
+xa = m[[n + "_a" for n in names]].to_numpy(np.float64)
+xb = m[[n + "_b" for n in names]].to_numpy(np.float64)
+rel = np.abs(xa - xb) / np.maximum(np.abs(xa), np.abs(xb))
+differs = (xa != xb).any(axis=1)
+print(m.loc[differs, "step"].min() if differs.any() else None)
+"""
+PANDAS_CSV = PANDAS_JSONL.replace(
+    "pd.read_json(sys.argv[1], lines=True)", "pd.read_csv(sys.argv[1])"
+)
+PANDAS_CSV = PANDAS_CSV.replace("pd.read_json(sys.argv[2], lines=True)", "pd.read_csv(sys.argv[2])")
 FLOOR = """\
 import sys, orjson
 for path in sys.argv[1:]:
@@ -116,25 +135,79 @@ def make_pair(folder: Path, n: int, chunk: int = 200_000) -> tuple[Path, Path, i
     return a, b, a.stat().st_size + b.stat().st_size
 
 
-def report(
-    args: argparse.Namespace, times: dict[str, list[float]], peak: dict[str, int], size: int
-) -> None:
-    """The medians, the ratios against the targets, and tuimon's peak memory."""
-    med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"{platform.node()} · {os.cpu_count()} cores · {platform.python_version()} · "
-          f"{time.strftime('%Y-%m-%d')}")  # fmt: skip
-    print(f"2 logs x {args.steps} steps (7 metrics + digest), {size / 1e6:.1f} MB; "
-          f"median of {args.repeat}, whole processes, alternating")  # fmt: skip
-    for name in times:
+def plain_values(n: int, side: str, width: int = len(METRICS)) -> tuple[np.ndarray, np.ndarray]:
+    """Steps and a (n, width) array of metric values; side b parts from the middle on."""
+    rng = np.random.default_rng(1)
+    values = 1.0 + rng.random((n, width))
+    steps = np.arange(n)
+    if side == "b":
+        values[n // 2 :] *= 1 + 1e-9
+    return steps, values
+
+
+def write_jsonl(path: Path, n: int, side: str) -> int:
+    """Plain JSON Lines: `{"step": 5, "train_loss": ..., ...}` per line."""
+    steps, values = plain_values(n, side)
+    with open(path, "wb") as fh:
+        for s, row in zip(steps.tolist(), values.tolist(), strict=True):
+            fh.write(orjson.dumps({"step": s, **dict(zip(METRICS, row, strict=True))}) + b"\n")
+    return path.stat().st_size
+
+
+def write_csv(path: Path, n: int, side: str, width: int = len(METRICS)) -> int:
+    """A CSV with a step column and `width` metric columns."""
+    steps, values = plain_values(n, side, width)
+    names = METRICS if width == len(METRICS) else [f"m{i}" for i in range(width)]
+    with open(path, "w") as fh:
+        fh.write(",".join(["step", *names]) + "\n")
+        for s, row in zip(steps.tolist(), values.tolist(), strict=True):
+            fh.write(f"{s}," + ",".join(map(repr, row)) + "\n")
+    return path.stat().st_size
+
+
+def measure(cmds: dict[str, list[str]], repeat: int) -> tuple[dict[str, float], dict[str, int]]:
+    """Median wall seconds and peak KiB of each command, run alternating `repeat` times."""
+    times: dict[str, list[float]] = {k: [] for k in cmds}
+    peak = dict.fromkeys(cmds, 0)
+    for _ in range(repeat):  # alternating, so load on the machine hits all alike
+        for name, cmd in cmds.items():
+            wall, rss, _ = run(cmd)
+            times[name].append(wall)
+            peak[name] = max(peak[name], rss)
+    return {k: statistics.median(v) for k, v in times.items()}, peak
+
+
+def report(label: str, med: dict[str, float], peak: dict[str, int], size: int) -> None:
+    """One format: the medians, the ratios against the targets, tuimon's peak memory."""
+    print(f"{label}: 2 logs, {size / 1e6:.1f} MB")
+    for name in med:
         print(f"  {name:<7} {med[name]:6.3f} s   peak {peak[name] / 1024:7.1f} MiB")
-    ratio_floor = med["tuimon"] / med["floor"]
-    line = f"tuimon / floor {ratio_floor:.2f}x (target <= 1.5)"
+    parts = []
     if "pandas" in med:
-        line += f"; tuimon / pandas {med['tuimon'] / med['pandas']:.2f}x (target <= 0.35)"
+        parts.append(f"tuimon / pandas {med['tuimon'] / med['pandas']:.2f}x (target <= 0.35)")
     else:
-        line += "; pandas not installed: no pandas ratio"
-    print(line)
-    print(f"tuimon peak memory / input {peak['tuimon'] * 1024 / size:.2f}x (target <= 3)")
+        parts.append("pandas not installed: no pandas ratio")
+    if "floor" in med:
+        parts.append(f"tuimon / floor {med['tuimon'] / med['floor']:.2f}x (target <= 1.5)")
+    parts.append(f"peak memory / input {peak['tuimon'] * 1024 / size:.2f}x (target <= 3)")
+    print("  " + "; ".join(parts))
+
+
+def formats(folder: Path, args: argparse.Namespace) -> dict[str, tuple[Path, Path, int, str]]:
+    """Each format's two logs, their size, and the pandas script for it."""
+    out = {}
+    a, b, size = make_pair(folder / "steplog", args.steps)
+    out["tuimon step log"] = (a, b, size, PANDAS)
+    sizes = [write_jsonl(folder / f"{s}.jsonl", args.steps, s) for s in "ab"]
+    out["plain JSON Lines"] = (folder / "a.jsonl", folder / "b.jsonl", sum(sizes), PANDAS_JSONL)
+    sizes = [write_csv(folder / f"{s}.csv", args.steps, s) for s in "ab"]
+    out["CSV"] = (folder / "a.csv", folder / "b.csv", sum(sizes), PANDAS_CSV)
+    if args.wide:
+        rows = max(2, 2_000_000 // args.wide)
+        sizes = [write_csv(folder / f"w{s}.csv", rows, s, args.wide) for s in "ab"]
+        label = f"CSV of {args.wide:,} columns x {rows} rows"
+        out[label] = (folder / "wa.csv", folder / "wb.csv", sum(sizes), PANDAS_CSV)
+    return out
 
 
 def main() -> None:
@@ -142,6 +215,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=25_000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--big-mb", type=float, default=0, help="also two logs of M MB each")
+    ap.add_argument("--wide", type=int, default=100_000, help="columns of the wide CSV (0: none)")
     args = ap.parse_args()
     py = sys.executable
     try:
@@ -150,32 +224,30 @@ def main() -> None:
         have_pandas = True
     except ImportError:
         have_pandas = False
+    print(f"{platform.node()} · {os.cpu_count()} cores · {platform.python_version()} · "
+          f"{time.strftime('%Y-%m-%d')} · {args.steps} steps · median of {args.repeat}, "
+          "whole processes, alternating")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        a, b, size = make_pair(folder, args.steps)
-        (folder / "pandas_script.py").write_text(PANDAS)
+        (folder / "steplog").mkdir()
         (folder / "floor.py").write_text(FLOOR)
-        cmds = {
-            "tuimon": [py, "-m", "tuimon", "compare", str(a), str(b)],
-            "floor": [py, str(folder / "floor.py"), str(a), str(b)],
-        }
-        if have_pandas:
-            cmds["pandas"] = [py, str(folder / "pandas_script.py"), str(a), str(b)]
-        times: dict[str, list[float]] = {k: [] for k in cmds}
-        peak: dict[str, int] = {k: 0 for k in cmds}
-        for _ in range(args.repeat):  # alternating, so load on the machine hits all alike
-            for name, cmd in cmds.items():
-                wall, rss, _ = run(cmd)
-                times[name].append(wall)
-                peak[name] = max(peak[name], rss)
-        report(args, times, peak, size)
-        for p in (a, b):
-            p.unlink()
+        for label, (a, b, size, script) in formats(folder, args).items():
+            (folder / "pandas_script.py").write_text(script)
+            cmds = {"tuimon": [py, "-m", "tuimon", "compare", str(a), str(b)]}
+            if have_pandas:
+                cmds["pandas"] = [py, str(folder / "pandas_script.py"), str(a), str(b)]
+            if label == "tuimon step log":
+                cmds["floor"] = [py, str(folder / "floor.py"), str(a), str(b)]
+            med, peak = measure(cmds, args.repeat)
+            report(label, med, peak, size)
         if args.big_mb:
-            per_step = size / 2 / args.steps
+            a, b, size = make_pair(folder / "steplog", 1)
+            per_step = size / 2
             n = int(args.big_mb * 1e6 / per_step)
-            a, b, size = make_pair(folder, n)
-            wall, rss, _ = run(cmds["tuimon"])
+            for p in (a, b):
+                p.unlink()
+            a, b, size = make_pair(folder / "steplog", n)
+            wall, rss, _ = run([py, "-m", "tuimon", "compare", str(a), str(b)])
             print(f"2 logs x {n} steps, {size / 1e6:.0f} MB: tuimon compare {wall:.2f} s "
                   f"(target <= 10), peak {rss / 1024:.0f} MiB = {rss * 1024 / size:.2f}x the "
                   f"input (target <= 3)")  # fmt: skip

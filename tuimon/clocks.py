@@ -23,15 +23,22 @@ CLOCK_NAMES = TIME_KEYS | {
     "ips",
     "fps",
     "tflops",
+    "ups",
+    "gb_free",
+    "remaining",
 }
 """Names that are clocks, throughput or counters of work done per second."""
 _CLOCK = re.compile(
+    # clocks: a time, a duration, a timestamp, what is left (eta, remaining)
     r"(^|[_./ -])(time|times|timestamp|runtime|elapsed|duration|wall|latency|dt)"
     r"(_?(s|ms|us|sec|secs|seconds))?$"
-    r"|_per_(second|sec|s)$|per_second"
-    r"|(^|_)(tok|toks|tokens|img|imgs|images|samples|steps|it|items|ex|examples|seqs|words)"
-    r"_?(per_?s|/s|ps|_s)$|(^|_)tflops$"
-    r"|(^|_)(time|dt)_(s|ms|us|sec)(_|$)|_ms$",
+    r"|(^|[_./ -])(timestamp|elapsed|remaining|eta)([_./ -]|$)|^eta"
+    r"|[_./ -](seconds|secs|sec|ms|us)$|(^|_)(time|dt)_(s|ms|us|sec)(_|$)"
+    # throughput and utilisation: per second, tok/s, flops, mfu, utilisation
+    r"|_per_(second|sec|s)$|per_second|/s(ec)?$"
+    r"|(^|[_./ -])(tok|toks|tokens|img|imgs|images|samples|steps|it|items|ex|examples|seqs"
+    r"|words|updates)_?(per_?s|/s|ps|_s)$"
+    r"|(^|[_./ -])(tflops|flops|mfu|util|utilization|utilisation|throughput)([_./ -]|$)",
     re.IGNORECASE,
 )
 
@@ -40,7 +47,11 @@ _CLOCK = re.compile(
 def is_clock(name: str) -> bool:
     """True for a clock or a throughput (`t`, `time`, `train_runtime`, `eval_samples_per_second`,
     `step_time_ms`, `mfu` ...), which depends on the machine, not on the computation. Cached per
-    name (bounded): every reader asks it for every metric of every line."""
+    name (bounded): every reader asks it for every metric of every line.
+
+    The rule, by name: ending in `time`/`_runtime`/`_seconds`/`_ms`, `_per_second`, `/s`;
+    `eta*`, elapsed, remaining, timestamps; throughput and utilisation (`tok/s`,
+    `samples_per_second`, `mfu`, `tflops`, `gpu_util`). `--judge NAME` judges one anyway."""
     return name in CLOCK_NAMES or name.lower() in CLOCK_NAMES or bool(_CLOCK.search(name))
 
 

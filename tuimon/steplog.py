@@ -11,6 +11,7 @@ import json
 import math
 import os
 import platform
+import re
 import sys
 import time
 from collections.abc import Mapping
@@ -80,6 +81,44 @@ class Text:
     """Any line that is not a record: warnings, tracebacks, garbage. Kept, shown, never parsed."""
 
     text: str
+    skipped: str | None = field(default=None, compare=False)
+    """Why a line that looks like a record (numbers under names, a JSON object) is not one:
+    one of `SKIP_REASONS`; None for plain text (`tuimon.readers.account` counts them)."""
+
+
+NO_STEP_KEY = "no step key"
+"""A record with numbers but no step key the readers know (`--step-key` names one)."""
+STEP_RANGE = "step beyond int64"
+"""A record whose step does not fit a signed 64-bit integer."""
+UNREADABLE = "unreadable"
+"""A record that cannot be read: damaged or cut JSON, nesting too deep, a number too long."""
+UNMATCHED_TEXT = "printed numbers without a step"
+"""A printed line with `name: number` pairs that no built-in shape or `--pattern` reads."""
+SKIP_REASONS = (NO_STEP_KEY, STEP_RANGE, UNREADABLE, UNMATCHED_TEXT)
+MAX_LINE = 16 * 1024 * 1024
+"""A longer line is not parsed, live or saved: it is skipped as `UNREADABLE` (`too_long_note`
+stands for it in a live stream; the raw log keeps it whole)."""
+_TOO_LONG = b"[tuimon: a line of "
+
+
+def too_long_note(size: int) -> bytes:
+    """The line passed on for a line too long to parse (the raw log holds it whole)."""
+    note = f"[tuimon: a line of {size:,} bytes, too long to parse; saved whole in the raw log]"
+    return note.encode() + b"\n"
+
+
+def too_long(line: bytes) -> bool:
+    """A line too long to parse, or the note that stands for one."""
+    return len(line) > MAX_LINE or line.startswith(_TOO_LONG)
+
+
+INT64 = (-(2**63), 2**63)
+"""The steps a record may have: a signed 64-bit integer, [low, high)."""
+
+
+def in_int64(value: int) -> bool:
+    """True when an integer fits a signed 64-bit integer (what a step must)."""
+    return INT64[0] <= value < INT64[1]
 
 
 Record = Header | Step | End | Text
@@ -99,11 +138,11 @@ def number_of(value: Any) -> float | None:
     return None
 
 
-def _as_text(line: bytes) -> Text:
+def _as_text(line: bytes, skipped: str | None = None) -> Text:
     text = line.decode("utf-8", "replace").rstrip("\r\n")
     if len(text) > _MAX_TEXT:
         text = f"{text[:_MAX_TEXT]}… [{len(text) - _MAX_TEXT} more characters]"
-    return Text(text)
+    return Text(text, skipped)
 
 
 class Unreadable(str):
@@ -116,6 +155,8 @@ def _checked_float(text: str) -> float | Unreadable:
 
 
 def _checked_int(text: str) -> int | Unreadable:
+    if len(text) > 20:  # beyond int64 (and Python's limit on digits may refuse it)
+        return Unreadable(text)
     value = int(text)
     return value if -(2**63) <= value < 2**63 else Unreadable(text)
 
@@ -157,7 +198,7 @@ def parse_obj(obj: Mapping[str, Any]) -> Record | None:
     if kind == "end":
         return _end(obj)
     step = obj.get("step")
-    if not (type(step) is int and -(2**63) <= step < 2**64):  # else the general rule:
+    if not (type(step) is int and -(2**63) <= step < 2**63):  # else the general rule:
         step = _step_of(obj)
         if step is None:
             return None
@@ -224,8 +265,27 @@ def _step_of(obj: Mapping[str, Any]) -> int | None:
     (None when none does)."""
     for key in STEP_KEYS:
         step = obj.get(key)
-        if isinstance(step, int) and not isinstance(step, bool) and -(2**63) <= step < 2**64:
+        if isinstance(step, int) and not isinstance(step, bool) and in_int64(step):
             return step
+    return None
+
+
+_STEP_LIKE = (*STEP_KEYS, "iter", "current_steps", "it", "epoch")
+
+
+def why_not_step(obj: Mapping[str, Any], key: str | None = None) -> str | None:
+    """Why a decoded JSON object that is not a record was skipped (`SKIP_REASONS`): a step key
+    (`key` when given) out of range, or numbers without a step key; None when it holds no
+    number (metadata)."""
+    for name in (key,) if key is not None else _STEP_LIKE:
+        step = obj.get(name)
+        if isinstance(step, Unreadable) or (type(step) is int and not in_int64(step)):
+            return STEP_RANGE
+        if isinstance(step, float) and abs(step) >= HUGE:
+            return STEP_RANGE
+    numeric = (int, float, Unreadable)
+    if any(isinstance(v, numeric) and not isinstance(v, bool) for v in obj.values()):
+        return NO_STEP_KEY
     return None
 
 
@@ -266,24 +326,35 @@ def _dict(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
 
 
+_NAMED_NUMBER = re.compile(rb"""['"]\s*:\s*[-+]?[\d.]""")
+
+
+def damaged(stripped: bytes) -> str | None:
+    """`UNREADABLE` for an object that cannot be read but holds a number under a name (a
+    record cut short, nested too deep, a number too long); None for garbage in braces."""
+    return UNREADABLE if _NAMED_NUMBER.search(stripped[: 1 << 20]) else None
+
+
 def parse_line(line: bytes) -> Record:
     """One line of a step log as a record. Never raises: what is not a record is `Text`."""
+    if too_long(line):
+        return _as_text(line[:MAX_LINE] if len(line) > MAX_LINE else line, UNREADABLE)
     stripped = line.strip()
     if not stripped.startswith(b"{"):
         return _as_text(line)
     try:
         obj = _loads(stripped)
     except (ValueError, RecursionError):
-        return _as_text(line)
+        return _as_text(line, damaged(stripped))
     if not isinstance(obj, dict):
         return _as_text(line)
     try:
-        record = parse_obj(obj) or _as_text(line)
+        record = parse_obj(obj)
         if isinstance(record, Step) and suspect(record):
             record = parse_obj(loads_checked(stripped)) or record
-        return record
-    except RecursionError:
-        return _as_text(line)
+        return record or _as_text(line, why_not_step(obj))
+    except (RecursionError, ValueError):
+        return _as_text(line, damaged(stripped))
 
 
 def _plain(value: Any) -> Any:

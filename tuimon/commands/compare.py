@@ -111,12 +111,14 @@ def _compare_paths(
 def _print_text(judged: Any, artifacts: Any, saved: Path | None, save_error: str | None) -> None:
     """The verdict, coverage, each metric's largest difference, what else differs."""
     from tuimon.engine.artifacts import lines as artifact_lines
-    from tuimon.report.wording import headline, metric_max_line
+    from tuimon.report.wording import account_lines, headline, metric_max_line
     from tuimon.sanitize import clean
 
     summary, doc = judged.summary, judged.doc
     print(headline(summary))
     print(f"  {summary.coverage_line()}")
+    for line in account_lines(summary):
+        print(line)
     for name, m in summary.metric_max.items():
         print(metric_max_line(name, m))
     if doc.env_diff:

@@ -90,7 +90,8 @@ def positive_float(text: str) -> float:
 
 
 def add_reading(p: argparse.ArgumentParser) -> None:
-    """--pattern and --map: how other tools' logs are read (see tuimon.readers)."""
+    """--pattern, --map, --step-key and --judge: how other tools' logs are read (see
+    tuimon.readers)."""
     p.add_argument(
         "--pattern",
         action="append",
@@ -107,14 +108,38 @@ def add_reading(p: argparse.ArgumentParser) -> None:
         metavar="A_NAME=B_NAME",
         help="compare run A's metric A_NAME with run B's B_NAME (repeatable)",
     )
+    p.add_argument(
+        "--step-key",
+        default=None,
+        metavar="NAME",
+        help="the field (JSON key, CSV column, printed name) that holds the step; default: "
+        "found by content (step, _step, global_step, iteration, iter, current_steps, ...)",
+    )
+    p.add_argument(
+        "--judge",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="judge metrics matching GLOB that would be shown only as clocks or throughput "
+        "(e.g. 'mfu'; repeatable)",
+    )
 
 
 def reading(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    """The `Reading` of --pattern / --map; UsageError when one is bad."""
+    """The `Reading` of --pattern / --map / --step-key / --judge; UsageError when one is
+    bad."""
     from tuimon.readers import PatternError, Reading, parse_map
 
     try:
-        reading = Reading(tuple(args.pattern), parse_map(args.map))
+        key = getattr(args, "step_key", None)
+        if key is not None and not key.strip():
+            raise ValueError("--step-key takes a field name")
+        reading = Reading(
+            tuple(args.pattern),
+            parse_map(args.map),
+            key.strip() if key else None,
+            tuple(getattr(args, "judge", ())),
+        )
         reading.compiled  # noqa: B018 - compile now: a bad pattern is a usage error
     except (PatternError, ValueError) as exc:
         raise UsageError(str(exc)) from None

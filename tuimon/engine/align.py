@@ -16,14 +16,15 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from fnmatch import fnmatchcase
 from itertools import chain
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from tuimon.steplog import Step, jsonable
+from tuimon.readers.account import Account
+from tuimon.steplog import End, Header, Step, Text, jsonable
 from tuimon.store import SIDES
 
 IDENTICAL, CLOSE, DIVERGED, INCOMPLETE = "IDENTICAL", "CLOSE", "DIVERGED", "INCOMPLETE"
@@ -165,10 +166,13 @@ class Summary:
     interrupted: bool = False
     digests_not_comparable: int = 0
     """Aligned steps whose digests are of two formats (`devsum1:` against blake2b): not judged."""
+    accounts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per side, what its records were (`tuimon.readers.account.Account.to_dict`)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (non-finite floats as strings)."""
-        return jsonable(asdict(self))
+        """JSON-ready (non-finite floats as strings); `jsonable` copies every container, so
+        no deep copy first (a summary of 100,000 metrics)."""
+        return jsonable({f.name: getattr(self, f.name) for f in fields(self)})
 
     def coverage_line(self) -> str:
         """What was compared: steps, values, what one side only has, what was ignored."""
@@ -187,6 +191,10 @@ class Summary:
                 f"digests not comparable at {self.digests_not_comparable} steps "
                 "(two digest formats: metrics compared only)"
             )
+        for side, account in self.accounts.items():
+            if skipped := account.get("skipped"):
+                counts = ", ".join(f"{k} {v}" for k, v in skipped.items())
+                parts.append(f"skipped in {side}: {counts}")
         return "; ".join(parts)
 
 
@@ -578,6 +586,8 @@ class PairAligner:
         self.unreadable_first: list[str] = []
         self.unmatched_extra = {"a": 0, "b": 0}
         """Steps one side only has, counted by a whole-log matcher (`ColumnMatcher`)."""
+        self.accounts = {"a": Account(), "b": Account()}
+        """What every record of each side was (steps, metadata, text, skipped)."""
 
     # -- feeding --
 
@@ -616,6 +626,7 @@ class PairAligner:
 
     def note(self, side: str, record: Step) -> None:
         """What a record tells besides its match: its names, clocks, unreadable values."""
+        self.accounts[side].steps += 1
         if record.step > self.top[side]:
             self.top[side] = record.step
         names = self.names[side]
@@ -629,6 +640,10 @@ class PairAligner:
             self.ignored.update(record.clocks)
         if record.unreadable:
             self.note_unreadable(side, record.step, record.unreadable)
+
+    def note_other(self, side: str, record: Header | End | Text) -> None:
+        """A record of `side` that is not a step: counted in its account."""
+        self.accounts[side].add(record)
 
     def note_unreadable(self, side: str, step: int, values: Sequence[str]) -> None:
         """Values of a record that do not fit float64/int64: counted and named, not judged."""
@@ -706,6 +721,7 @@ class PairAligner:
             unreadable_first=list(self.unreadable_first),
             interrupted=interrupted,
             digests_not_comparable=t.digests_not_comparable,
+            accounts={s: self.accounts[s].to_dict() for s in SIDES},
         )  # fmt: skip
 
     def _completeness(
@@ -736,6 +752,7 @@ class PairAligner:
                 f"{self.unreadable} values do not fit a float64 or an int64 "
                 f"(first: {self.unreadable_first[0]})"
             )
+        out += [p for s in SIDES if (p := self.accounts[s].problem(s))]
         return out
 
 

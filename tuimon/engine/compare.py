@@ -10,7 +10,8 @@ through `align.compare_steps` instead: the same judge, record by record.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator
+import operator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
@@ -34,12 +35,15 @@ from tuimon.engine.align import (
 from tuimon.engine.fingerprints import env_diff
 from tuimon.engine.saved import resolve_logs
 from tuimon.errors import CompareError, ReplayError, StoreError
-from tuimon.readers import ReaderError, Reading, log_lines, no_steps
+from tuimon.readers import Account, LineParser, ReaderError, Reading, load, no_steps, to_line
+from tuimon.readers.rows import COUNTERS, step_key
 from tuimon.steplog import (
     HUGE,
+    MAX_LINE,
     STEP_KEYS,
     End,
     Header,
+    Record,
     Step,
     Text,
     parse_line,
@@ -71,12 +75,15 @@ class SideLog:
     """All lines, kept only when the pair is saved."""
     native: bool = False
     """A tuimon step log (its runs write an end record), not another tool's format."""
+    plain_key: str | None = None
+    """The step key of plain JSON Lines, read block by block (`_plain_key`)."""
 
 
-def _log_lines(path: Path, reading: Reading, side: str) -> list[bytes]:
-    """Any format the readers know as step-log lines (`tuimon.readers.log_lines`)."""
+def _records(path: Path, reading: Reading, side: str) -> list[Record]:
+    """Any format the readers know as records (`tuimon.readers.load`), straight: no step-log
+    text in between, so every skipped line keeps its reason."""
     try:
-        return log_lines(path, reading, side)
+        return load(path, reading, side).records
     except ReaderError as exc:
         raise CompareError(str(exc)) from None
 
@@ -92,9 +99,9 @@ def resolve(paths: list[str], reading: Reading | None) -> SavedLogs:
         raise CompareError(str(exc)) from None
 
 
-def _line_source(logs: SavedLogs, side: str, log: SideLog) -> Iterator[list[bytes]]:
-    """A log's lines in blocks: a tuimon step log straight from the file, any other format
-    as step-log lines from `tuimon.readers`."""
+def _line_source(logs: SavedLogs, side: str, log: SideLog) -> Iterator[Block]:
+    """A log in blocks: a tuimon step log's lines straight from the file, any other format
+    as the records `tuimon.readers` reads."""
     path: Path = getattr(logs, side)
     if not logs.reading.renames(side) and path.is_file():
         with open(path, "rb") as fh:
@@ -105,22 +112,72 @@ def _line_source(logs: SavedLogs, side: str, log: SideLog) -> Iterator[list[byte
                 while block := fh.readlines(CHUNK):
                     yield block
                 return
-    lines = _log_lines(path, logs.reading, side)
-    for i in range(0, len(lines), 4096):
-        yield lines[i : i + 4096]
+    if (key := _plain_key(path, logs.reading, side)) is not None:
+        log.plain_key = key
+        with open(path, "rb") as fh:
+            while block := fh.readlines(CHUNK):
+                yield _PlainBlock(block)
+        return
+    records = _records(path, logs.reading, side)
+    for i in range(0, len(records), 4096):
+        yield _RecordBlock(records[i : i + 4096])
+
+
+def _plain_key(path: Path, reading: Reading, side: str) -> str | None:
+    """The step key of plain JSON Lines (`{"step": 5, "loss": 0.3}` on every line), read
+    block by block into columns like a step log; None for any other format."""
+    if reading.renames(side) or reading.judge or not path.is_file():
+        return None
+    with open(path, "rb") as fh:
+        first = fh.readline(1 << 20).strip()
+    if not (first.startswith(b"{") and first.endswith(b"}")):
+        return None
+    try:
+        row = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(row, dict) or "type" in row:
+        return None
+    return step_key(row, reading.step_key)
+
+
+class _PlainBlock(list):
+    """A block of lines of plain JSON Lines (`_plain_key`)."""
+
+
+class _RecordBlock(list):
+    """A block of records a reader gave (not lines)."""
+
+
+Block = list[bytes] | _RecordBlock | _PlainBlock
 
 
 class _BlockReader:
     """Lines of one side -> `Columns` of its steps (plus the header, end and text lines)."""
 
-    def __init__(self, side: str, log: SideLog, aligner: PairAligner, keep: bool) -> None:
+    def __init__(
+        self, side: str, log: SideLog, aligner: PairAligner, keep: bool, reading: Reading
+    ) -> None:
         self.side, self.log, self.aligner, self.keep = side, log, aligner, keep
         self.select = aligner.select
+        self.parser = LineParser(reading, side)
+        """Plain JSON Lines that are not uniform are read as a live pair reads them."""
+        self.last = -(2**63) - 1
+        """The highest step read so far (plain JSON Lines)."""
 
-    def block(self, lines: list[bytes]) -> Columns | None:
-        """The steps of a block of lines as columns (None when it holds no step)."""
+    def block(self, lines: Block) -> Columns | None:
+        """The steps of a block of lines (or records) as columns (None when it holds no
+        step)."""
+        if isinstance(lines, _PlainBlock):
+            return self._plain(lines)
+        if isinstance(lines, _RecordBlock):
+            if self.keep:
+                self.log.lines += [to_line(r) for r in lines]
+            return self._slow(lines)
         if self.keep:
             self.log.lines += lines
+        if max(map(len, lines), default=0) > MAX_LINE:  # skipped as a live pair skips it
+            return self._slow([parse_line(line) for line in lines if line.strip()])
         try:
             rows = orjson.loads(b"[" + b",".join(lines) + b"]")
             return self._rows(rows)
@@ -162,23 +219,72 @@ class _BlockReader:
                 return got
         return parse_line(orjson.dumps(row))
 
+    def _plain(self, lines: list[bytes]) -> Columns | None:
+        """A block of plain JSON Lines: its rows as columns when they are uniform (the same
+        keys, numbers, steps rising past the last one read), else line by line through the
+        side's `LineParser` (what a live pair reads): the same records either way."""
+        if self.keep:
+            self.log.lines += lines
+        fast = None
+        if max(map(len, lines), default=0) <= MAX_LINE:
+            try:
+                fast = self._plain_columns(orjson.loads(b"[" + b",".join(lines) + b"]"))
+            except (orjson.JSONDecodeError, _Suspect, KeyError, TypeError):
+                fast = None
+        if fast is None:
+            return self._records_of(self.parser.feed(lines))
+        held = self._records_of(self.parser.close())
+        return fast() if held is None else Columns.concat([held, fast()])
+
+    def _plain_columns(self, rows: list[Any]) -> Callable[[], Columns] | None:
+        """`_uniform` for rows of plain JSON Lines, when nothing in them needs merging."""
+        key = self.log.plain_key
+        if not rows or key is None or not all(type(r) is dict for r in rows):
+            return None
+        keys = tuple(rows[0])
+        if key not in keys or "type" in keys or set(map(len, rows)) != {len(keys)}:
+            return None
+        step = list(map(itemgetter(key), rows))
+        if set(map(type, step)) != {int} or not all(map(operator.lt, step, step[1:])):
+            return None
+        if step[0] <= self.last or step[-1] >= 2**63 or step[0] < -(2**63):
+            return None
+        make = self._uniform(rows, keys, key)
+        if make is not None:
+            self.last = step[-1]
+        return make
+
+    def _records_of(self, records: list[Any]) -> Columns | None:
+        """Records the side's parser gave, counted and as columns."""
+        steps = [r.step for r in records if isinstance(r, Step)]
+        if steps:
+            self.last = max(self.last, *steps)
+        return self._slow(records)
+
+    def finish(self) -> Columns | None:
+        """What the side's parser still holds at the end of its log."""
+        return self._records_of(self.parser.close())
+
     def _uniform(
-        self, rows: list[dict[str, Any]], keys: tuple[str, ...]
+        self, rows: list[dict[str, Any]], keys: tuple[str, ...], key: str = "step"
     ) -> Callable[[], Columns] | None:
         """Step rows with the same keys, column by column: a function that counts them and
         gives their `Columns`; None when a value needs the record-by-record reader (a string,
-        a nested object); `_Suspect` when a number may be an integer beyond 64 bits."""
-        if "step" not in keys or any(k in keys for k in STEP_KEYS[1:]):
+        a nested object); `_Suspect` when a number may be an integer beyond 64 bits. `key`:
+        the step key of plain JSON Lines (their other counters are not metrics)."""
+        plain = key != "step" or "type" not in keys
+        if not plain and any(k in keys for k in STEP_KEYS[1:]):
             return None
-        step = list(map(_STEP, rows))
+        step = list(map(itemgetter(key), rows))
         if set(map(type, step)) != {int} or max(step) >= 2**63 or min(step) < -(2**63):
             return None
+        skip = (_SKIP | COUNTERS | {key}) if plain else _SKIP
         values: dict[str, np.ndarray] = {}
         digest: Any = None
         digests = None
         ignored = []
         for name in keys:
-            if name in _SKIP:
+            if name in skip:
                 continue
             digest_field = name in ("param_digest", "param_digests")
             if not digest_field and (is_clock(name) or not self.select.judged(name)):
@@ -211,6 +317,7 @@ class _BlockReader:
         and give its `Columns`."""
         n = len(step)
         self.log.steps += n
+        self.aligner.accounts[self.side].steps += n
         self.aligner.names[self.side].update(values)
         self.aligner.ignored.update(ignored)
         self.aligner.top[self.side] = max(self.aligner.top[self.side], max(step))
@@ -231,7 +338,9 @@ class _BlockReader:
             if isinstance(record, Step):
                 steps.append(record)
                 self.aligner.note(self.side, record)
-            elif isinstance(record, Header):
+                continue
+            self.aligner.note_other(self.side, record)
+            if isinstance(record, Header):
                 self.log.header = self.log.header or record
             elif isinstance(record, End):
                 self.log.end = record
@@ -279,16 +388,15 @@ def _read_both(
 ) -> tuple[tuple[SideLog, SideLog], ColumnMatcher]:
     """Stream both logs through a `ColumnMatcher`, a block of each side in turn."""
     sides = {side: SideLog(getattr(logs, side)) for side in SIDES}
-    readers = {side: _BlockReader(side, sides[side], aligner, keep) for side in SIDES}
+    readers = {side: _BlockReader(side, sides[side], aligner, keep, logs.reading) for side in SIDES}
     matcher = ColumnMatcher(aligner)
     sources = {side: _line_source(logs, side, sides[side]) for side in SIDES}
     while sources:
         for side in list(sources):
             lines = next(sources[side], None)
+            cols = readers[side].block(lines) if lines is not None else readers[side].finish()
             if lines is None:
                 del sources[side]
-                continue
-            cols = readers[side].block(lines)
             if cols is not None and not matcher.repeated and not keep:
                 matcher.add(side, cols)
     return (sides["a"], sides["b"]), matcher
@@ -304,12 +412,14 @@ def judge(
         sides, matcher = _read_both(logs, aligner, keep)
     finally:
         gc.enable()
-    for log in sides:
+    for side, log in zip(SIDES, sides, strict=True):
         if not log.steps:
-            raise CompareError(_no_steps(log, logs.reading))
+            raise CompareError(_no_steps(log, logs.reading, aligner.accounts[side]))
     aligned: list[AlignedStep] = []
     if keep or matcher.repeated:  # record by record, every row (repeats in order)
+        accounts = aligner.accounts
         aligned, aligner = _by_records(logs, tolerance, select, sides, keep)
+        aligner.accounts = accounts
     else:
         matcher.finish()
     reason, interrupted = _how_it_ended(logs, sides)
@@ -326,13 +436,21 @@ def _by_records(
 ) -> tuple[list[AlignedStep], PairAligner]:
     steps = []
     for side, log in zip(SIDES, sides, strict=True):
-        lines = log.lines if keep else _log_lines(log.path, logs.reading, side)
-        steps.append([r for r in map(parse_line, lines) if isinstance(r, Step)])
+        if not log.native:
+            records: Iterable[Record] = _records(log.path, logs.reading, side)
+        elif keep:
+            records = map(parse_line, log.lines)
+        else:
+            with open(log.path, "rb") as fh:
+                records = map(parse_line, fh.readlines())
+        steps.append([r for r in records if isinstance(r, Step)])
     return compare_steps(steps[0], steps[1], tolerance, select)
 
 
-def _no_steps(log: SideLog, reading: Reading) -> str:
+def _no_steps(log: SideLog, reading: Reading, account: Account) -> str:
     message = no_steps(log.path, reading)
+    if why := account.why():  # records skipped: why, and the flag that helps
+        return f"{message}; skipped {why}"
     if log.first_text is not None:
         shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in log.first_text[:80])
         message += f"; {log.texts} lines, first: `{shown}`"

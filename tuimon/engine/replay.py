@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from tuimon.engine.align import MetricFilter
 from tuimon.engine.runner import Exited, Lines, SourceEvent, Stderr
-from tuimon.engine.saved import read_lines, saved_select
+from tuimon.engine.saved import read_lines, read_records, saved_select
 from tuimon.engine.session import Batch, PairOptions, PairSession, SideState
 from tuimon.steplog import End, Header, Record, Step, parse_line
 from tuimon.store import PAIR_JSON, SIDES, SavedLogs
@@ -35,7 +35,9 @@ class ReplaySource:
         self._resume.set()
         self._stopped = False
         self._stopping = asyncio.Event()
-        self._lines = {s: read_lines(getattr(logs, s), logs.reading, s) for s in SIDES}
+        read = {s: read_records(getattr(logs, s), logs.reading, s) for s in SIDES}
+        self._lines = {s: lines for s, (lines, _) in read.items()}
+        self._records = {s: records for s, (_, records) in read.items()}
         self._exit = {side: self._exit_of(side) for side in SIDES}
 
     def _exit_of(self, side: str) -> tuple[int | None, str]:
@@ -96,9 +98,7 @@ class ReplaySource:
 
     async def run(self, queue: asyncio.Queue[SourceEvent]) -> None:
         cursors = {"a": 0, "b": 0}
-        parsed = await asyncio.to_thread(  # off the event loop: a view stays responsive
-            lambda: {side: list(map(parse_line, lines)) for side, lines in self._lines.items()}
-        )
+        parsed = self._records  # as the readers read them: the account of a live pair
         steps = sorted({r.step for recs in parsed.values() for r in recs if isinstance(r, Step)})
         times = {
             r.step: r.t for recs in parsed.values() for r in recs if isinstance(r, Step) and r.t

@@ -39,9 +39,10 @@ from tuimon.engine.descendants import (
 from tuimon.engine.watchdog import Watchdog
 from tuimon.errors import LaunchError
 from tuimon.readers import LineParser, Reading, line_parser, streamable
-from tuimon.steplog import Record, Step
+from tuimon.steplog import MAX_LINE as LINE_LIMIT
+from tuimon.steplog import Record, Step, too_long_note
 
-MAX_LINE = 16 * 1024 * 1024
+MAX_LINE = LINE_LIMIT
 """A line longer than this is saved whole and reported as too long to parse (`LineCutter`)."""
 CHUNK = 1 << 16
 READ_SIZE = 1 << 20
@@ -212,12 +213,6 @@ class LineCutter:
         if rest:
             self._save(rest + b"\n")
         return [rest] if rest else []
-
-
-def too_long_note(size: int) -> bytes:
-    """The line passed on for a line too long to parse (the raw log holds it whole)."""
-    note = f"[tuimon: a line of {size:,} bytes, too long to parse; saved whole in the raw log]"
-    return note.encode() + b"\n"
 
 
 class PipeReader(threading.Thread):

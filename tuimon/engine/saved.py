@@ -6,8 +6,8 @@ from pathlib import Path
 
 from tuimon.engine.align import MetricFilter, compare_steps
 from tuimon.errors import ReplayError, StoreError
-from tuimon.readers import ReaderError, Reading, log_lines
-from tuimon.steplog import Step, parse_line
+from tuimon.readers import ReaderError, Reading, log_lines, read_log
+from tuimon.steplog import Record, Step, parse_line
 from tuimon.store import SIDES, PairDoc, SavedLogs, is_pair_dir, pair_file, special
 
 
@@ -56,6 +56,17 @@ def read_lines(path: Path, reading: Reading | None = None, side: str = "a") -> l
     format read by `tuimon.readers` (ReplayError when it cannot be read)."""
     try:
         return log_lines(path, reading, side)
+    except ReaderError as exc:
+        raise ReplayError(str(exc)) from None
+
+
+def read_records(
+    path: Path, reading: Reading | None = None, side: str = "a"
+) -> tuple[list[bytes], list[Record]]:
+    """A log's step-log lines and their records, one for one (`tuimon.readers.read_log`;
+    ReplayError when it cannot be read)."""
+    try:
+        return read_log(path, reading, side)
     except ReaderError as exc:
         raise ReplayError(str(exc)) from None
 

@@ -379,7 +379,9 @@ class PairSession:
             new.append(record)
             if isinstance(record, Step):
                 steps.append(record)
-            elif isinstance(record, Header):
+                continue
+            self.aligner.note_other(state.side, record)
+            if isinstance(record, Header):
                 state.header = record
                 total = record.hyper.get("steps")
                 if isinstance(total, int):

@@ -11,8 +11,9 @@ One pluggable step, chosen by content (never by file name alone):
 | TensorBoard | event files, or a run directory holding them (extra `tuimon[tensorboard]`) |
 | text | printed lines: `step 100: loss 2.31`, `iter 100: loss 2.31, time 77ms`, `--pattern` |
 
-The engine calls `log_lines` (a file as step-log lines) and `line_parser` (a live stream);
-everything else here is for them.
+The engine calls `load` (a file as records, every line accounted for: `account`),
+`line_parser` (a live stream: the same `LineParser` that reads a file of lines) and
+`log_lines` (a file as step-log lines, for the views that show lines).
 """
 
 from __future__ import annotations
@@ -20,35 +21,27 @@ from __future__ import annotations
 import gzip
 import lzma
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
 
 from tuimon.clocks import is_clock
-from tuimon.readers.documents import read_document
-from tuimon.readers.literal import literal_row
-from tuimon.readers.rows import StreamMerger, as_number, merge, renamed, row_step, step_key
+from tuimon.readers.account import Account
+from tuimon.readers.documents import cut_document, read_document
+from tuimon.readers.lines import LineParser, load_document
+from tuimon.readers.reading import Reading, parse_map
+from tuimon.readers.rows import renamed, step_key
 from tuimon.readers.tabular import csv_columns, read_csv
 from tuimon.readers.tensorboard import MissingExtra, event_dirs, read_events
-from tuimon.readers.text import PatternError, compile_pattern, last_state, parse_text
-from tuimon.steplog import (
-    End,
-    Header,
-    Record,
-    Step,
-    dumps,
-    loads_checked,
-    parse_line,
-    parse_obj,
-    suspect,
-)
+from tuimon.readers.text import PatternError
+from tuimon.steplog import End, Header, Record, Step, dumps, parse_line
 
 __all__ = [
     "FORMATS_TRIED",
+    "Account",
+    "LineParser",
     "Loaded",
     "PatternError",
     "ReaderError",
@@ -58,6 +51,7 @@ __all__ = [
     "log_lines",
     "no_steps",
     "parse_map",
+    "read_log",
     "require_steps",
     "streamable",
     "to_line",
@@ -72,166 +66,6 @@ HELP = 'see README "Use with your script"; --pattern REGEX reads other printed l
 
 class ReaderError(Exception):
     """A file no reader can read (one line for the user)."""
-
-
-@dataclass(frozen=True)
-class Reading:
-    """How to read a pair's logs: the user's text patterns and the metric names of side b
-    mapped onto side a's (`--map a_name=b_name`)."""
-
-    patterns: tuple[str, ...] = ()
-    rename: Mapping[str, str] = field(default_factory=dict)
-    """b's name -> a's name."""
-
-    @cached_property
-    def compiled(self) -> tuple[Any, ...]:
-        return tuple(compile_pattern(p) for p in self.patterns)
-
-    def renames(self, side: str) -> Mapping[str, str]:
-        """The renames that apply to one side's metrics."""
-        return self.rename if side == "b" else {}
-
-    def to_dict(self) -> dict[str, Any] | None:
-        """For pair.json (None when nothing was asked)."""
-        if not self.patterns and not self.rename:
-            return None
-        return {"patterns": list(self.patterns), "map": {a: b for b, a in self.rename.items()}}
-
-    @classmethod
-    def from_dict(cls, data: Any) -> Reading:
-        """From pair.json's `reading` block (anything malformed reads as the default)."""
-        if not isinstance(data, Mapping):
-            return cls()
-        patterns = data.get("patterns")
-        mapping = data.get("map")
-        pats = (
-            tuple(p for p in patterns if isinstance(p, str)) if isinstance(patterns, list) else ()
-        )
-        try:
-            for p in pats:
-                compile_pattern(p)
-        except PatternError:
-            pats = ()
-        pairs = mapping.items() if isinstance(mapping, Mapping) else ()
-        return cls(pats, {str(b): str(a) for a, b in pairs})
-
-
-def parse_map(items: Sequence[str] | None) -> dict[str, str]:
-    """`--map a_name=b_name` arguments as {b_name: a_name}; ValueError with one line when bad."""
-    out: dict[str, str] = {}
-    for item in items or ():
-        a, sep, b = item.partition("=")
-        if not sep or not a.strip() or not b.strip():
-            raise ValueError(f"--map takes A_NAME=B_NAME (got {item!r})")
-        out[b.strip()] = a.strip()
-    return out
-
-
-def _loads(data: bytes) -> Any:
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return loads_checked(data)  # NaN / Infinity tokens; 1e400 kept as unreadable text
-
-
-def _load_document(data: bytes) -> Any:
-    """A whole JSON document, as `_loads`; integers beyond 64 bits kept as unreadable text too
-    (orjson reads them as floats without a word; a line is checked by `suspect` instead)."""
-    return loads_checked(data) if _LONG_INTEGER.search(data) else _loads(data)
-
-
-_LONG_INTEGER = re.compile(rb"(?<![\d.eE])\d{19,}(?![\d.eE])")
-"""An integer of 19 digits or more: it may not fit an int64."""
-
-
-class LineParser:
-    """Lines of one stream (a run's stdout, a log) -> records, in order.
-
-    JSON objects with a step key are steps; a tuimon log is read exactly as `parse_line` does;
-    other lines go through the text patterns. Rows of one step on consecutive lines are merged
-    (a step is shown when the next one starts, or at the end: call `close`).
-    """
-
-    def __init__(
-        self, reading: Reading | None = None, side: str = "a", *, text: bool = True
-    ) -> None:
-        self.reading = reading or Reading()
-        self.text = text
-        """Read printed text by patterns (False: only JSON lines are records)."""
-        self.rename = self.reading.renames(side)
-        self.patterns = self.reading.compiled
-        self.tuimon = False
-        """A tuimon header was seen: its other lines are text, not patterns."""
-        self._merger = StreamMerger()
-        self._printed_dicts = 0
-        """Printed Python dicts without a step key numbered so far (`literal`)."""
-        self._printed_steps = False
-        """A printed Python dict had a step key: those without one are not numbered."""
-
-    def parse(self, line: bytes) -> tuple[Record, bool]:
-        """One line as a record, and whether it is a complete tuimon step (never merged)."""
-        stripped = line.strip()
-        if stripped.startswith(b"{"):
-            try:
-                obj = _loads(stripped)
-                if isinstance(obj, dict):
-                    kind = obj.get("type")
-                    if kind in ("header", "end", "step"):
-                        record = parse_obj(obj)
-                        if isinstance(record, Step) and suspect(record):  # an int > 64 bits?
-                            record = parse_obj(loads_checked(stripped)) or record
-                        if isinstance(record, Header) and record.format.startswith("tuimon"):
-                            self.tuimon = True
-                        if record is not None:
-                            return self._renamed(record), kind == "step"
-                    elif (step := row_step(obj, self.rename)) is not None:
-                        if suspect(step):  # an integer beyond 64 bits, read as a float?
-                            step = row_step(loads_checked(stripped), self.rename) or step
-                        return step, False
-            except (ValueError, RecursionError):
-                pass
-            if (printed := self._printed_dict(stripped)) is not None:
-                return printed, False
-            return parse_line(line), False
-        if self.tuimon or not self.text or not stripped:
-            return parse_line(line), False
-        text = last_state(line.decode("utf-8", "replace"))
-        step = parse_text(text, self.patterns)
-        return (self._renamed(step), False) if step is not None else (parse_line(line), False)
-
-    def _printed_dict(self, stripped: bytes) -> Step | None:
-        """A printed Python dict (`{'loss': 0.69, 'epoch': 0.01}`, as the Hugging Face Trainer
-        prints) as a step: its own step key (`epoch` only as an int), else the number of such
-        dicts before it."""
-        if self.tuimon or not self.text or self.patterns or not stripped.startswith(b"{'"):
-            return None
-        row = literal_row(last_state(stripped.decode("utf-8", "replace")))
-        if row is None or not any(as_number(v) is not None for v in row.values()):
-            return None
-        finer = step_key({k: v for k, v in row.items() if k != "epoch"})
-        if finer is not None or type(row.get("epoch")) is int:  # HF's float epochs are metrics
-            self._printed_steps = True
-            return row_step(row, self.rename)
-        if self._printed_steps:
-            return None
-        row = {"step": self._printed_dicts, **{k: v for k, v in row.items() if k != "step"}}
-        self._printed_dicts += 1
-        return row_step(row, self.rename)
-
-    def _renamed(self, record: Record) -> Record:
-        return renamed(record, self.rename) if isinstance(record, Step) else record
-
-    def feed(self, lines: Iterable[bytes]) -> list[Record]:
-        """Records of these lines that are ready (a step waits for the next line of another)."""
-        out: list[Record] = []
-        for line in lines:
-            record, complete = self.parse(line)
-            out += self._merger.feed(record, complete=complete)
-        return out
-
-    def close(self) -> list[Record]:
-        """What is held at the end of the stream."""
-        return self._merger.close()
 
 
 def line_parser(
@@ -269,49 +103,91 @@ def open_log(path: Path) -> IO[bytes]:
 
 
 def _lines(data: bytes) -> list[bytes]:
-    return [line for line in data.splitlines(keepends=True) if line.strip()]
+    """The lines of a log as a live stream cuts them: at `\\n` only (a `\\r` redraw stays in
+    its line, read at its last state, as live)."""
+    lines = [line + b"\n" for line in data.split(b"\n") if line.strip()]
+    if lines and not data.endswith(b"\n") and data.strip():
+        lines[-1] = lines[-1][:-1]  # the last line as it is: without its newline (cut?)
+    return lines
+
+
+def read_bytes(path: Path) -> bytes:
+    """A log file's bytes, decompressed: the one place a reader opens a file (OSError when it
+    cannot)."""
+    with open_log(path) as fh:
+        return fh.read()
 
 
 def load(path: str | Path, reading: Reading | None = None, side: str = "a") -> Loaded:
     """Read any supported log; ReaderError (one line) when it cannot be read at all."""
     path = Path(path)
     reading = reading or Reading()
-    rename = reading.renames(side)
     try:
-        if path.is_dir():
-            if not event_dirs(path):
-                raise ReaderError(f"{path}: a directory without TensorBoard event files ({HELP})")
-            return _renamed(Loaded("tensorboard", read_events(path)), rename)
-        with open_log(path) as fh:
-            data = fh.read()
+        loaded = _load(path, reading, side)
     except _CORRUPT as exc:  # a cut or damaged .gz / .xz
         raise ReaderError(f"{path}: cannot decompress: {exc or type(exc).__name__}") from None
     except OSError as exc:
         raise ReaderError(f"{path}: {exc.strerror or exc}") from None
     except MissingExtra as exc:
         raise ReaderError(f"{path}: {exc}") from None
+    return loaded
+
+
+def _load(path: Path, reading: Reading, side: str) -> Loaded:
+    """`load` by content: TensorBoard, a JSON document, else a log of lines."""
+    if path.is_dir():
+        if not event_dirs(path):
+            raise ReaderError(f"{path}: a directory without TensorBoard event files ({HELP})")
+        return _as_asked(Loaded("tensorboard", read_events(path)), reading, side)
+    data = read_bytes(path)
     if b"brain.Event:" in data[:256] or ("tfevents" in path.name and b"\x00" in data[:64]):
-        try:
-            return _renamed(Loaded("tensorboard", read_events(path)), rename)
-        except MissingExtra as exc:
-            raise ReaderError(f"{path}: {exc}") from None
-    document = _json_document(path, data)
+        return _as_asked(Loaded("tensorboard", read_events(path)), reading, side)
+    document = _json_document(path, data, reading)
     if document is not None:
-        return _renamed(document, rename)
+        return _as_asked(document, reading, side)
     return _line_log(data, reading, side)
 
 
-def _json_document(path: Path, data: bytes) -> Loaded | None:
+def _as_asked(loaded: Loaded, reading: Reading, side: str) -> Loaded:
+    """Records renamed (`--map`) and with the clocks `--judge` names judged."""
+    rename = reading.renames(side)
+    if rename or reading.judge:
+        loaded.records = [reading.promote(renamed(r, rename)) if isinstance(r, Step) else r
+                          for r in loaded.records]  # fmt: skip
+    return loaded
+
+
+_DOCUMENT = re.compile(rb"""[\[{]\s*(["{\[]|$)""")
+"""The first line of a JSON document written over lines: `{`, `[`, `{"key": ...`, `[{...`."""
+
+
+def _json_document(path: Path, data: bytes, reading: Reading) -> Loaded | None:
     """A whole-file JSON document (trainer_state.json, a list of rows, per-metric arrays) as
     its steps; None when the data is not one (a JSON Lines file of one line is not).
-    ReaderError when it is one without steps."""
+    ReaderError when it is one without steps. One cut short is read up to its last whole
+    row, with a note that says where it stopped (`cut_document`)."""
     body = data.lstrip()
     if body[:1] not in (b"{", b"["):
         return None
+    first, _, rest = body.partition(b"\n")
+    if first.rstrip()[-1:] in (b"}", b"]") and rest.strip():
+        return None  # a whole value on the first line, and more lines: JSON Lines
+    notes: list[Record] = []
     try:
-        doc = _load_document(body)
-    except (ValueError, RecursionError):
-        return None
+        doc = load_document(body)
+    except (ValueError, RecursionError) as exc:
+        cut = cut_document(body)
+        if cut is None and _DOCUMENT.match(first) and first.rstrip()[-1:] not in (b"}", b"]"):
+            at = getattr(exc, "pos", None)
+            where = f" at byte {at}" if isinstance(at, int) else ""
+            raise ReaderError(
+                f"{path}: a JSON document that cannot be read: cut short or damaged{where}, "
+                f"before any whole row"
+            ) from None
+        if cut is None:
+            return None
+        doc, note = cut
+        notes.append(note)
     single_row = (  # a JSON Lines file of one line
         isinstance(doc, dict)
         and b"\n" not in body.strip()
@@ -319,7 +195,7 @@ def _json_document(path: Path, data: bytes) -> Loaded | None:
     )
     if single_row:
         return None
-    records = read_document(doc)
+    records = read_document(doc, reading.step_key)
     kind = (
         "trainer_state.json"
         if isinstance(doc, dict) and "log_history" in doc
@@ -330,33 +206,22 @@ def _json_document(path: Path, data: bytes) -> Loaded | None:
             f"{path}: a JSON document with no steps (no list of objects with a step "
             f"key, no per-metric arrays beside a step array; {HELP})"
         )
-    return Loaded(kind, records)
+    return Loaded(kind, [*notes, *records])
 
 
 def _line_log(data: bytes, reading: Reading, side: str) -> Loaded:
     """A log of lines: CSV, a tuimon step log, JSON Lines or printed text (`LineParser`)."""
-    rename = reading.renames(side)
+    first = data.lstrip().partition(b"\n")[0][: 1 << 24].decode("utf-8", "replace")
+    if csv_columns(first.strip(), reading.step_key):
+        records = read_csv(data.decode("utf-8", "replace"), reading.step_key)
+        return _as_asked(Loaded("CSV", records), reading, side)
     lines = _lines(data)
-    first = next((line for line in lines if line.strip()), b"").decode("utf-8", "replace")
-    if csv_columns(first.strip()):
-        return _renamed(Loaded("CSV", read_csv(data.decode("utf-8", "replace"))), rename)
     parser = LineParser(reading, side)
-    parsed = [parser.parse(line) for line in lines]
-    records = [r for r, _ in parsed]
+    records = parser.feed(lines) + parser.close()  # as a live stream is read: the same rows
     if parser.tuimon:
-        return Loaded("tuimon step log", records, None if rename else lines)
-    json_steps = (
-        isinstance(r, Step) and line.lstrip()[:1] == b"{"
-        for (r, _), line in zip(parsed, lines, strict=True)
-    )
-    kind = "JSON Lines" if any(json_steps) else "text"
-    return Loaded(kind, merge(records))
-
-
-def _renamed(loaded: Loaded, rename: Mapping[str, str]) -> Loaded:
-    if rename:
-        loaded.records = [renamed(r, rename) if isinstance(r, Step) else r for r in loaded.records]
-    return loaded
+        plain = not reading.renames(side) and not reading.judge
+        return Loaded("tuimon step log", records, lines if plain else None)
+    return Loaded("JSON Lines" if parser.json_rows else "text", records)
 
 
 def no_steps(path: str | Path, reading: Reading | None = None) -> str:
@@ -433,15 +298,25 @@ def _tuimon_lines(path: Path) -> list[bytes] | None:
         return None  # `load` reads it again and says why
 
 
-def log_lines(path: str | Path, reading: Reading | None = None, side: str = "a") -> list[bytes]:
-    """Any supported log as step-log lines: a step log's own lines, else its records written
-    as step-log lines. What compare, replay and the browser read."""
-    if not (reading and reading.renames(side)) and (lines := _tuimon_lines(Path(path))):
-        return lines  # a tuimon step log: its own lines, parsed once by the caller
+def read_log(
+    path: str | Path, reading: Reading | None = None, side: str = "a"
+) -> tuple[list[bytes], list[Record]]:
+    """Any supported log as step-log lines and their records, one for one: a step log's own
+    lines, else its records written as lines. The records are the readers' own (a skipped
+    line keeps its reason), so a replay judges what `compare` and a live pair judge."""
+    plain = not (reading and (reading.renames(side) or reading.judge))
+    if plain and (lines := _tuimon_lines(Path(path))):
+        return lines, [parse_line(line) for line in lines]
     loaded = load(path, reading, side)
-    if loaded.raw is not None:
-        return loaded.raw
-    return [to_line(r) for r in loaded.records]
+    if loaded.raw is not None and len(loaded.raw) == len(loaded.records):
+        return loaded.raw, loaded.records
+    return [to_line(r) for r in loaded.records], loaded.records
+
+
+def log_lines(path: str | Path, reading: Reading | None = None, side: str = "a") -> list[bytes]:
+    """Any supported log as step-log lines (`read_log`). What the views that show lines
+    read."""
+    return read_log(path, reading, side)[0]
 
 
 def streamable(head: bytes) -> bool:

@@ -11,11 +11,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from tuimon.readers.rows import STEP_KEYS, as_float, as_int, merge, row_step
-from tuimon.steplog import Header, Record, Step, Text
+from tuimon.steplog import NO_STEP_KEY, UNREADABLE, Header, Record, Step, Text
 
 SETTINGS = ("hyper", "hyperparameters", "hparams", "config", "args", "settings", "params")
 ENVS = ("env", "environment", "system", "fingerprint", "versions")
@@ -52,12 +55,21 @@ def _header(doc: Mapping[str, Any], source: str, skip: frozenset[str]) -> Header
     return Header(run={"source": source}, hyper=hyper, env=env, format=source)
 
 
-def _rows(items: list[Any]) -> list[Record]:
+def _rows(items: list[Any], key: str | None = None) -> list[Record]:
+    """The steps of a list of rows; a row with numbers but no step is kept as skipped."""
     out: list[Record] = []
     for item in items:
-        if isinstance(item, Mapping) and (step := row_step(item)) is not None:
+        if not isinstance(item, Mapping):
+            continue
+        if (step := row_step(item, key=key)) is not None:
             out.append(step)
+        elif any(as_float(v) is not None for v in item.values()):
+            out.append(Text(_shown(item), NO_STEP_KEY))
     return out
+
+
+def _shown(item: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in list(item.items())[:8])[:300]
 
 
 def _is_step_array(name: str, values: list[Any]) -> bool:
@@ -109,21 +121,22 @@ def _arrays(block: Mapping[str, Any]) -> tuple[list[Record], list[str]]:
     return out, notes
 
 
-def read_document(doc: Any) -> list[Record]:
-    """The records of a whole-run JSON document (empty when it holds no steps)."""
+def read_document(doc: Any, key: str | None = None) -> list[Record]:
+    """The records of a whole-run JSON document (empty when it holds no steps); `key` names
+    the step key of its rows (`--step-key`)."""
     if isinstance(doc, list):
-        return merge(_rows(doc))
+        return merge(_rows(doc, key))
     if not isinstance(doc, Mapping):
         return []
     if isinstance(doc.get("log_history"), list):
         header = _header(doc, "trainer_state.json", RESULTS | {"log_history"})
-        return [header, *merge(_rows(doc["log_history"]))]
+        return [header, *merge(_rows(doc["log_history"], key))]
     header = _header(doc, "json document", frozenset())
     blocks = [doc] + [doc[k] for k in SERIES if isinstance(doc.get(k), Mapping)]
-    for key in SERIES:
-        if isinstance(doc.get(key), list):
-            steps = _rows(doc[key])
-            if steps:
+    for name in SERIES:
+        if isinstance(doc.get(name), list):
+            steps = _rows(doc[name], key)
+            if any(isinstance(r, Step) for r in steps):
                 return [header, *merge(steps)]
     records: list[Record] = []
     notes: list[str] = []
@@ -134,3 +147,50 @@ def read_document(doc: Any) -> list[Record]:
     if not any(isinstance(r, Step) for r in records):
         return []
     return [header, *merge(records), *(Text(f"tuimon: {note}") for note in notes)]
+
+
+_CLOSE = {ord("{"): b"}", ord("["): b"]"}
+MAX_TRIES = 64
+"""Row ends tried (from the last) when a document is cut short."""
+
+
+_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]]')
+"""A JSON string (skipped whole) or a bracket."""
+
+
+def _row_ends(body: bytes) -> list[tuple[int, bytes]]:
+    """Where each object closes (outside strings), with the brackets still open there."""
+    ends: list[tuple[int, bytes]] = []
+    stack = bytearray()
+    for m in _TOKENS.finditer(body):
+        c = body[m.start()]
+        if c in _CLOSE:
+            stack.append(c)
+        elif c in (0x7D, 0x5D) and stack:
+            stack.pop()
+            if c == 0x7D:
+                ends.append((m.end(), bytes(stack)))
+    return ends
+
+
+def cut_document(body: bytes) -> tuple[Any, Text] | None:
+    """A JSON document cut short (or damaged near its end), read up to its last whole row:
+    the document, and a note with the byte offset where reading stopped; None when no cut
+    point gives a document (it is not one)."""
+    if len(body) > 1 << 28:
+        return None
+    ends = _row_ends(body)
+    if any(not open_ for _, open_ in ends):
+        return None  # a whole value closes: lines of JSON, or damage elsewhere than the end
+    for end, open_ in reversed(ends[-MAX_TRIES:]):
+        closers = b"".join(_CLOSE[c] for c in reversed(open_))
+        try:
+            doc = orjson.loads(body[:end] + closers)
+        except orjson.JSONDecodeError:
+            continue
+        return doc, Text(
+            f"tuimon: the JSON document is cut short or damaged: read up to byte {end} "
+            f"of {len(body)}; the rest is not read",
+            UNREADABLE,
+        )
+    return None

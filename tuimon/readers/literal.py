@@ -12,6 +12,7 @@ the same on both sides of a pair that logs the same things.
 from __future__ import annotations
 
 import ast
+import math
 import re
 import warnings
 from typing import Any
@@ -21,6 +22,24 @@ MAX_CHARS = 20_000
 _NONFINITE = re.compile(r"(?<=[\s:,\[(])(-?)(nan|inf)(?=\s*[,}\])])")
 """`nan`, `inf`, `-inf` as Python prints them: not literals, so they are spelled as the
 strings a step log uses before `literal_eval`."""
+
+
+_HUGE = re.compile(
+    r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""  # a string: kept as it is
+    r"|(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d{3,}|(?<![\w.])-?\d{20,}"
+)
+"""A number that may not fit a float64 (`1e400`) or an int64 (20 digits or more)."""
+
+
+def _quoted(match: re.Match[str]) -> str:
+    """A number that does not fit as the string of its text (read as unreadable, never as inf
+    or a huge integer); one that fits as it was."""
+    text = match[0]
+    if text[0] in "'\"":
+        return text
+    if "e" in text.lower():
+        return f"'{text}'" if math.isinf(float(text)) else text
+    return f"'{text}'"
 
 
 def _spelled(match: re.Match[str]) -> str:
@@ -36,6 +55,7 @@ def literal_row(text: str) -> dict[str, Any] | None:
         return None
     if "nan" in s or "inf" in s:
         s = _NONFINITE.sub(_spelled, s)
+    s = _HUGE.sub(_quoted, s)
     try:
         with warnings.catch_warnings():  # `'\d'` in a printed string: no warning on the screen
             warnings.simplefilter("ignore")

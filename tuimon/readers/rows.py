@@ -16,10 +16,16 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from tuimon.clocks import is_clock, is_media
-from tuimon.steplog import NONFINITE, Record, Step, Unreadable, number_of
+from tuimon.steplog import NONFINITE, Record, Step, Unreadable, in_int64, number_of
 
-STEP_KEYS = ("step", "_step", "global_step", "iteration", "iter", "epoch")
-"""Keys that give a row its step, in order of preference."""
+STEP_KEYS = (
+    "step", "_step", "global_step", "iteration", "iter", "current_steps", "num_updates",
+    "it", "s", "epoch",
+)  # fmt: skip
+"""Keys that give a row its step, in order of preference: the first that holds an integer
+(`epoch` only as an integer, not HF's 0.37; `--step-key` names another)."""
+COUNTERS = frozenset(STEP_KEYS[:7])
+"""Step keys that are never metrics, even when another key is the step."""
 CLOCK_FIELDS = ("t", "_runtime", "time", "elapsed", "wall_s")
 """Clocks taken as a step's `t` (seconds), in order of preference."""
 _SKIP = frozenset({"type", "param_digest", "param_digests"})
@@ -30,12 +36,12 @@ def as_int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value if -(2**63) <= value < 2**64 else None
+        return value if in_int64(value) else None
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value)
+        return int(value) if in_int64(int(value)) else None
     if isinstance(value, str):
         text = value.strip()
-        if text.lstrip("-").isdigit():
+        if text.lstrip("-").isdigit() and len(text) <= 20 and in_int64(int(text)):
             return int(text)
     return None
 
@@ -64,7 +70,8 @@ def as_number(value: Any) -> float | Unreadable | None:
             number = float(text)
         except ValueError:
             return None
-        if text.lstrip("+-").isdigit() and not -(2**63) <= int(text) < 2**63:
+        digits = text.lstrip("+-")
+        if digits.isdigit() and (len(digits) > 19 or not in_int64(int(text))):
             return Unreadable(text)  # an integer beyond 64 bits
         if math.isinf(number) and text.lstrip("+-").lower() not in _NONFINITE_WORDS:
             return Unreadable(text)  # `1e400`: it overflowed, it is not an infinity
@@ -75,10 +82,14 @@ def as_number(value: Any) -> float | Unreadable | None:
 _NONFINITE_WORDS = frozenset({"nan", "inf", "-inf", "infinity", "-infinity"})
 
 
-def step_key(row: Mapping[str, Any]) -> str | None:
-    """The key that holds this row's step, or None."""
+def step_key(row: Mapping[str, Any], forced: str | None = None) -> str | None:
+    """The key that holds this row's step (only `forced` when given), or None."""
+    if forced is not None:
+        return forced if forced in row and as_int(row[forced]) is not None else None
     for key in STEP_KEYS:
-        if key in row and as_int(row[key]) is not None:
+        if key in row and as_int(value := row[key]) is not None:
+            if key == "epoch" and isinstance(value, float):
+                continue  # a float epoch is progress through the data, not a step
             return key
     return None
 
@@ -96,9 +107,12 @@ def numbers(name: str, value: Any, depth: int = 0) -> Iterator[tuple[str, float 
         yield name, number
 
 
-def row_step(row: Mapping[str, Any], rename: Mapping[str, str] | None = None) -> Step | None:
-    """The `Step` a row stands for, or None when it has no step key."""
-    key = step_key(row)
+def row_step(
+    row: Mapping[str, Any], rename: Mapping[str, str] | None = None, key: str | None = None
+) -> Step | None:
+    """The `Step` a row stands for (its step under `key` when given), or None when it has
+    no step key."""
+    key = step_key(row, key)
     if key is None:
         return None
     step = as_int(row[key])
@@ -107,7 +121,7 @@ def row_step(row: Mapping[str, Any], rename: Mapping[str, str] | None = None) ->
     clocks: dict[str, float] = {}
     bad: list[str] = []
     for name, value in row.items():
-        if name == key or name in _SKIP or (name in STEP_KEYS and name != "epoch"):
+        if name == key or name in _SKIP or name in COUNTERS:
             continue
         for metric, number in numbers(str(name), value):
             if isinstance(number, Unreadable):
@@ -145,7 +159,10 @@ def _same(a: float, b: float) -> bool:
 
 
 def combine(a: Step, b: Step) -> Step | None:
-    """Two rows of one step as one record, or None when a key has two different values."""
+    """Two rows of one step as one record, or None when a key has two different values or
+    `b` adds nothing new (a row logged again is a repeat, compared in order, never dropped)."""
+    if b.metrics and b.metrics.keys() <= a.metrics.keys():
+        return None
     for name, value in b.metrics.items():
         if name in a.metrics and not _same(a.metrics[name], value):
             return None

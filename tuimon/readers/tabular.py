@@ -9,37 +9,123 @@ from __future__ import annotations
 import csv
 import io
 
-from tuimon.readers.rows import STEP_KEYS, merge, row_step
-from tuimon.steplog import Record
+import numpy as np
+
+from tuimon.clocks import is_clock
+from tuimon.readers.rows import CLOCK_FIELDS, COUNTERS, STEP_KEYS, as_float, merge, row_step
+from tuimon.steplog import NO_STEP_KEY, STEP_RANGE, UNREADABLE, Record, Step, Text, in_int64
 
 csv.field_size_limit(1 << 24)
 
 
-def csv_columns(first_line: str) -> list[str] | None:
-    """The columns of a CSV header line that has a step column, or None."""
+def csv_columns(first_line: str, key: str | None = None) -> list[str] | None:
+    """The columns of a CSV header line that has a step column (`key` when given), or
+    None."""
     if "," not in first_line:
         return None
     try:
         columns = [c.strip() for c in next(csv.reader([first_line]))]
     except (csv.Error, StopIteration):
         return None
-    if len(columns) < 2 or not any(c.lower() in STEP_KEYS for c in columns):
+    keys = (key,) if key is not None else STEP_KEYS
+    if len(columns) < 2 or not any(c in keys or c.lower() in keys for c in columns):
         return None
     return columns
 
 
-def read_csv(text: str) -> list[Record]:
-    """Every row with a step as a record, rows of one step merged."""
+def read_csv(text: str, key: str | None = None) -> list[Record]:
+    """Every row with a step as a record, rows of one step merged; a row without one is
+    kept as skipped (`NO_STEP_KEY`). `key` names the step column (`--step-key`)."""
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
     if header is None:
         return []
     columns = [c.strip() for c in header]
     names = [c.lower() if c.lower() in STEP_KEYS else c for c in columns]  # "Step" is a step
-    steps: list[Record] = []
-    for cells in reader:
+    records: list[Record] = []
+    cut = not text.endswith("\n")  # the last row may be cut short: not read, said
+    rows = list(reader)
+    if not cut and (fast := uniform_rows(names, rows, key)) is not None:
+        return merge(last_run(fast))
+    for number, cells in enumerate(rows, 2):
         row = {name: cell for name, cell in zip(names, cells, strict=False) if cell.strip()}
-        step = row_step(row)
-        if step is not None:
-            steps.append(step)
-    return merge(steps)
+        step = row_step(row, key=key)
+        if step is not None and cut and number == len(rows) + 1:
+            records.append(Text(",".join(cells)[:200] + " [cut short?]", UNREADABLE))
+        elif step is not None:
+            records.append(step)
+        elif row:
+            records.append(Text(",".join(cells)[:4096], _why(row, names, key)))
+    return merge(last_run(records))
+
+
+def last_run(records: list[Record]) -> list[Record]:
+    """The records of the last run when a file holds several (a logger that appends, as
+    Keras' CSVLogger does: the steps start again from the first), with a note that says so;
+    all records when it holds one."""
+    starts = [0]
+    first = prev = None
+    for i, record in enumerate(records):
+        if not isinstance(record, Step):
+            continue
+        if first is None:
+            first = record.step
+        elif prev is not None and record.step < prev and record.step <= first:
+            starts.append(i)
+            first = record.step
+        prev = record.step
+    if len(starts) == 1:
+        return records
+    before = sum(isinstance(r, Step) for r in records[: starts[-1]])
+    note = Text(
+        f"tuimon: the file holds {len(starts)} runs (the steps start again); the last is "
+        f"compared, the {before} rows before it are not"
+    )
+    return [note, *records[starts[-1] :]]
+
+
+def uniform_rows(names: list[str], rows: list[list[str]], key: str | None) -> list[Record] | None:
+    """Rows whose every cell is a number (no empty cell, no text, nothing beyond float64) and
+    whose step column holds integers, as steps, with the values converted by numpy at once;
+    None when any row is not so (`read_csv` reads those row by row, to the same records)."""
+    width = len(names)
+    where = key if key is not None else next((k for k in STEP_KEYS if k in names), None)
+    if not rows or where is None or any(len(r) != width for r in rows):
+        return None
+    k = names.index(where)
+    texts = [r[k].strip() for r in rows]
+    if not all(t.lstrip("-").isdigit() and len(t) <= 19 for t in texts):
+        return None
+    try:
+        values = np.array(rows, dtype=np.float64)
+    except ValueError:
+        return None
+    if np.isinf(values).any() or (np.abs(values) >= 2.0**63).any():
+        return None  # an infinity or an overflow, a huge integer: `as_number` tells them apart
+    metric = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and not is_clock(n)]
+    clock = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and is_clock(n)]
+    mnames, cnames = [names[i] for i in metric], [names[i] for i in clock]
+    t_at = next((cnames.index(c) for c in CLOCK_FIELDS if c in cnames), None)
+    steps = [int(t) for t in texts]
+    if not all(map(in_int64, steps)):
+        return None
+    out: list[Record] = []
+    by_row = zip(steps, values[:, metric].tolist(), values[:, clock].tolist(), strict=True)
+    for step, m, c in by_row:
+        out.append(Step(step, dict(zip(mnames, m, strict=True)),
+                        t=None if t_at is None else c[t_at],
+                        clocks=dict(zip(cnames, c, strict=True))))  # fmt: skip
+    return out
+
+
+def _why(row: dict[str, str], names: list[str], key: str | None) -> str | None:
+    """Why a row is not a step: a header line again (a second run appended to the file is
+    metadata), numbers without a step, or none (text)."""
+    if [row.get(n) for n in names] == names:
+        return None
+    if any(as_float(v) is not None for v in row.values()):
+        step = row.get(key or "") or next((row[k] for k in STEP_KEYS if k in row), None)
+        return (
+            STEP_RANGE if step is not None and step.strip().lstrip("-").isdigit() else NO_STEP_KEY
+        )
+    return None

@@ -7,11 +7,12 @@ prefix their tags. A tag logged twice at one step keeps both values, in order.
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 from typing import Any
 
 from tuimon.readers.rows import merge
-from tuimon.steplog import Record, Step
+from tuimon.steplog import UNREADABLE, Record, Step, Text
 
 MISSING = 'reading TensorBoard event files needs the extra: pip install "tuimon[tensorboard]"'
 
@@ -47,8 +48,51 @@ def _scalar_tensor(event: Any) -> float | None:
     return float(array) if array.ndim == 0 and array.dtype.kind in "fiub" else None
 
 
+def damage(file: Path) -> str | None:
+    """Where an event file stops being readable (a record cut short, a bad checksum), as a
+    note with the byte offset; None when every record is whole. TensorBoard's reader stops
+    there without a word; the records after it are not read."""
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+
+    data = file.read_bytes()
+    at = count = 0
+    while at < len(data):
+        head = data[at : at + 12]
+        if len(head) < 12:
+            return _stopped(file, at, len(data), count, "a record cut short")
+        (size,) = struct.unpack("<Q", head[:8])
+        if struct.unpack("<I", head[8:])[0] != masked_crc32c(head[:8]):
+            return _stopped(file, at, len(data), count, "a damaged record length")
+        body = data[at + 12 : at + 12 + size + 4]
+        if len(body) < size + 4:
+            return _stopped(file, at, len(data), count, "a record cut short")
+        if struct.unpack("<I", body[size:])[0] != masked_crc32c(body[:size]):
+            return _stopped(file, at, len(data), count, "a record with a bad checksum")
+        at += 12 + size + 4
+        count += 1
+    return None
+
+
+def _stopped(file: Path, at: int, size: int, count: int, what: str) -> str:
+    return (
+        f"tuimon: {file.name}: reading stopped at byte {at} of {size} ({what}, after "
+        f"{count} whole records); the rest is not read"
+    )
+
+
 def read_events(path: Path) -> list[Record]:
-    """The scalars of an event file or a run directory, as step records."""
+    """The scalars of an event file or a run directory, as step records; a damaged or cut
+    file adds a skipped note that says where reading stopped (`damage`)."""
+    notes: list[Record] = []
+    for folder in event_dirs(path):
+        for file in sorted(folder.glob("*tfevents*")) if path.is_dir() else [path]:
+            if file.is_file() and (note := damage(file)) is not None:
+                notes.append(Text(note, UNREADABLE))
+    return [*notes, *_scalars(path)]
+
+
+def _scalars(path: Path) -> list[Record]:
+    """Every scalar of an event file or a run directory, by TensorBoard's own reader."""
     values: dict[str, dict[int, list[float]]] = {}
     wall: dict[int, float] = {}
     for folder in event_dirs(path):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from tuimon.clocks import is_clock
 from tuimon.readers.rows import as_int, as_number
@@ -23,15 +24,36 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b"
 _STEP = re.compile(
     r"(?<![\w.])(?P<key>global[_ ]step|step|iteration|iter|it|epoch)\b\s*[:=#]?\s*\[?\s*"
-    r"(?P<n>\d+)(?:\s*/\s*\d+)?\b",
+    r"(?P<n>\d+)(?:\s*/\s*\d+)?\b"
+    r"|^\s*(?P<key2>s):(?P<n2>\d+)\b",  # llm.c: `s:5000 trl:3.63 lr:0.0006 norm:0.31`
     re.IGNORECASE,
 )
+
+
+@lru_cache(maxsize=16)
+def _named_step(key: str) -> re.Pattern[str]:
+    """The step of a printed line under the name `--step-key` gives."""
+    return re.compile(
+        r"(?<![\w.])(?P<key>" + re.escape(key) + r")\s*[:=#]?\s*\[?\s*(?P<n>\d+)(?:\s*/\s*\d+)?\b"
+    )
+
+
+def _key(m: re.Match[str]) -> str:
+    found = m.groupdict()
+    return (found["key"] or found.get("key2") or "").lower()
+
+
+def _n(m: re.Match[str]) -> str:
+    found = m.groupdict()
+    return str(found["n"] if found["n"] is not None else found.get("n2"))
+
+
 _PAIR = re.compile(
     r"(?<![\w.])(?P<name>[A-Za-z_][\w./-]*(?: [A-Za-z_][\w./-]*)?)\s*(?:[:=]\s*|\s)"
     r"(?P<value>" + _NUM + r")(?P<unit>ms|us|µs|s|%)?(?![\w.]|[,:]\d)",  # not 3,201 or 5:06
     re.IGNORECASE,
 )
-_RANK = {"global step": 0, "global_step": 0, "step": 1, "iteration": 2, "iter": 2, "it": 3}
+_RANK = {"global step": 0, "global_step": 0, "step": 1, "iteration": 2, "iter": 2, "it": 3, "s": 3}
 STEP_GROUPS = ("step", "iter", "iteration", "global_step", "epoch")
 """Group names a `--pattern` may use for the step."""
 
@@ -70,21 +92,30 @@ def _name(raw: str) -> str:
     return re.sub(r"[\s/-]+", "_", raw.strip()).strip("_").lower()
 
 
-def parse_text(text: str, patterns: Sequence[re.Pattern[str]] = ()) -> Step | None:
+def parse_text(
+    text: str,
+    patterns: Sequence[re.Pattern[str]] = (),
+    key: str | None = None,
+    *,
+    bare: bool = False,
+) -> Step | None:
     """The step a printed line stands for, or None. User patterns, when given, replace the
-    built-in shapes."""
+    built-in shapes; `key` (`--step-key`) names the step. Only what follows the first mention
+    of a step is read (a logger's prefix before it, `host:0 module:990`, is not data).
+    `bare`: a line that names a step and nothing else is a step without values (it may open
+    a block of `name=value` lines, `block_value`)."""
     if patterns:
         return _by_patterns(text, patterns)
-    steps = list(_STEP.finditer(text))
+    steps = list((_named_step(key) if key else _STEP).finditer(text))
     if not steps:
         return None
     # the finest counter on the line: step/iter over epoch ("Epoch 3, step 120: ...")
-    best = min(steps, key=lambda m: _RANK.get(m["key"].lower(), 9))
+    best = min(steps, key=lambda m: _RANK.get(_key(m), 9))
     metrics: dict[str, float] = {}
     clocks: dict[str, float] = {}
     bad: list[str] = []
     spans = [m.span() for m in steps]
-    for m in _PAIR.finditer(text):
+    for m in _PAIR.finditer(text, steps[0].start()):
         if any(start <= m.start("value") < end for start, end in spans):
             continue
         name = _name(m["name"])
@@ -103,11 +134,45 @@ def parse_text(text: str, patterns: Sequence[re.Pattern[str]] = ()) -> Step | No
         else:
             metrics[name] = value
     for m in steps:
-        if m is not best and m["key"].lower() == "epoch":
-            metrics["epoch"] = float(m["n"])
-    if not metrics and not bad:
+        if m is not best and _key(m) == "epoch":
+            metrics["epoch"] = float(_n(m))
+    step = as_int(_n(best))
+    if (not metrics and not bad and not bare) or step is None:  # beyond int64: skipped
         return None
-    return Step(step=int(best["n"]), metrics=metrics, clocks=clocks, unreadable=tuple(bad))
+    return Step(step=step, metrics=metrics, clocks=clocks, unreadable=tuple(bad))
+
+
+def step_beyond_int64(text: str, key: str | None = None) -> bool:
+    """A printed line that names a step too big for an int64 (skipped and said, not text)."""
+    return any(as_int(_n(m)) is None for m in (_named_step(key) if key else _STEP).finditer(text))
+
+
+_BLOCK_LINE = re.compile(
+    r"^\s+(?P<name>[A-Za-z_][^=:]*?)\s*[=:]\s*(?P<value>[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|"
+    + _NUM
+    + r")\s*$",
+    re.IGNORECASE,
+)
+
+
+def block_value(text: str) -> tuple[str, str] | None:
+    """An indented `name=value` line (OLMo prints one per metric under `[step=200/10000]`):
+    the name and the number's text (thousands separators taken out), or None."""
+    m = _BLOCK_LINE.match(text)
+    if m is None:
+        return None
+    return m["name"].strip(), m["value"].replace(",", "")
+
+
+_NAMED = re.compile(
+    r"(?<![\w.])[A-Za-z_][\w./-]*\s*[:=]\s*(?:" + _NUM + r")(?![\w.]|[,:]\d)", re.IGNORECASE
+)
+
+
+def metric_like(text: str) -> bool:
+    """True for a printed line with a number under a name (`loss=2.31`, `s:5 trl:3.6`, a
+    printed dict) that no shape read: a record nobody read, if its shape repeats."""
+    return "{'" in text or _NAMED.search(text) is not None
 
 
 def _by_patterns(text: str, patterns: Sequence[re.Pattern[str]]) -> Step | None:

@@ -21,7 +21,13 @@ from tuimon.engine.align import Summary, exit_code
 from tuimon.engine.artifacts import lines as artifact_lines
 from tuimon.engine.hints import Hint, likely_causes
 from tuimon.engine.session import Batch, PairSession
-from tuimon.report.wording import divergence_line, first_divergence_event, headline, side_line
+from tuimon.report.wording import (
+    account_lines,
+    divergence_line,
+    first_divergence_event,
+    headline,
+    side_line,
+)
 from tuimon.sanitize import clean
 
 PLAIN_EVERY = 15.0
@@ -157,7 +163,7 @@ class PairReport:
 
     def text(self) -> str:
         """The headline, the artifacts, the hints, the explanation and where the pair is."""
-        lines = [headline(self.summary)]
+        lines = [headline(self.summary), *account_lines(self.summary)]
         lines += [clean(line, None) for line in artifact_lines(self.artifacts)]
         lines += [hint.text() for hint in self.hints]
         if self.explained is not None:

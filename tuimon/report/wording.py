@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuimon.argv import without_options
 from tuimon.engine.runner import exit_text
+from tuimon.readers.account import account_line
 from tuimon.sanitize import clean
 
 if TYPE_CHECKING:
@@ -169,6 +170,14 @@ def headline(summary: Summary) -> str:
     if s.reason:
         text += f" [{clean(s.reason, 300)}]"
     return text
+
+
+def account_lines(summary: Summary) -> list[str]:
+    """What every line of each side was: `read a: 120 steps, skipped no step key 3, ...`."""
+    return [
+        f"  read {side}: {clean(account_line(account), 400)}"
+        for side, account in summary.accounts.items()
+    ]
 
 
 def metric_max_line(name: str, worst: Mapping[str, Any]) -> str:

@@ -79,6 +79,10 @@ class DivergencePanel(Vertical):
                 numbers.append(f" at step {at}")
         if not waiting:
             numbers.append(f" · {model.aligned_count} steps compared")
+            skipped = summary.accounts if summary is not None else {}
+            counts = {s: sum(a.get("skipped", {}).values()) for s, a in skipped.items()}
+            if any(counts.values()):  # lines that looked like records, not read: said
+                numbers.append(" · skipped " + ", ".join(f"{s} {n}" for s, n in counts.items()))
         if bucket.width > 1:
             numbers.append(f" · {bucket.width} steps/bar")
         self.query_one("#numbers", Static).update(numbers, layout=False)

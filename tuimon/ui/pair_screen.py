@@ -28,7 +28,7 @@ from tuimon.engine.artifacts import lines as artifact_lines
 from tuimon.engine.saved import resolve_logs
 from tuimon.engine.session import Batch, PairSession, SideState
 from tuimon.errors import ReplayError
-from tuimon.report.wording import headline
+from tuimon.report.wording import account_lines, headline
 from tuimon.steplog import Record
 from tuimon.store import SIDES, SavedLogs
 from tuimon.ui.chart import CurvesView
@@ -343,7 +343,7 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         summary = self.model.summary
         if summary is None:
             return
-        lines = [headline(summary)]
+        lines = [headline(summary), *account_lines(summary)]
         lines += [clean(line, None) for line in artifact_lines(self.model.artifacts)]
         if self.model.pair_path is not None:
             saved = self.shows == Shows.LIVE  # a replay or a saved pair saves nothing

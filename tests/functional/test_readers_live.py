@@ -1,0 +1,110 @@
+"""Live and saved read the same bytes the same way: a live pair of two runs that print the
+bytes of two logs comes to the verdict `compare` gives for the two logs, for the saved pair,
+and a replay of the saved pair (generated logs: `\\r` redraws, repeats, damaged tails,
+numbers that do not fit, dicts inside a logger's lines, a line too long to parse)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tuimon.cli import main
+from tuimon.steplog import MAX_LINE
+
+PRINT = "import sys; sys.stdout.buffer.write(open(sys.argv[1] + '.log', 'rb').read())"
+"""A run that prints its side's log as it is."""
+
+
+def verdict(out: dict[str, Any]) -> tuple[Any, ...]:
+    skipped = tuple(tuple(sorted(out["accounts"][s]["skipped"].items())) for s in "ab")
+    return (out["verdict"], out["first_divergent_step"], out["steps_compared"], skipped)
+
+
+def last_json(capsys) -> dict[str, Any]:
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+def live_and_saved(tmp_path: Path, capsys, a: bytes, b: bytes) -> list[tuple[Any, ...]]:
+    """The verdicts of a live pair printing `a` and `b`, of `compare` of the two logs, and of
+    `compare` of the saved pair."""
+    (tmp_path / "a.log").write_bytes(a)
+    (tmp_path / "b.log").write_bytes(b)
+    store = tmp_path / "store"
+    argv = ["pair", "--headless", "--json", "--store", str(store), "--",
+            sys.executable, "-c", PRINT, str(tmp_path / "{side}")]  # fmt: skip
+    main(argv)
+    live = last_json(capsys)
+    main(["compare", "--json", str(tmp_path / "a.log"), str(tmp_path / "b.log")])
+    files = last_json(capsys)
+    main(["compare", "--json", live["pair"]])
+    pair = last_json(capsys)
+    main(["replay", "--headless", "--json", "--speed", "1e6", live["pair"]])
+    replay = last_json(capsys)
+    return [verdict(live), verdict(files), verdict(pair), verdict(replay)]
+
+
+def lines(rows: list[str]) -> bytes:
+    return "".join(r + "\n" for r in rows).encode()
+
+
+def redraws(last_loss: float) -> bytes:
+    out = []
+    for step in range(8):
+        bar = "".join(f"\rstep {step}: loss {0.9 - k / 10:.2f} {k}0%" for k in range(3))
+        loss = last_loss if step == 5 else 0.5 / (step + 1)
+        out.append(f"{bar}\rstep {step}: loss {loss}")
+    return lines(out)
+
+
+def json_rows(n: int, change: int | None = None) -> list[str]:
+    return [json.dumps({"step": i, "loss": 0.5 / (i + 1) + (i == change)}) for i in range(n)]
+
+
+LOGGER = "\x1b[1mINFO\x1b[22m | \x1b[32m2024-04-30 11:16:10\x1b[39m | on_log:226 - "
+
+CASES: dict[str, tuple[bytes, bytes]] = {
+    "carriage returns, same last state": (redraws(0.25), redraws(0.25)),
+    "carriage returns, another last state": (redraws(0.25), redraws(0.26)),
+    "a row logged again": (
+        lines([*json_rows(5), json_rows(5)[4], json_rows(5)[4]]),
+        lines([*json_rows(5), json_rows(5)[4], json.dumps({"step": 4, "loss": 9.0})]),
+    ),
+    "a damaged tail": (lines(json_rows(30)), lines(json_rows(30))[:-9]),
+    "a step beyond int64": (
+        lines([*json_rows(9), json.dumps({"step": 2**64, "loss": 1.0})]),
+        lines([*json_rows(9), json.dumps({"step": 2**64, "loss": 2.0})]),
+    ),
+    "a value beyond float64": (
+        lines([*json_rows(9), '{"step": 9, "loss": 1e400}']),
+        lines([*json_rows(9), '{"step": 9, "loss": 2e400}']),
+    ),
+    "dicts in a logger's lines": (
+        lines([LOGGER + repr({"loss": 0.5 + i, "epoch": i / 9}) for i in range(9)]),
+        lines([LOGGER + repr({"loss": 0.5 + i + (i == 6), "epoch": i / 9}) for i in range(9)]),
+    ),
+    "an OLMo block": (
+        lines([f"[step={s}/90]" for s in range(3)] + ["[step=3/90]", "    loss=2.5"]),
+        lines([f"[step={s}/90]" for s in range(3)] + ["[step=3/90]", "    loss=2.6"]),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_live_and_saved_agree(tmp_path: Path, capsys, case: str) -> None:
+    a, b = CASES[case]
+    live, files, pair, replay = live_and_saved(tmp_path, capsys, a, b)
+    assert live == files == pair == replay
+
+
+def test_live_and_saved_agree_on_a_line_too_long_to_parse(tmp_path: Path, capsys) -> None:
+    big = '{"step": 5, "loss": 1.0, "blob": "' + "z" * (MAX_LINE + 10) + '"}'
+    other = big.replace('"loss": 1.0', '"loss": 2.0')
+    live, files, pair, replay = live_and_saved(
+        tmp_path, capsys, lines([*json_rows(5), big]), lines([*json_rows(5), other])
+    )
+    assert live == files == pair == replay
+    assert live[0] == "INCOMPLETE" and live[3][0] == (("unreadable", 1),)

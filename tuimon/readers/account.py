@@ -1,0 +1,175 @@
+"""The account of a side: what every line or record of a log became.
+
+Each record a reader gives is one of: a step (used), a header or end record (metadata), plain
+text, or a skipped record with a reason (`tuimon.steplog.SKIP_REASONS`). A verdict never rests
+on a minority: when more than `LIMIT` of a side's metric-like records (steps + skipped) were
+skipped, `Account.problem` says why, with the flag that fixes it, and the pair is INCOMPLETE.
+
+Printed lines with numbers under names are only counted as skipped when their shape (the line
+with its numbers blanked) comes `SHAPE_REPEATS` times or more: a line printed once (a config)
+is metadata, a line printed at every step is a record nobody read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuimon.steplog import (
+    NO_STEP_KEY,
+    STEP_RANGE,
+    UNMATCHED_TEXT,
+    UNREADABLE,
+    End,
+    Header,
+    Record,
+    Step,
+    Text,
+)
+
+NOTE = "tuimon: "
+"""A reader's note on the file as a whole (a `Text` record that begins so)."""
+LIMIT = 0.01
+"""The share of a side's metric-like records that may be skipped before a verdict is
+INCOMPLETE."""
+SHAPE_REPEATS = 3
+"""How often a printed shape must come before its lines count as skipped records."""
+MAX_SHAPES = 4096
+"""Distinct printed shapes remembered per side (memory stays bounded on any log)."""
+FLAGS = {
+    NO_STEP_KEY: "--step-key NAME says which field is the step",
+    STEP_RANGE: "a step must fit int64; --step-key NAME picks another field",
+    UNREADABLE: "damaged, cut or out-of-range records: no flag reads them",
+    UNMATCHED_TEXT: "--pattern REGEX reads such lines",
+}
+"""What a user can do about each reason."""
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def shape(text: str) -> str:
+    """A printed line with its numbers blanked (the lines of one logging call share it)."""
+    return _NUMBER.sub("#", text.strip())[:160]
+
+
+@dataclass
+class Account:
+    """Counts of what one side's records were; `first` keeps an example per reason."""
+
+    steps: int = 0
+    meta: int = 0
+    text: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    first: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    """What a reader said about the file as a whole (where reading stopped, runs in it)."""
+    _shapes: Counter[str] = field(default_factory=Counter)
+    _shape_first: dict[str, str] = field(default_factory=dict)
+
+    def add(self, record: Record) -> None:
+        """Count one record."""
+        if isinstance(record, Step):
+            self.steps += 1
+        elif isinstance(record, (Header, End)):
+            self.meta += 1
+        elif isinstance(record, Text):
+            self.add_text(record)
+
+    def add_text(self, record: Text) -> None:
+        """Count a line that is not a record: plain text, or skipped with its reason."""
+        reason = record.skipped
+        if record.text.startswith(NOTE) and len(self.notes) < 20:
+            self.notes.append(record.text[len(NOTE) :])
+            if reason is None:
+                return
+        if reason is None:
+            self.text += 1
+        elif reason == UNMATCHED_TEXT:
+            key = shape(record.text)
+            if key in self._shapes or len(self._shapes) < MAX_SHAPES:
+                self._shapes[key] += 1
+                self._shape_first.setdefault(key, record.text)
+            else:
+                self.text += 1
+        else:
+            self.skipped[reason] += 1
+            self.first.setdefault(reason, record.text)
+
+    def reasons(self) -> dict[str, int]:
+        """Skipped records per reason (printed shapes that repeat included)."""
+        out = dict(self.skipped)
+        repeated = [k for k, n in self._shapes.items() if n >= SHAPE_REPEATS]
+        if repeated:
+            out[UNMATCHED_TEXT] = sum(self._shapes[k] for k in repeated)
+        return out
+
+    def examples(self) -> dict[str, str]:
+        """A first example line per reason."""
+        out = dict(self.first)
+        repeated = [k for k, n in self._shapes.items() if n >= SHAPE_REPEATS]
+        if repeated:
+            out[UNMATCHED_TEXT] = self._shape_first[repeated[0]]
+        return out
+
+    def skipped_total(self) -> int:
+        return sum(self.reasons().values())
+
+    def problem(self, side: str) -> str | None:
+        """Why this side's steps are a minority of what it logged (None when they are not)."""
+        why = self.why()
+        return None if why is None else f"run {side} skipped {why}"
+
+    def why(self) -> str | None:
+        """`N of M metric-like records (reason count: the flag that helps; first: ...)` when
+        more than `LIMIT` were skipped, else None."""
+        skipped = self.reasons()
+        total = sum(skipped.values())
+        if not total or total <= LIMIT * (self.steps + total):
+            return None
+        reason = max(skipped, key=lambda name: skipped[name])
+        example = _shown(self.examples().get(reason, ""), 60)
+        return (
+            f"{total} of {self.steps + total} metric-like records "
+            f"({_counts(skipped)}: {FLAGS[reason]}; first: `{example}`)"
+        )
+
+    def line(self) -> str:
+        """One line for people: what the records were (`account_line` for a dict)."""
+        parts = [f"{self.steps} steps"]
+        if skipped := self.reasons():
+            parts.append(f"skipped {_counts(skipped)}")
+        parts.append(f"{self.meta} header/end, {self.text + self._quiet_shapes()} text")
+        return ", ".join(parts) + "".join(f"; {note}" for note in self.notes)
+
+    def _quiet_shapes(self) -> int:
+        return sum(n for n in self._shapes.values() if n < SHAPE_REPEATS)
+
+    def to_dict(self) -> dict[str, Any]:
+        """For `--json` and pair.json."""
+        return {
+            "steps": self.steps,
+            "meta": self.meta,
+            "text": self.text + self._quiet_shapes(),
+            "skipped": self.reasons(),
+            "first_skipped": {k: v[:200] for k, v in self.examples().items()},
+            "notes": list(self.notes),
+        }
+
+
+def _counts(skipped: dict[str, int]) -> str:
+    return ", ".join(f"{reason} {count}" for reason, count in skipped.items())
+
+
+def _shown(text: str, most: int = 80) -> str:
+    """A line as one printable line (escaped), cut to `most` characters."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text[:most])
+
+
+def account_line(account: dict[str, Any]) -> str:
+    """`Account.line` of an account as `to_dict` gave it (pair.json, `--json`)."""
+    parts = [f"{account.get('steps', 0)} steps"]
+    if skipped := account.get("skipped"):
+        parts.append(f"skipped {_counts(skipped)}")
+    parts.append(f"{account.get('meta', 0)} header/end, {account.get('text', 0)} text")
+    return ", ".join(parts) + "".join(f"; {note}" for note in account.get("notes") or ())

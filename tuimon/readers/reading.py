@@ -1,0 +1,93 @@
+"""How a pair's logs are read: the user's `--pattern`, `--map`, `--step-key` and `--judge`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from fnmatch import fnmatchcase
+from functools import cached_property
+from typing import Any
+
+from tuimon.readers.text import PatternError, compile_pattern
+from tuimon.steplog import Record, Step
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How to read a pair's logs: the user's text patterns and the metric names of side b
+    mapped onto side a's (`--map a_name=b_name`)."""
+
+    patterns: tuple[str, ...] = ()
+    rename: Mapping[str, str] = field(default_factory=dict)
+    """b's name -> a's name."""
+    step_key: str | None = None
+    """`--step-key NAME`: the field (or printed name, or CSV column) that is the step."""
+    judge: tuple[str, ...] = ()
+    """`--judge GLOB`: names that look like clocks but are judged."""
+
+    @cached_property
+    def compiled(self) -> tuple[Any, ...]:
+        return tuple(compile_pattern(p) for p in self.patterns)
+
+    def promote(self, record: Record) -> Record:
+        """A step with the clocks `--judge` names moved to its metrics."""
+        if not self.judge or not isinstance(record, Step) or not record.clocks:
+            return record
+        moved = {
+            k: v for k, v in record.clocks.items() if any(fnmatchcase(k, g) for g in self.judge)
+        }
+        if not moved:
+            return record
+        clocks = {k: v for k, v in record.clocks.items() if k not in moved}
+        return replace(record, metrics={**record.metrics, **moved}, clocks=clocks)
+
+    def renames(self, side: str) -> Mapping[str, str]:
+        """The renames that apply to one side's metrics."""
+        return self.rename if side == "b" else {}
+
+    def to_dict(self) -> dict[str, Any] | None:
+        """For pair.json (None when nothing was asked)."""
+        if not self.patterns and not self.rename and not self.step_key and not self.judge:
+            return None
+        return {
+            "patterns": list(self.patterns),
+            "map": {a: b for b, a in self.rename.items()},
+            "step_key": self.step_key,
+            "judge": list(self.judge),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Reading:
+        """From pair.json's `reading` block (anything malformed reads as the default)."""
+        if not isinstance(data, Mapping):
+            return cls()
+        patterns = data.get("patterns")
+        mapping = data.get("map")
+        pats = (
+            tuple(p for p in patterns if isinstance(p, str)) if isinstance(patterns, list) else ()
+        )
+        try:
+            for p in pats:
+                compile_pattern(p)
+        except PatternError:
+            pats = ()
+        pairs = mapping.items() if isinstance(mapping, Mapping) else ()
+        key = data.get("step_key")
+        judge = data.get("judge")
+        return cls(
+            pats,
+            {str(b): str(a) for a, b in pairs},
+            key if isinstance(key, str) and key else None,
+            tuple(g for g in judge if isinstance(g, str)) if isinstance(judge, list) else (),
+        )
+
+
+def parse_map(items: Sequence[str] | None) -> dict[str, str]:
+    """`--map a_name=b_name` arguments as {b_name: a_name}; ValueError with one line when bad."""
+    out: dict[str, str] = {}
+    for item in items or ():
+        a, sep, b = item.partition("=")
+        if not sep or not a.strip() or not b.strip():
+            raise ValueError(f"--map takes A_NAME=B_NAME (got {item!r})")
+        out[b.strip()] = a.strip()
+    return out
