@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections import deque
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.timer import Timer
 from textual.widgets import Sparkline, Static
 
 from tuimon.engine.align import VERDICTS
@@ -37,6 +40,14 @@ class DivergencePanel(Vertical):
     """First divergence, a bounded sparkline of log10 divergence, current/max, the verdict."""
 
     _verdict = ""
+    _message: str | None = None
+    _note_timer: Timer | None = None
+    notes: deque[str]
+    """The last notes shown (tests read them)."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.notes = deque(maxlen=20)
 
     def compose(self) -> ComposeResult:
         yield Static(Text("no step compared yet"), id="first-divergence")
@@ -94,11 +105,35 @@ class DivergencePanel(Vertical):
             verdict_widget.update(Text(shown, no_wrap=True))
         for name in VERDICTS:
             verdict_widget.set_class(verdict == name, f"verdict-{name.lower()}")
-        if model.message:
+        self._message = model.message or self._message
+        if model.message and self._note_timer is None:
             self.query_one("#message", Static).update(
                 Text(clean(model.message), no_wrap=True, overflow="ellipsis"), layout=False
             )
 
     def say(self, message: str) -> None:
         """Replace the status line."""
-        self.query_one("#message", Static).update(Text(clean(message), no_wrap=True))
+        self._message = message
+        if self._note_timer is None:
+            self.query_one("#message", Static).update(Text(clean(message), no_wrap=True))
+
+    def note(self, message: str, *, severity: str = "information", timeout: float = 4) -> None:
+        """A passing note on the status line for `timeout` seconds, then the status again (a
+        toast would cover pane B's rows on a narrow terminal)."""
+        if self._note_timer is not None:
+            self._note_timer.stop()
+        line = " · ".join(part for part in clean(message, None).splitlines() if part.strip())
+        widget = self.query_one("#message", Static)
+        widget.update(Text(line, no_wrap=True, overflow="ellipsis"), layout=False)
+        widget.set_class(severity == "error", "note-error")
+        widget.set_class(severity == "warning", "note-warning")
+        widget.add_class("note")
+        self.notes.append(line)
+        self._note_timer = self.set_timer(max(0.5, timeout), self._end_note)
+
+    def _end_note(self) -> None:
+        self._note_timer = None
+        widget = self.query_one("#message", Static)
+        widget.remove_class("note", "note-error", "note-warning")
+        text = Text(clean(self._message or ""), no_wrap=True, overflow="ellipsis")
+        widget.update(text, layout=False)

@@ -9,9 +9,9 @@ from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, DataTable, Footer, Static
+from textual.widgets import Button, DataTable, Footer, Input, Static
 
 from tuimon.ui.pair_model import EnvRow
 from tuimon.ui.text import clean
@@ -149,10 +149,10 @@ class HelpScreen(ModalScreen[None]):
         seen: set[str] = set()
         for key, active in bindings.items():
             binding = active.binding
-            if not binding.show or binding.action in seen or not binding.description:
+            if binding.action in seen or not (binding.description or binding.tooltip):
                 continue
             seen.add(binding.action)
-            shown = binding.key_display or key
+            shown = binding.key_display or _key_name(key)
             self.keys.append((shown, binding.tooltip or binding.description))
 
     def compose(self) -> ComposeResult:
@@ -168,6 +168,79 @@ class HelpScreen(ModalScreen[None]):
             table.append("Every command, searchable")
             yield Static(table, id="help-keys")
             yield Static(Text(HELP_TEXT, style=Style(dim=True)), id="help-text")
+
+    def action_close(self) -> None:
+        """Back to the view."""
+        self.dismiss(None)
+
+
+KEY_NAMES = {
+    "question_mark": "?",
+    "slash": "/",
+    "colon": ":",
+    "left_square_bracket": "[",
+    "right_square_bracket": "]",
+    "equals_sign": "=",
+    "plus": "+",
+    "minus": "-",
+}
+
+
+def _key_name(key: str) -> str:
+    """A key as printed on the keyboard (`]`, not `right_square_bracket`)."""
+    return KEY_NAMES.get(key, key)
+
+
+class AskScreen(ModalScreen[str | None]):
+    """One line of input (a step number, a search); Enter answers, Esc cancels (None)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="cancel")]  # noqa: RUF012
+
+    def __init__(self, question: str, *, value: str = "", placeholder: str = "") -> None:
+        super().__init__(classes="ask")
+        self.question = question
+        self.value = value
+        self.placeholder = placeholder
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="ask-box"):
+            yield Static(Text(self.question, style=Style(bold=True)), id="ask-question")
+            yield Input(self.value, placeholder=self.placeholder, id="ask-input")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter answers with the text typed."""
+        self.dismiss(event.value)
+
+    def action_cancel(self) -> None:
+        """Esc: no answer."""
+        self.dismiss(None)
+
+
+class LinesScreen(ModalScreen[None]):
+    """Lines of text to read whole (wrapped, scrollable); Esc or q closes."""
+
+    BINDINGS = [Binding("escape,q,i,p", "close", "Close", id="close")]  # noqa: RUF012
+
+    def __init__(self, title: str, lines: list[Text]) -> None:
+        super().__init__(classes="lines")
+        self.heading = title
+        self.lines = lines
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="lines-box"):
+            yield Static(Text(f"{self.heading} · Esc closes", style=Style(bold=True)))
+            with VerticalScroll(id="lines-scroll"):
+                for line in self.lines:
+                    yield Static(line, classes="line")
+
+    def on_mount(self) -> None:
+        """Arrow keys scroll the text."""
+        self.query_one("#lines-scroll").focus()
+
+    @property
+    def text(self) -> str:
+        """Every line as plain text (tests read it)."""
+        return "\n".join(line.plain for line in self.lines)
 
     def action_close(self) -> None:
         """Back to the view."""

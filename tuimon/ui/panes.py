@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
@@ -49,6 +50,7 @@ class StepPane(ScrollView, can_focus=True):
         "step-pane--text",
         "step-pane--stderr",
         "step-pane--note",
+        "step-pane--cursor",
     }
 
     class UserScrolledUp(Message):
@@ -74,6 +76,8 @@ class StepPane(ScrollView, can_focus=True):
         self.follow = True
         self.marked: int | None = None
         """A step whose number is marked (the first divergence)."""
+        self.cursor: int | None = None
+        """Absolute index (`PairRows.start` based) of the row under the pager's cursor."""
         self._styles: dict[str, Style] = {}
         self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
         """Rows already drawn, by what their look depends on."""
@@ -175,6 +179,12 @@ class StepPane(ScrollView, can_focus=True):
             self.scroll_follow()
 
     # -- scrolling ----------------------------------------------------------------------------
+
+    def scroll_to_index(self, index: int) -> None:
+        """Put a kept row in the middle of the pane."""
+        rows = max(1, self.size.height - 1)
+        self.scroll_to(y=max(0, index - rows // 2), animate=False, immediate=True, force=True)
+        self.refresh()
 
     def scroll_to_step(self, step: int) -> bool:
         """Put a step's line in the middle of the pane; False when it is no longer kept."""
@@ -299,6 +309,7 @@ class StepPane(ScrollView, can_focus=True):
                 step is not None and self.rows.metrics_of(step, self._other) is not None,
                 len(slots),
                 step is not None and step == self.marked,
+                self.rows.start + index == self.cursor,
                 width,
                 scroll_x,
                 self.wide,
@@ -315,9 +326,17 @@ class StepPane(ScrollView, can_focus=True):
             scroll_x = 0
         strip = Strip(list(text.render(self.app.console)), text.cell_len)
         strip = strip.crop_extend(scroll_x, scroll_x + width, base).apply_style(base)
+        if y and self.rows.start + scroll_y + y - 1 == self.cursor:
+            strip = _over(strip, self._style("step-pane--cursor"))
         if y:
             self._strips[key] = strip
         return strip
+
+
+def _over(strip: Strip, style: Style) -> Strip:
+    """`strip` with `style` laid over each segment's own (the cursor row's background)."""
+    segments = [Segment(t, (s or Style()) + style, c) for t, s, c in strip]
+    return Strip(segments, strip.cell_length)
 
 
 def _visible(text: Text, start: int, width: int) -> Text:
