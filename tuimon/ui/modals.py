@@ -129,8 +129,10 @@ class EnvDiffScreen(ModalScreen[None]):
 HELP_TEXT = (
     "The two panes show the same steps side by side: a row in A is the same step as the row "
     "beside it in B (blank where a side has not logged it). The first digit that differs from "
-    "the other side is lit; a number cut to fit ends in … (w shows every digit). ▶ marks the "
-    "first divergent step. Below: where the runs part, the log10 divergence (▁ bitwise equal), "
+    "the other side is lit; when a number does not fit, the digits both sides share are cut in "
+    "the middle (4.7…260831) so the differing digit stays on screen (w shows every digit, p "
+    "each metric's first differing values in full). ▶ marks the first divergent step; the "
+    "cursor row (: ] [ / n N) is what y and Y copy. Below: where the runs part, the log10 divergence (▁ bitwise equal), "
     "now / max, and the verdict. Counts are steps done / steps planned. Text from the runs is "
     "shown escaped (^[ is ESC)."
 )
@@ -149,8 +151,8 @@ class HelpScreen(ModalScreen[None]):
         seen: set[str] = set()
         for key, active in bindings.items():
             binding = active.binding
-            if binding.action in seen or not (binding.description or binding.tooltip):
-                continue
+            if binding.action in seen or not (binding.tooltip or binding.show):
+                continue  # a key of its own has a tooltip; Textual's scrolling keys have none
             seen.add(binding.action)
             shown = binding.key_display or _key_name(key)
             self.keys.append((shown, binding.tooltip or binding.description))
@@ -164,8 +166,9 @@ class HelpScreen(ModalScreen[None]):
                 table.append(f"{what}\n")
             table.append(f"{'ctrl+c':>7}  ", Style(bold=True))
             table.append("Quit, as q (a running pair asks first)\n")
-            table.append(f"{'ctrl+p':>7}  ", Style(bold=True))
-            table.append("Every command, searchable")
+            if not any(key == "ctrl+p" for key, _ in self.keys):
+                table.append(f"{'ctrl+p':>7}  ", Style(bold=True))
+                table.append("Every command, searchable")
             yield Static(table, id="help-keys")
             yield Static(Text(HELP_TEXT, style=Style(dim=True)), id="help-text")
 
