@@ -8,12 +8,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.timer import Timer
-from textual.widgets import Sparkline, Static
+from textual.widgets import Static
 
 from tuimon.engine.align import VERDICTS
 from tuimon.report.wording import WAITING
 from tuimon.ui.pair_model import DIVERGENCE, PairModel
 from tuimon.ui.series import EQUAL_LEVEL, ZERO_LEVEL
+from tuimon.ui.sparkbars import SparkBars
+from tuimon.ui.statics import show_text
 from tuimon.ui.text import clean, sci
 
 
@@ -52,7 +54,7 @@ class DivergencePanel(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(Text("no step compared yet"), id="first-divergence")
         with Horizontal(id="spark-row"):
-            yield Sparkline([], id="spark")
+            yield SparkBars(id="spark")
             yield Static(Text(""), id="spark-legend")
         with Horizontal(id="numbers-row"):
             yield Static(Text(""), id="numbers")
@@ -62,13 +64,11 @@ class DivergencePanel(Vertical):
     def show(self, model: PairModel, series: str) -> None:
         """Draw what the model holds, the sparkline following `series`."""
         first = self.query_one("#first-divergence", Static)
-        first.update(Text(model.first_line(), no_wrap=True, overflow="ellipsis"), layout=False)
+        show_text(first, Text(model.first_line(), no_wrap=True, overflow="ellipsis"))
         first.set_class(model.first_divergent_step is not None, "diverged")
         bucket = model.spark.get(series) or model.spark[DIVERGENCE]
         values, lo, hi = spark_data(bucket.data())
-        spark = self.query_one("#spark", Sparkline)
-        if list(spark.data or []) != values:
-            spark.data = values
+        self.query_one("#spark", SparkBars).set_data(values)
         legend = Text(no_wrap=True, overflow="ellipsis")
         legend.append(f"{clean(series)} (m)\n", "bold")
         if lo is None:
@@ -76,7 +76,7 @@ class DivergencePanel(Vertical):
         else:
             legend.append(f"log10 {lo:.1f} … {hi:.1f}\n")
         legend.append("▁ bitwise equal")
-        self.query_one("#spark-legend", Static).update(legend, layout=False)
+        show_text(self.query_one("#spark-legend", Static), legend)
 
         summary = model.summary
         numbers = Text(no_wrap=True, overflow="ellipsis")
@@ -92,7 +92,7 @@ class DivergencePanel(Vertical):
             numbers.append(f" · {model.aligned_count} steps compared")
         if bucket.width > 1:
             numbers.append(f" · {bucket.width} steps/bar")
-        self.query_one("#numbers", Static).update(numbers, layout=False)
+        show_text(self.query_one("#numbers", Static), numbers)
 
         verdict_widget = self.query_one("#verdict", Static)
         verdict = summary.verdict if summary is not None else None
@@ -107,15 +107,16 @@ class DivergencePanel(Vertical):
             verdict_widget.set_class(verdict == name, f"verdict-{name.lower()}")
         self._message = model.message or self._message
         if model.message and self._note_timer is None:
-            self.query_one("#message", Static).update(
-                Text(clean(model.message), no_wrap=True, overflow="ellipsis"), layout=False
+            show_text(
+                self.query_one("#message", Static),
+                Text(clean(model.message), no_wrap=True, overflow="ellipsis"),
             )
 
     def say(self, message: str) -> None:
         """Replace the status line."""
         self._message = message
         if self._note_timer is None:
-            self.query_one("#message", Static).update(Text(clean(message), no_wrap=True))
+            show_text(self.query_one("#message", Static), Text(clean(message), no_wrap=True))
 
     def note(self, message: str, *, severity: str = "information", timeout: float = 4) -> None:
         """A passing note on the status line for `timeout` seconds, then the status again (a
@@ -124,7 +125,7 @@ class DivergencePanel(Vertical):
             self._note_timer.stop()
         line = " · ".join(part for part in clean(message, None).splitlines() if part.strip())
         widget = self.query_one("#message", Static)
-        widget.update(Text(line, no_wrap=True, overflow="ellipsis"), layout=False)
+        show_text(widget, Text(line, no_wrap=True, overflow="ellipsis"))
         widget.set_class(severity == "error", "note-error")
         widget.set_class(severity == "warning", "note-warning")
         widget.add_class("note")
@@ -136,4 +137,4 @@ class DivergencePanel(Vertical):
         widget = self.query_one("#message", Static)
         widget.remove_class("note", "note-error", "note-warning")
         text = Text(clean(self._message or ""), no_wrap=True, overflow="ellipsis")
-        widget.update(text, layout=False)
+        show_text(widget, text)

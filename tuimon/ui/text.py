@@ -6,6 +6,7 @@ as markup, so `[bold]` or `[@click=...]` in a log line stays literal.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from tuimon.sanitize import clean as clean  # the one sanitizer, re-exported for the views
@@ -56,6 +57,7 @@ def _digits_to_differ(a: float, b: float, start: int) -> int | None:
     return None
 
 
+@functools.lru_cache(maxsize=16384)
 def cell(
     mine: float | None, other: float | None, width: int, sig: int = 6
 ) -> tuple[str, int | None]:
