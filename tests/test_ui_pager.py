@@ -123,3 +123,26 @@ async def test_pager_keys_on_a_saved_pair(tmp_path: Path) -> None:
         assert [r[-1] for r in rows[1:6]] == ["0"] * 5 and rows[6][-1] == "1"
         await app.run_action("app.quit")
     assert app.summary_lines and app.summary_lines[0].startswith("DIVERGED")
+
+
+def test_sweep_key_frequencies_read_the_workloads_nested_report() -> None:
+    from tuimon.engine.sweep import key_frequencies
+
+    freqs = {"freqs": [15, 49], "shares": [0.1, 0.2]}
+    kf = {"a": freqs, "b": freqs, "agree": True, "same_order": True, "only_a": [], "only_b": []}
+    meta = {"artifacts": {"emb": {"equal": False, "key_freqs": kf}}}
+    assert key_frequencies(meta) == "a 15 49 | b 15 49: sets agree"
+
+
+async def test_question_mark_lists_the_keys_of_the_browser(tmp_path: Path) -> None:
+    from tuimon.commands.demo import write_demo_store
+    from tuimon.ui.modals import HelpScreen
+
+    write_demo_store(tmp_path / "store")
+    app = TuimonApp(store=tmp_path / "store")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        app.screen.query_one("#pairs").focus()
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        assert {"r", "/", "d", "q"} <= {shown for shown, _ in app.screen.keys}

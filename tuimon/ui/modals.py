@@ -146,8 +146,9 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,question_mark,f1,q", "close", "Close", id="close"),
     ]
 
-    def __init__(self, bindings: Mapping[str, Any]) -> None:
+    def __init__(self, bindings: Mapping[str, Any], text: str = HELP_TEXT) -> None:
         super().__init__(classes="help")
+        self.text = text
         self.keys: list[tuple[str, str]] = []
         seen: set[str] = set()
         for key, active in bindings.items():
@@ -171,7 +172,8 @@ class HelpScreen(ModalScreen[None]):
                 table.append(f"{'ctrl+p':>7}  ", Style(bold=True))
                 table.append("Every command, searchable")
             yield Static(table, id="help-keys")
-            yield Static(Text(HELP_TEXT, style=Style(dim=True)), id="help-text")
+            if self.text:
+                yield Static(Text(self.text, style=Style(dim=True)), id="help-text")
 
     def action_close(self) -> None:
         """Back to the view."""

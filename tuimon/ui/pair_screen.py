@@ -441,7 +441,8 @@ class PairScreen(PagerKeys, FitsFooter, ReportsWorkerErrors, Screen[None]):
         if self.model.done and self.shows is not Shows.SAVED:
             parts.insert(0, self._ended())
         parts += self.replay.words()
-        parts.append("following" if self.follow else "held (f follows)")
+        if self.shows is not Shows.SAVED and not self.model.done:  # nothing new will come
+            parts.append("following" if self.follow else "held (f follows)")
         self.sub_title = " · ".join(parts)
         # the header keeps 8 cells for its icon, 10 for the clock, 2 of padding, 3 for " — "
         room = max(12, (self.size.width or 120) - len(self.sub_title) - 24)
