@@ -146,3 +146,20 @@ async def test_question_mark_lists_the_keys_of_the_browser(tmp_path: Path) -> No
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
         assert {"r", "/", "d", "q"} <= {shown for shown, _ in app.screen.keys}
+
+
+def test_realtime_clock_follows_the_recorded_times(monkeypatch) -> None:
+    import tuimon.engine.replay as replay
+
+    now = [100.0]
+    monkeypatch.setattr(replay.time, "monotonic", lambda: now[0])
+    times = {0: 1000.0, 1: 1010.0, 2: 1510.0}  # a 510 s recording
+    clock = replay._Clock(1.0, True, times)
+    assert clock.delay(0) == 0.0
+    assert clock.delay(1) == 10.0
+    now[0] += 500.0
+    assert clock.delay(2) == 10.0  # due at 510 s, 500 s have passed
+    fast = replay._Clock(10.0, True, times)  # --speed 10: ten times the recorded pace
+    assert [fast.delay(s) for s in (0, 1, 2)] == [0.0, 1.0, 51.0]
+    steps = replay._Clock(50.0, False, {})  # steps per second
+    assert [steps.delay(s) for s in (7, 8)] == [0.02, 0.04]
