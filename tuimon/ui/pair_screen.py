@@ -26,6 +26,7 @@ from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Footer, Header
 from textual.worker import Worker, WorkerState
 
+from tuimon.engine.explain import saved_line
 from tuimon.engine.saved import resolve_logs
 from tuimon.engine.session import Batch, PairSession, SideState
 from tuimon.errors import ReplayError
@@ -397,10 +398,17 @@ class PairScreen(PagerKeys, FitsFooter, ReportsWorkerErrors, Screen[None]):
         """The replay's last batch: what the saved pair says of its artifacts."""
         if self.session is None or self.session.logs is None:
             return
-        if not self.model.artifacts and self.session.logs.doc.artifacts:
-            self.model.artifacts = dict(self.session.logs.doc.artifacts)
+        doc = self.session.logs.doc
+        if not self.model.artifacts and doc.artifacts:
+            self.model.artifacts = dict(doc.artifacts)
+        told = [p for p in (batch.message or "").split("; ") if p and "at the end:" not in p]
+        explained = saved_line(doc.more)
         self.model.message = "; ".join(
-            [*self.model.artifact_lines(), batch.message or "replay finished"]
+            [
+                *self.model.artifact_lines(),
+                *([explained] if explained else []),
+                *(told or ["replay finished"]),
+            ]
         )
         self._refresh_views()
 
