@@ -36,7 +36,7 @@ from tuimon.ui.chart import CurvesView
 from tuimon.ui.commands import ScreenActions
 from tuimon.ui.divergence import DivergencePanel
 from tuimon.ui.footer_fit import FitsFooter
-from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen, HelpScreen
+from tuimon.ui.modals import ConfirmScreen, HelpScreen
 from tuimon.ui.pager import Pager
 from tuimon.ui.pager_keys import PAGER_BINDINGS, PagerKeys
 from tuimon.ui.pair_info import summary_lines
@@ -45,6 +45,7 @@ from tuimon.ui.panes import SideHeader, StepPane
 from tuimon.ui.replay_controls import ReplayControls
 from tuimon.ui.saved import SavedPair, load_saved, window
 from tuimon.ui.text import clean
+from tuimon.ui.view_keys import ViewKeys
 from tuimon.ui.workers import ReportsWorkerErrors, read_then_show
 
 MAX_LINES = 2000
@@ -83,7 +84,7 @@ class SessionStarted(Message):
         self.session = session
 
 
-class PairScreen(PagerKeys, FitsFooter, ReportsWorkerErrors, Screen[None]):
+class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[None]):
     """Two runs side by side: live (a session), replay (a paced session) or saved; see `Shows`."""
 
     FOOTER_DROP_ORDER = (
@@ -379,11 +380,6 @@ class PairScreen(PagerKeys, FitsFooter, ReportsWorkerErrors, Screen[None]):
                 return None
         return None
 
-    def _draw_curves(self) -> None:
-        if self._curves_dirty:
-            self.query_one(CurvesView).show(self.model)
-            self._curves_dirty = False
-
     def _on_done(self, batch: Batch) -> None:
         if self.stopping:
             self.app.exit(130, return_code=130)
@@ -585,56 +581,6 @@ class PairScreen(PagerKeys, FitsFooter, ReportsWorkerErrors, Screen[None]):
         self._fill_panes(lines, {})
         self.call_after_refresh(self.scroll_panes_to, step)
         self.notify(f"step {step} (lines around it loaded)")
-
-    def action_wide(self) -> None:
-        """Every digit of every number, or what fits the panes."""
-        for side in SIDES:
-            pane = self.pane(side)
-            pane.set_wide(not pane.wide)
-
-    def action_cycle_metric(self) -> None:
-        """The sparkline follows the next shared metric (then the divergence again)."""
-        names = self.model.series_names()
-        self.series = (
-            names[(names.index(self.series) + 1) % len(names)]
-            if self.series in names
-            else DIVERGENCE
-        )
-        self.query_one(DivergencePanel).show(self.model, self.series)
-        self.notify(f"sparkline follows {clean(self.series, 80)}", markup=False, timeout=2)
-
-    def action_curves(self) -> None:
-        """Switch between the panes and the loss curves."""
-        switcher = self.query_one("#views", ContentSwitcher)
-        switcher.current = "panes" if switcher.current == "curves" else "curves"
-        if switcher.current == "curves":
-            self._draw_curves()
-
-    def action_env(self) -> None:
-        """The environment differences of the two runs."""
-        rows = self.model.env_rows()
-        self.app.push_screen(EnvDiffScreen(rows))
-
-    def action_open_folder(self) -> None:
-        """Show the saved pair's folder and copy its path to the clipboard."""
-        path = self.model.pair_path
-        if path is None:
-            logs = self.session.logs if self.session is not None else None
-            if logs is not None:
-                self.notify(
-                    f"not a saved pair: replaying {clean(logs.a)} and {clean(logs.b)}", markup=False
-                )
-            else:
-                self.notify("this pair is not saved", severity="warning")
-            return
-        path = path.resolve()
-        self.app.copy_to_clipboard(str(path))
-        self.notify(
-            f"{clean(path, None)}\n(copied to the clipboard)",
-            title="pair folder",
-            markup=False,
-            timeout=4,
-        )
 
     def action_help(self) -> None:
         """The keys of this view and what the panel shows (Esc, ? or q closes it)."""

@@ -312,49 +312,49 @@ class StepPane(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width or self.size.width
         base = self._style("")
-        table = True
         if y == 0:
             text = self._header_text()
             text.stylize(self._style("step-pane--header"))
-        else:
-            index = scroll_y + y - 1
-            if index >= len(self.rows):
-                return Strip.blank(width, base)
-            step, slots = self.rows.entries[index]
-            key = (  # what the row's look depends on: a row once drawn is drawn again for free
-                self.rows.start + index,
-                step is not None and self.buffer.metrics_of(step) is not None,
-                step is not None and self.rows.metrics_of(step, self._other) is not None,
-                len(slots),
-                step is not None and step == self.marked,
-                self.rows.start + index == self.cursor,
-                width,
-                scroll_x,
-                self.wide,
-                self._columns_key,
-            )
-            strip = self._strips.get(key)
-            if strip is not None:
-                return strip
+            return self._text_strip(text, True, scroll_x, width, base)
+        index = scroll_y + y - 1
+        if index >= len(self.rows):
+            return Strip.blank(width, base)
+        step, slots = self.rows.entries[index]
+        at = self.rows.start + index
+        key = (  # what the row's look depends on: a row once drawn is drawn again for free
+            at,
+            step is not None and self.buffer.metrics_of(step) is not None,
+            step is not None and self.rows.metrics_of(step, self._other) is not None,
+            len(slots),
+            step is not None and step == self.marked,
+            at == self.cursor,
+            width,
+            scroll_x,
+            self.wide,
+            self._columns_key,
+        )
+        strip = self._strips.get(key)
+        if strip is None:
             if step is not None and (metrics := self.buffer.metrics_of(step)) is not None:
                 strip = self._step_strip(step, metrics, scroll_x, width, base)
-                if self.rows.start + index == self.cursor:
-                    strip = _over(strip, self._style("step-pane--cursor"))
-                self._strips[key] = strip
-                return strip
-            text = self.line_text(index)
-            table = step is not None
+            else:
+                strip = self._text_strip(
+                    self.line_text(index), step is not None, scroll_x, width, base
+                )
+            if at == self.cursor:
+                strip = _over(strip, self._style("step-pane--cursor"))
+            self._strips[key] = strip
+        return strip
+
+    def _text_strip(self, text: Text, table: bool, scroll_x: int, width: int, base: Style) -> Strip:
+        """A row drawn from rich text: the header, a text line, a blank beside the other side's
+        step (a table row keeps its step column put)."""
         if table and len(text) > STEP_WIDTH and width > STEP_WIDTH:
             fixed, rest = text[:STEP_WIDTH], text[STEP_WIDTH:]
             text = fixed + _visible(rest, scroll_x, width - STEP_WIDTH)
             scroll_x = 0
         strip = Strip(list(text.render(self.app.console)), text.cell_len)
-        strip = strip.crop_extend(scroll_x, scroll_x + width, base).apply_style(base)
-        if y and self.rows.start + scroll_y + y - 1 == self.cursor:
-            strip = _over(strip, self._style("step-pane--cursor"))
-        if y:
-            self._strips[key] = strip
-        return strip
+        return strip.crop_extend(scroll_x, scroll_x + width, base).apply_style(base)
 
     def _step_strip(
         self, step: int, metrics: dict[str, float], scroll_x: int, width: int, base: Style
