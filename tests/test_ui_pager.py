@@ -163,3 +163,13 @@ def test_realtime_clock_follows_the_recorded_times(monkeypatch) -> None:
     assert [fast.delay(s) for s in (0, 1, 2)] == [0.0, 1.0, 51.0]
     steps = replay._Clock(50.0, False, {})  # steps per second
     assert [steps.delay(s) for s in (7, 8)] == [0.02, 0.04]
+
+
+def test_a_running_pair_without_pair_json_shows_the_seed_and_devices_of_its_name() -> None:
+    from tuimon.store.index import _from_name
+
+    assert _from_name("20261130-101502_s0_cpu-cpu_3f9a") == (0, ("cpu", "cpu"))
+    assert _from_name("20261130-101502_s12_mps-cuda_3f9a_label") == (12, ("mps", "cuda"))
+    assert _from_name("20261130-101502_sx_cpu-cpu_3f9a") == (None, ("cpu", "cpu"))
+    assert _from_name("20261130-101502_s0_cuda-0-cpu_3f9a") == (None, None)  # ambiguous
+    assert _from_name("my-pair") == (None, None)
