@@ -173,3 +173,18 @@ def test_a_running_pair_without_pair_json_shows_the_seed_and_devices_of_its_name
     assert _from_name("20261130-101502_sx_cpu-cpu_3f9a") == (None, ("cpu", "cpu"))
     assert _from_name("20261130-101502_s0_cuda-0-cpu_3f9a") == (None, None)  # ambiguous
     assert _from_name("my-pair") == (None, None)
+
+
+def test_replaying_an_explained_pair_headless_says_what_explain_found(tmp_path, capsys) -> None:
+    import json
+    import shutil
+
+    from tuimon.cli import main
+
+    pair = tmp_path / "pair"
+    shutil.copytree(Path(__file__).parents[1] / "sample_logs" / "cpu-cpu-threads1", pair)
+    doc = json.loads((pair / "pair.json").read_text())
+    doc["explain"] = {"status": "no-trace", "message": "the reruns did not diverge"}
+    (pair / "pair.json").write_text(json.dumps(doc))
+    assert main(["replay", str(pair), "--headless"]) == 0
+    assert "explain: the reruns did not diverge" in capsys.readouterr().out
