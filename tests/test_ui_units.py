@@ -44,7 +44,9 @@ def test_cell_highlights_the_first_differing_digit() -> None:
     assert cell(-1234567.890123, -1234567.890124, 10) == ("-1….890123", 9)
     assert cell(2.000000001e-7, 2.000000002e-7, 10) == ("2.0…01e-07", 5)
     # 0.0 and -0.0 differ in their bits: the sign shows it
+    assert cell(0.0, 0.0, 10) == ("0", None)  # cached first: -0.0 == 0.0 must not hit it
     assert cell(-0.0, 0.0, 10) == ("-0.00000", 0)
+    assert cell(0.0, -0.0, 10) == ("0.00000", 0)
 
 
 @given(

@@ -57,8 +57,26 @@ def _digits_to_differ(a: float, b: float, start: int) -> int | None:
     return None
 
 
-@functools.lru_cache(maxsize=16384)
 def cell(
+    mine: float | None, other: float | None, width: int, sig: int = 6
+) -> tuple[str, int | None]:
+    """`_cell`, cached: rows are drawn again as they scroll. The signs are part of the key, as
+    -0.0 == 0.0 (and hash alike) but differ in their bits."""
+    return _cached(mine, other, width, sig, _negative(mine), _negative(other))
+
+
+def _negative(value: float | None) -> bool:
+    return value is not None and math.copysign(1.0, value) < 0
+
+
+@functools.lru_cache(maxsize=16384)
+def _cached(
+    mine: float | None, other: float | None, width: int, sig: int, _a: bool, _b: bool
+) -> tuple[str, int | None]:
+    return _cell(mine, other, width, sig)
+
+
+def _cell(
     mine: float | None, other: float | None, width: int, sig: int = 6
 ) -> tuple[str, int | None]:
     """`mine` in at most `width` cells, and the index where its text first differs from `other`.
