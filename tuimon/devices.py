@@ -44,15 +44,16 @@ def probe(python: str = sys.executable, timeout: float = 60.0) -> list[str] | No
     return [str(d) for d in devices] if isinstance(devices, list) else None
 
 
-def setup_hint(device: str) -> str:
-    """What to do about a device that is not available here."""
+def setup_hint(device: str, cpu: str = "--devices cpu,cpu") -> str:
+    """What to do about a device that is not available here (`cpu`: the option that runs on
+    the CPU instead, as the command asked takes it)."""
     if device.startswith("mps"):
         setup = "MPS needs macOS on Apple silicon and a torch built with MPS"
     elif device.startswith("cuda"):
         setup = "CUDA needs an NVIDIA GPU, its driver and a torch built with CUDA"
     else:
         setup = "check the device's setup"
-    return f"run on the CPU with --devices cpu,cpu, or set the device up ({setup})"
+    return f"run on the CPU with {cpu}, or set the device up ({setup})"
 
 
 def check(

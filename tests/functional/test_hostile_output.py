@@ -24,6 +24,7 @@ from tuimon.sanitize import clean
 from tuimon.store import PairWriter
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.browser import BrowserScreen
+from tuimon.ui.divergence import DivergencePanel
 from tuimon.ui.pair_screen import PairScreen
 
 HOSTILE = str(TESTS / "hostile_trainer.py")
@@ -119,7 +120,8 @@ async def test_pair_view_shows_hostile_text_literally(tmp_path: Path) -> None:
             await pilot.press(key)
             await pilot.pause()
             assert_literal(shown(app))
-        assert any("W_[red]E[/]" in n.message for n in app._notifications)
+        notes = screen.query_one(DivergencePanel).notes
+        assert any("W_[red]E[/]" in note for note in notes)
         await pilot.press("e", "a")  # the environment modal: env values and full commands
         await pilot.pause()
         svg = shown(app)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -71,3 +72,88 @@ def test_the_pattern_example_and_the_printed_shapes() -> None:
         parser = LineParser()
         got = parser.feed([shape.encode() + b"\n"]) + parser.close()
         assert len(got) == 1 and isinstance(got[0], Step), shape
+
+
+# --- every command example of the README -----------------------------------------------------
+
+REPO = README.parent
+
+
+def command_examples() -> list[str]:
+    """Every `tuimon ...` line of the README's shell blocks (continuations joined, comments,
+    `[optional]` groups and `...` left out): what a user would paste."""
+    out = []
+    for lang, body in re.findall(r"```(\w*)\n(.*?)```", README.read_text(), re.S):
+        if lang not in ("", "sh", "bash", "console", "shell"):
+            continue
+        for line in body.replace("\\\n", " ").splitlines():
+            part = line.split("&&")[-1].strip()
+            if not part.startswith("tuimon ") or part.startswith("tuimon pair: error"):
+                continue
+            part = re.sub(r"\s+#\s.*$", "", part)  # a comment after two spaces or more
+            part = re.sub(r"\[[^\]]*\]", "", part).replace(" ...", "")
+            out.append(" ".join(part.split()))
+    return out
+
+
+def test_the_readme_has_its_command_examples() -> None:
+    examples = command_examples()
+    assert len(examples) >= 25
+    assert any(e.startswith("tuimon replay sample_logs/") for e in examples)
+
+
+@pytest.mark.parametrize("example", command_examples())
+def test_every_readme_command_parses_as_written(example: str) -> None:
+    """Each example's subcommand takes each of its options (no unknown flag, no bad value)."""
+    from tuimon.cli import build_parser
+
+    argv = shlex.split(example)[1:]
+    try:
+        args, extra = build_parser().parse_known_args(argv)
+    except SystemExit as exc:  # argparse said why on stderr
+        pytest.fail(f"{example!r} does not parse (exit {exc.code})")
+    assert not extra, f"{example!r}: unknown arguments {extra}"
+    assert getattr(args, "handler", None) is not None
+
+
+def test_readme_replay_and_compare_of_the_sample_logs_run(capsys, monkeypatch) -> None:
+    """The examples that name files of the repository run as written (from its root)."""
+    monkeypatch.chdir(REPO)
+    runnable = [
+        e
+        for e in command_examples()
+        if any((REPO / word).exists() for word in shlex.split(e)[2:] if "/" in word)
+    ]
+    assert runnable
+    for example in runnable:
+        code = main(shlex.split(example)[1:])
+        err = capsys.readouterr().err
+        assert code in (0, 1), f"{example!r}: exit {code}: {err}"
+        assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "example",
+    [e for e in command_examples() if re.search(r"--devices? \S*(mps|cuda)", e)],
+)
+def test_gpu_and_mps_examples_refuse_clearly_here(example: str, capsys, tmp_path: Path) -> None:
+    """On a machine without the device, a GPU / MPS example ends with one line that says what
+    to do, in the options of the command that was run (exit 2, no traceback)."""
+    pytest.importorskip("torch")
+    from tuimon.workload.device import available_devices
+
+    wanted = re.findall(r"(mps|cuda)", example)
+    if all(any(d.startswith(w) for d in available_devices()) for w in wanted):
+        pytest.skip("this machine has the device: the example would run")
+    argv = shlex.split(example)[1:]
+    if "--launch" in argv or "--launch-a" in argv or "--launch-b" in argv:
+        pytest.skip("runs on another machine (ssh, srun): only parsed here")
+    argv = [a.replace("run.jsonl", str(tmp_path / "run.jsonl")) for a in argv]
+    if argv[0] in ("pair", "sweep"):
+        argv += ["--store", str(tmp_path / "store")]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    assert "not available here" in err
+    cpu = "--device cpu" if argv[0] == "train" else "--devices cpu,cpu"
+    assert cpu in err and (argv[0] != "train" or "--devices" not in err)

@@ -34,11 +34,19 @@ def test_cell_highlights_the_first_differing_digit() -> None:
     assert cell(1.5, 1.5, 12) == ("1.5", None)
     assert cell(1.5, None, 12) == ("1.5", None)
     assert cell(None, 1.5, 12) == ("·", None)
-    # differing beyond what fits: the marker carries the difference
-    text, at = cell(4.588051234567, 4.588051234568, 10)
-    assert text.endswith("…") and at == len(text) - 1 and len(text) <= 10
+    # differing beyond what fits: the shared digits are cut in the middle, the differing
+    # digit stays on screen, and the two sides never read the same
+    assert cell(4.588051234567, 4.588051234568, 10) == ("4.5…234567", 9)
+    assert cell(4.588051234568, 4.588051234567, 10) == ("4.5…234568", 9)
+    one_ulp = np.nextafter(4.7490261234567891, 5.0)
+    mine, theirs = cell(4.7490261234567891, one_ulp, 10), cell(one_ulp, 4.7490261234567891, 10)
+    assert mine[0] != theirs[0] and mine[0].startswith("4.7…") and mine[1] == theirs[1]
+    assert cell(-1234567.890123, -1234567.890124, 10) == ("-1….890123", 9)
+    assert cell(2.000000001e-7, 2.000000002e-7, 10) == ("2.0…01e-07", 5)
     # 0.0 and -0.0 differ in their bits: the sign shows it
+    assert cell(0.0, 0.0, 10) == ("0", None)  # cached first: -0.0 == 0.0 must not hit it
     assert cell(-0.0, 0.0, 10) == ("-0.00000", 0)
+    assert cell(0.0, -0.0, 10) == ("0.00000", 0)
 
 
 @given(
@@ -53,6 +61,9 @@ def test_cell_fits_and_never_hides_a_difference(a: float, b: float, width: int) 
     assert (at is None) == same
     if at is not None:
         assert 0 <= at < len(text)
+        other, _ = cell(b, a, width)
+        if width >= 10 and len(text) == len(other):  # the lit digit tells the two apart
+            assert text != other or text[at] == "…"
 
 
 def test_fmt_number_specials() -> None:

@@ -52,8 +52,10 @@ def run(args: argparse.Namespace) -> int:
     logs = resolve_logs(args.paths, reading(args) if args.pattern or args.map else None)
     headless = args.headless or not terminal("replay")
     speed = args.speed
+    if speed is None and args.realtime:  # the recorded pace itself (--speed multiplies it)
+        speed = 1.0
     if speed is None:  # nobody watches a pipe: no pacing unless asked for
-        piped = headless and not args.realtime and not sys.stdout.isatty()
+        piped = headless and not sys.stdout.isatty()
         speed = math.inf if piped else REPLAY_SPEED
 
     def make(on_batch):  # type: ignore[no-untyped-def]

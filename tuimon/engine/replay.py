@@ -16,6 +16,35 @@ from tuimon.store import PAIR_JSON, SIDES, SavedLogs
 
 YIELD_EVERY = 64
 """Steps fed between two yields to the event loop when the pace needs no sleep."""
+TICK = 0.05
+"""Seconds between two feeds at most 20 a second: the steps due in between go together (one
+event, one judge of a block), so a paced replay costs per tick, not per step."""
+
+
+class _Clock:
+    """When each step is due: `shown / speed` steps/s, or the recorded `t` / `speed`."""
+
+    def __init__(
+        self, speed: float, realtime: bool, times: dict[int, float], start_at: int | None = None
+    ) -> None:
+        self.pace = (speed, realtime)
+        self.times = times
+        self.start = time.monotonic()
+        self.first_t: float | None = times.get(start_at) if start_at is not None else None
+        self.shown = 0
+
+    def delay(self, step: int) -> float:
+        """Seconds until `step` is due (<= 0: due already)."""
+        speed, realtime = self.pace
+        self.shown += 1
+        if realtime:
+            t = self.times.get(step) or 0.0
+            if self.first_t is None:
+                self.first_t = t
+            due = (t - self.first_t) / speed
+        else:
+            due = self.shown / speed
+        return due - (time.monotonic() - self.start)
 
 
 class ReplaySource:
@@ -103,33 +132,36 @@ class ReplaySource:
         times = {
             r.step: r.t for recs in parsed.values() for r in recs if isinstance(r, Step) and r.t
         }
-        start, shown = time.monotonic(), 0
-        first_t = times.get(steps[0]) if steps else None
-        self._pace = (self.speed, self.realtime)
+        clock = _Clock(self.speed, self.realtime, times)
+        fed: int | None = None  # the last step whose lines were put
         for step in steps:
             if self._stopped:
                 break
-            await self._feed_until(step, parsed, cursors, queue)
             if self.jump_to is not None and step < self.jump_to:
-                if step % YIELD_EVERY == 0:
-                    await asyncio.sleep(0)  # let the view breathe while fast-forwarding
+                if step % YIELD_EVERY == 0:  # fast-forward in chunks, letting the view breathe
+                    await self._feed_until(step, parsed, cursors, queue)
+                    await asyncio.sleep(0)
                 continue
             self.jump_to = None
-            if self.paused or self._pace != (self.speed, self.realtime):
+            if self.paused or clock.pace != (self.speed, self.realtime):
+                await self._feed_until(step, parsed, cursors, queue)
+                fed = step
                 await self._resume.wait()  # a pause or a new speed starts a new clock
-                self._pace = (self.speed, self.realtime)
-                start, shown, first_t = time.monotonic(), 0, times.get(step)
-            shown += 1
-            if self.realtime:
-                due = ((times.get(step) or 0.0) - (first_t or 0.0)) / self.speed
-            else:
-                due = shown / self.speed
-            delay = due - (time.monotonic() - start)
-            if delay > 0:
+                clock = _Clock(self.speed, self.realtime, times, start_at=step)
+                continue
+            delay = clock.delay(step)
+            if delay > 0:  # the steps due so far go in one event, then wait (TICK at least)
+                if fed != step:
+                    await self._feed_until(step, parsed, cursors, queue)
+                    fed = step
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), delay)
-            elif shown % YIELD_EVERY == 0:
+                    await asyncio.wait_for(self._stopping.wait(), max(delay, TICK))
+            elif clock.shown % YIELD_EVERY == 0:
+                await self._feed_until(step, parsed, cursors, queue)
+                fed = step
                 await asyncio.sleep(0)
+        if steps and not self._stopped:
+            await self._feed_until(steps[-1], parsed, cursors, queue)
         await self._end(parsed, cursors, queue)
 
     async def _feed_until(

@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from tuimon.engine.align import CLOSE, DIVERGED, IDENTICAL, MetricFilter
+from tuimon.engine.artifacts import describe_freqs
 from tuimon.engine.consent import Planned, quote, show
 from tuimon.engine.hints import likely_causes
 from tuimon.engine.plan import SIDES, PairPlan
@@ -103,6 +104,10 @@ def key_frequencies(meta: Mapping[str, Any]) -> str | None:
     if not isinstance(artifacts, Mapping):
         return None
     for name, value in artifacts.items():
+        nested = value.get("key_freqs") if isinstance(value, Mapping) else None
+        if isinstance(nested, Mapping):  # the reference workload's, under its embedding
+            with contextlib.suppress(KeyError, TypeError):
+                return describe_freqs(nested).removeprefix("; key frequencies ")
         if "freq" not in str(name).lower():
             continue
         if isinstance(value, Mapping) and any(s in value for s in SIDES):

@@ -107,6 +107,8 @@ def run_headless(
             from tuimon.engine.explain import explain_after
 
             report.explained = explain_after(session, lambda text: console.print(Text(text)))
+        elif session.logs is not None and isinstance(session.logs.doc.more.get("explain"), dict):
+            report.explained = session.logs.doc.more["explain"]  # a replayed, explained pair
         report.artifacts = end_artifacts(session)
         out.write(report.json_line() if as_json else report.text())
         out.flush()

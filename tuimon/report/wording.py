@@ -185,6 +185,15 @@ def metric_max_line(name: str, worst: Mapping[str, Any]) -> str:
     return f"  {clean(name, 80):<16} max rel diff {worst['rel']:.3g} at step {worst['step']}"
 
 
+def metric_parts_line(name: str, step: int, diff: Any) -> str:
+    """Where one metric first parts: its step, both values in full, abs / rel / ULPs apart
+    (`diff` an `align.MetricDiff`)."""
+    return (
+        f"{clean(name, 80)}: step {step} · a {diff.a!r} · b {diff.b!r} · abs {diff.abs:.3g}"
+        f" · rel {diff.rel:.3g} · {diff.ulps} ULP{'s' if diff.ulps != 1 else ''}"
+    )
+
+
 def short_command(command: str) -> list[str]:
     """A run's command from the script on: `/x/.venv/bin/python3 -m tuimon train --seed 0` is
     `tuimon train --seed 0`, `python my_train.py --lr 1` is `my_train.py --lr 1`."""

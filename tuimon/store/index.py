@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -48,12 +49,15 @@ def _info(path: Path, mtime: float) -> PairInfo:
     created = doc.created
     if created is None:
         created = datetime.fromtimestamp(mtime, tz=timezone.utc).isoformat(timespec="seconds")
+    seed, devices = doc.seed, doc.devices
+    if raw is None:  # no pair.json yet (a pair still running): what its name says
+        seed, devices = _from_name(path.name)
     return PairInfo(
         path=path,
         name=path.name,
         created=created,
-        seed=doc.seed,
-        devices=doc.devices,
+        seed=seed,
+        devices=devices,
         status=doc.status,
         verdict=_str(summary.get("verdict")),
         steps=_int(summary.get("steps_compared")),
@@ -63,6 +67,19 @@ def _info(path: Path, mtime: float) -> PairInfo:
         sweep=_str(doc.more.get("sweep")),
         running=is_running(path),
     )
+
+
+_NAME = re.compile(r"^\d{8}-\d{6}_s(\d+|x)_([A-Za-z0-9.]+)-([A-Za-z0-9.]+)_[0-9a-f]{4}(?:_|$)")
+
+
+def _from_name(name: str) -> tuple[int | None, tuple[str, str] | None]:
+    """Seed and devices from a pair directory's name (`20261130-101502_s0_cpu-cpu_3f9a`), where
+    the name says them unambiguously; (None, None) otherwise."""
+    match = _NAME.match(name)
+    if match is None:
+        return None, None
+    seed = int(match[1]) if match[1] != "x" else None
+    return seed, (match[2], match[3])
 
 
 def _timestamp(created: str | None, fallback: float) -> float:

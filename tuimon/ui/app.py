@@ -22,7 +22,7 @@ from tuimon.report.sweep import print_result
 from tuimon.ui.browser import BrowserScreen
 from tuimon.ui.confirm import REFUSED, CommandsScreen
 from tuimon.ui.footer_fit import FitsFooter
-from tuimon.ui.modals import HelpScreen
+from tuimon.ui.modals import HELP_TEXT, HelpScreen
 from tuimon.ui.pair_screen import PairScreen, SessionStarted
 from tuimon.ui.sweep_screen import SweepScreen
 from tuimon.ui.workers import ReportsWorkerErrors
@@ -159,7 +159,8 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
         if not isinstance(self.screen, HelpScreen):
             screen = self.screen
             bindings = screen.all_bindings if isinstance(screen, FitsFooter) else None
-            self.push_screen(HelpScreen(bindings or screen.active_bindings))
+            text = HELP_TEXT if isinstance(screen, PairScreen) else ""
+            self.push_screen(HelpScreen(bindings or screen.active_bindings, text))
 
     async def action_help_quit(self) -> None:  # type: ignore[override]  # textual awaits it
         """ctrl+c quits too (a live pair asks first), as in any terminal program."""

@@ -151,6 +151,7 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         Binding(
             "f5,ctrl+r", "reload", "Reload", id="reload", show=False, tooltip="Read the store again"
         ),
+        Binding("question_mark", "app.help", "Help", key_display="?", id="help", tooltip="Keys"),
         Binding("q", "quit", "Quit", id="quit", tooltip="Quit tuimon"),
     ]
     COMMANDS = {ScreenActions}  # noqa: RUF012

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from collections import deque
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Sparkline, Static
+from textual.timer import Timer
+from textual.widgets import Static
 
 from tuimon.engine.align import VERDICTS
 from tuimon.report.wording import WAITING
 from tuimon.ui.pair_model import DIVERGENCE, PairModel
 from tuimon.ui.series import EQUAL_LEVEL, ZERO_LEVEL
+from tuimon.ui.sparkbars import SparkBars
+from tuimon.ui.statics import show_text
 from tuimon.ui.text import clean, sci
 
 
@@ -37,11 +42,19 @@ class DivergencePanel(Vertical):
     """First divergence, a bounded sparkline of log10 divergence, current/max, the verdict."""
 
     _verdict = ""
+    _message: str | None = None
+    _note_timer: Timer | None = None
+    notes: deque[str]
+    """The last notes shown (tests read them)."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.notes = deque(maxlen=20)
 
     def compose(self) -> ComposeResult:
         yield Static(Text("no step compared yet"), id="first-divergence")
         with Horizontal(id="spark-row"):
-            yield Sparkline([], id="spark")
+            yield SparkBars(id="spark")
             yield Static(Text(""), id="spark-legend")
         with Horizontal(id="numbers-row"):
             yield Static(Text(""), id="numbers")
@@ -51,13 +64,11 @@ class DivergencePanel(Vertical):
     def show(self, model: PairModel, series: str) -> None:
         """Draw what the model holds, the sparkline following `series`."""
         first = self.query_one("#first-divergence", Static)
-        first.update(Text(model.first_line(), no_wrap=True, overflow="ellipsis"), layout=False)
+        show_text(first, Text(model.first_line(), no_wrap=True, overflow="ellipsis"))
         first.set_class(model.first_divergent_step is not None, "diverged")
         bucket = model.spark.get(series) or model.spark[DIVERGENCE]
         values, lo, hi = spark_data(bucket.data())
-        spark = self.query_one("#spark", Sparkline)
-        if list(spark.data or []) != values:
-            spark.data = values
+        self.query_one("#spark", SparkBars).set_data(values)
         legend = Text(no_wrap=True, overflow="ellipsis")
         legend.append(f"{clean(series)} (m)\n", "bold")
         if lo is None:
@@ -65,7 +76,7 @@ class DivergencePanel(Vertical):
         else:
             legend.append(f"log10 {lo:.1f} … {hi:.1f}\n")
         legend.append("▁ bitwise equal")
-        self.query_one("#spark-legend", Static).update(legend, layout=False)
+        show_text(self.query_one("#spark-legend", Static), legend)
 
         summary = model.summary
         numbers = Text(no_wrap=True, overflow="ellipsis")
@@ -85,7 +96,7 @@ class DivergencePanel(Vertical):
                 numbers.append(" · skipped " + ", ".join(f"{s} {n}" for s, n in counts.items()))
         if bucket.width > 1:
             numbers.append(f" · {bucket.width} steps/bar")
-        self.query_one("#numbers", Static).update(numbers, layout=False)
+        show_text(self.query_one("#numbers", Static), numbers)
 
         verdict_widget = self.query_one("#verdict", Static)
         verdict = summary.verdict if summary is not None else None
@@ -98,11 +109,36 @@ class DivergencePanel(Vertical):
             verdict_widget.update(Text(shown, no_wrap=True))
         for name in VERDICTS:
             verdict_widget.set_class(verdict == name, f"verdict-{name.lower()}")
-        if model.message:
-            self.query_one("#message", Static).update(
-                Text(clean(model.message), no_wrap=True, overflow="ellipsis"), layout=False
+        self._message = model.message or self._message
+        if model.message and self._note_timer is None:
+            show_text(
+                self.query_one("#message", Static),
+                Text(clean(model.message), no_wrap=True, overflow="ellipsis"),
             )
 
     def say(self, message: str) -> None:
         """Replace the status line."""
-        self.query_one("#message", Static).update(Text(clean(message), no_wrap=True))
+        self._message = message
+        if self._note_timer is None:
+            show_text(self.query_one("#message", Static), Text(clean(message), no_wrap=True))
+
+    def note(self, message: str, *, severity: str = "information", timeout: float = 4) -> None:
+        """A passing note on the status line for `timeout` seconds, then the status again (a
+        toast would cover pane B's rows on a narrow terminal)."""
+        if self._note_timer is not None:
+            self._note_timer.stop()
+        line = " · ".join(part for part in clean(message, None).splitlines() if part.strip())
+        widget = self.query_one("#message", Static)
+        show_text(widget, Text(line, no_wrap=True, overflow="ellipsis"))
+        widget.set_class(severity == "error", "note-error")
+        widget.set_class(severity == "warning", "note-warning")
+        widget.add_class("note")
+        self.notes.append(line)
+        self._note_timer = self.set_timer(max(0.5, timeout), self._end_note)
+
+    def _end_note(self) -> None:
+        self._note_timer = None
+        widget = self.query_one("#message", Static)
+        widget.remove_class("note", "note-error", "note-warning")
+        text = Text(clean(self._message or ""), no_wrap=True, overflow="ellipsis")
+        show_text(widget, text)

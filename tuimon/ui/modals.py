@@ -9,9 +9,9 @@ from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, DataTable, Footer, Static
+from textual.widgets import Button, DataTable, Footer, Input, Static
 
 from tuimon.ui.pair_model import EnvRow
 from tuimon.ui.text import clean
@@ -129,8 +129,11 @@ class EnvDiffScreen(ModalScreen[None]):
 HELP_TEXT = (
     "The two panes show the same steps side by side: a row in A is the same step as the row "
     "beside it in B (blank where a side has not logged it). The first digit that differs from "
-    "the other side is lit; a number cut to fit ends in … (w shows every digit). ▶ marks the "
-    "first divergent step. Below: where the runs part, the log10 divergence (▁ bitwise equal), "
+    "the other side is lit; when a number does not fit, the digits both sides share are cut in "
+    "the middle (4.7…260831) so the differing digit stays on screen (w shows every digit, p "
+    "each metric's first differing values in full). ▶ marks the first divergent step; the "
+    "cursor row (: ] [ / n N) is what y and Y copy. Below: where the runs part, the log10 "
+    "divergence (▁ bitwise equal), "
     "now / max, and the verdict. Counts are steps done / steps planned. Text from the runs is "
     "shown escaped (^[ is ESC)."
 )
@@ -143,16 +146,17 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,question_mark,f1,q", "close", "Close", id="close"),
     ]
 
-    def __init__(self, bindings: Mapping[str, Any]) -> None:
+    def __init__(self, bindings: Mapping[str, Any], text: str = HELP_TEXT) -> None:
         super().__init__(classes="help")
+        self.text = text
         self.keys: list[tuple[str, str]] = []
         seen: set[str] = set()
         for key, active in bindings.items():
             binding = active.binding
-            if not binding.show or binding.action in seen or not binding.description:
-                continue
+            if binding.action in seen or not (binding.tooltip or binding.show):
+                continue  # a key of its own has a tooltip; Textual's scrolling keys have none
             seen.add(binding.action)
-            shown = binding.key_display or key
+            shown = binding.key_display or _key_name(key)
             self.keys.append((shown, binding.tooltip or binding.description))
 
     def compose(self) -> ComposeResult:
@@ -164,10 +168,85 @@ class HelpScreen(ModalScreen[None]):
                 table.append(f"{what}\n")
             table.append(f"{'ctrl+c':>7}  ", Style(bold=True))
             table.append("Quit, as q (a running pair asks first)\n")
-            table.append(f"{'ctrl+p':>7}  ", Style(bold=True))
-            table.append("Every command, searchable")
+            if not any(key == "ctrl+p" for key, _ in self.keys):
+                table.append(f"{'ctrl+p':>7}  ", Style(bold=True))
+                table.append("Every command, searchable")
             yield Static(table, id="help-keys")
-            yield Static(Text(HELP_TEXT, style=Style(dim=True)), id="help-text")
+            if self.text:
+                yield Static(Text(self.text, style=Style(dim=True)), id="help-text")
+
+    def action_close(self) -> None:
+        """Back to the view."""
+        self.dismiss(None)
+
+
+KEY_NAMES = {
+    "question_mark": "?",
+    "slash": "/",
+    "colon": ":",
+    "left_square_bracket": "[",
+    "right_square_bracket": "]",
+    "equals_sign": "=",
+    "plus": "+",
+    "minus": "-",
+}
+
+
+def _key_name(key: str) -> str:
+    """A key as printed on the keyboard (`]`, not `right_square_bracket`)."""
+    return KEY_NAMES.get(key, key)
+
+
+class AskScreen(ModalScreen[str | None]):
+    """One line of input (a step number, a search); Enter answers, Esc cancels (None)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="cancel")]  # noqa: RUF012
+
+    def __init__(self, question: str, *, value: str = "", placeholder: str = "") -> None:
+        super().__init__(classes="ask")
+        self.question = question
+        self.value = value
+        self.placeholder = placeholder
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="ask-box"):
+            yield Static(Text(self.question, style=Style(bold=True)), id="ask-question")
+            yield Input(self.value, placeholder=self.placeholder, id="ask-input")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter answers with the text typed."""
+        self.dismiss(event.value)
+
+    def action_cancel(self) -> None:
+        """Esc: no answer."""
+        self.dismiss(None)
+
+
+class LinesScreen(ModalScreen[None]):
+    """Lines of text to read whole (wrapped, scrollable); Esc or q closes."""
+
+    BINDINGS = [Binding("escape,q,i,p", "close", "Close", id="close")]  # noqa: RUF012
+
+    def __init__(self, title: str, lines: list[Text]) -> None:
+        super().__init__(classes="lines")
+        self.heading = title
+        self.lines = lines
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="lines-box"):
+            yield Static(Text(f"{self.heading} · Esc closes", style=Style(bold=True)))
+            with VerticalScroll(id="lines-scroll"):
+                for line in self.lines:
+                    yield Static(line, classes="line")
+
+    def on_mount(self) -> None:
+        """Arrow keys scroll the text."""
+        self.query_one("#lines-scroll").focus()
+
+    @property
+    def text(self) -> str:
+        """Every line as plain text (tests read it)."""
+        return "\n".join(line.plain for line in self.lines)
 
     def action_close(self) -> None:
         """Back to the view."""

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from tuimon.engine import fingerprints
-from tuimon.engine.align import AlignedStep, Summary
+from tuimon.engine.align import AlignedStep, MetricDiff, Summary
 from tuimon.engine.artifacts import lines as artifact_lines
 from tuimon.engine.session import Batch, SideState
 from tuimon.report.wording import parting_line
@@ -260,6 +260,9 @@ class PairModel:
     done: bool = False
     artifacts: dict[str, Any] = field(default_factory=dict)
     """What both runs saved at the end, compared (pair.json's `artifacts`, e.g. W_E)."""
+    parts: dict[str, tuple[int, MetricDiff]] = field(default_factory=dict)
+    """Where each metric first parts (its first step whose two values differ), in order seen."""
+    _known: set[str] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
         self.spark.setdefault(DIVERGENCE, BucketSeries(SPARK_BUCKETS))
@@ -291,25 +294,32 @@ class PairModel:
                 break
         if not steps:
             return
-        if not self.columns:
-            self.columns = choose_columns(steps[0].metrics)
+        self._add_columns(steps)
         xs = np.fromiter((s.step for s in steps), np.float64, len(steps))
         for metric in curve_metrics(self.columns):
             ys = np.fromiter((s.metrics.get(metric, np.nan) for s in steps), np.float64, len(steps))
             curve = self.curves.setdefault((side, metric), CurveSeries(CURVE_POINTS))
             curve.extend(xs, ys)
 
+    def _add_columns(self, steps: Sequence[Step]) -> None:
+        """Columns from the first step record, and each metric that appears later (a
+        validation loss logged every N steps, an `lr` on odd steps) gets its own at the end."""
+        if not self.columns:
+            self.columns = choose_columns(steps[0].metrics)
+        known = self._known
+        known.update(self.columns)
+        for s in steps:
+            if not known.issuperset(s.metrics):
+                late = [m for m in s.metrics if m not in known]
+                self.columns = [*self.columns, *late]
+                known.update(late)
+
     def add_aligned(self, aligned: Sequence[AlignedStep]) -> None:
         """Sparkline levels, the current divergence, the first divergent step."""
         n = len(aligned)
         if not n:
             return
-        if not self.metrics:
-            shared = aligned[0].diffs.keys()
-            self.metrics = [c for c in self.columns if c in shared][:MAX_SERIES]
-            self.metrics += [m for m in shared if m not in self.metrics][
-                : MAX_SERIES - len(self.metrics)
-            ]
+        self._add_series(aligned)
         div = np.fromiter((s.divergence for s in aligned), np.float64, n)
         equal = np.fromiter((s.equal for s in aligned), bool, n)
         self.spark[DIVERGENCE].extend(levels(div, equal))
@@ -321,6 +331,9 @@ class PairModel:
                 (s.diffs[metric].equal if metric in s.diffs else True for s in aligned), bool, n
             )
             self.spark.setdefault(metric, BucketSeries(SPARK_BUCKETS)).extend(levels(rel, eq))
+        differing = np.flatnonzero(~equal)
+        if len(differing):
+            self._add_parts(aligned, [int(i) for i in differing])
         step = self.first_divergent_step
         if step is not None and (self.first is None or self.first.step != step):
             self._keep_first(step, [aligned[int(i)] for i in np.flatnonzero(~equal)])
@@ -328,6 +341,29 @@ class PairModel:
         self.current = float(div[-1])
         self.first_step = aligned[0].step if self.first_step is None else self.first_step
         self.last_step = aligned[-1].step
+
+    def _add_series(self, aligned: Sequence[AlignedStep]) -> None:
+        """Shared metrics get a sparkline series (column order, late ones too, bounded)."""
+        if len(self.metrics) >= MAX_SERIES:
+            return
+        shared: dict[str, None] = {}
+        for s in (aligned[0], aligned[-1]):
+            shared.update(dict.fromkeys(s.diffs))
+        new = [c for c in self.columns if c in shared and c not in self.metrics]
+        new += [m for m in shared if m not in self.metrics and m not in new]
+        self.metrics += new[: MAX_SERIES - len(self.metrics)]
+
+    def _add_parts(self, aligned: Sequence[AlignedStep], differing: Sequence[int]) -> None:
+        """Where each metric first parts: its step and both values, once."""
+        parts = self.parts
+        first, last = aligned[differing[0]].diffs.keys(), aligned[-1].diffs.keys()
+        if parts.keys() >= first and parts.keys() >= last:
+            return  # every metric has parted already (the usual case once the runs diverge)
+        for i in differing:
+            s = aligned[i]
+            for name, d in s.diffs.items():
+                if not d.equal and name not in parts:
+                    parts[name] = (s.step, d)
 
     def _keep_first(self, step: int, differing: Sequence[AlignedStep]) -> None:
         """The values at the summary's first divergent step, when its row is among these."""

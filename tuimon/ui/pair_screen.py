@@ -13,38 +13,43 @@ import time
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Footer, Header
 from textual.worker import Worker, WorkerState
 
-from tuimon.engine.artifacts import lines as artifact_lines
+from tuimon.engine.explain import saved_line
 from tuimon.engine.saved import resolve_logs
 from tuimon.engine.session import Batch, PairSession, SideState
 from tuimon.errors import ReplayError
-from tuimon.report.wording import account_lines, headline
 from tuimon.steplog import Record
 from tuimon.store import SIDES, SavedLogs
 from tuimon.ui.chart import CurvesView
 from tuimon.ui.commands import ScreenActions
 from tuimon.ui.divergence import DivergencePanel
 from tuimon.ui.footer_fit import FitsFooter
-from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen, HelpScreen
+from tuimon.ui.modals import ConfirmScreen, HelpScreen
+from tuimon.ui.pager import Pager
+from tuimon.ui.pager_keys import PAGER_BINDINGS, PagerKeys
+from tuimon.ui.pair_info import summary_lines
 from tuimon.ui.pair_model import DIVERGENCE, PairFeed, PairModel, PairRows
 from tuimon.ui.panes import SideHeader, StepPane
 from tuimon.ui.replay_controls import ReplayControls
 from tuimon.ui.saved import SavedPair, load_saved, window
 from tuimon.ui.text import clean
+from tuimon.ui.view_keys import ViewKeys
 from tuimon.ui.workers import ReportsWorkerErrors, read_then_show
 
 MAX_LINES = 2000
-DRAW_EVERY = 0.2
+DRAW_EVERY = 0.5
 """Seconds between two draws of a streaming pair (batches in between are taken, not drawn)."""
 STOP_QUESTION = "Stop both runs? The partial pair is saved."
 SessionFactory = Callable[[Callable[[Batch], None]], PairSession]
@@ -79,10 +84,26 @@ class SessionStarted(Message):
         self.session = session
 
 
-class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
+class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[None]):
     """Two runs side by side: live (a session), replay (a paced session) or saved; see `Shows`."""
 
-    FOOTER_DROP_ORDER = ("folder", "metric", "digits", "env", "slower", "faster", "curves")
+    FOOTER_DROP_ORDER = (
+        "folder",
+        "export",
+        "copy-row",
+        "parts",
+        "previous-divergence",
+        "search",
+        "jump",
+        "metric",
+        "digits",
+        "env",
+        "info",
+        "next-divergence",
+        "slower",
+        "faster",
+        "curves",
+    )
 
     BINDINGS = [  # noqa: RUF012
         Binding("space", "pause", "Pause", id="pause", tooltip="Pause or resume the replay"),
@@ -124,6 +145,7 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
             id="folder",
             tooltip="Show and copy the saved pair's folder",
         ),
+        *PAGER_BINDINGS,
         Binding("escape", "back", "Back", id="back", tooltip="Back to the list of pairs"),
         Binding("question_mark", "help", "Help", key_display="?", id="help", tooltip="Keys"),
         Binding("q", "quit", "Quit", id="quit", tooltip="Quit tuimon"),
@@ -159,6 +181,7 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         self.follow = True
         self.stopping = False
         self.replay = ReplayControls(self, self)
+        self.pager = Pager(self)
         self._curves_dirty = True
         self._columns: list[str] = []
         self._last_draw = 0.0
@@ -339,22 +362,24 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         self._remember_summary()
 
     def _remember_summary(self) -> None:
-        """What the shell shows after the app exits (as headless prints it)."""
-        summary = self.model.summary
-        if summary is None:
-            return
-        lines = [headline(summary), *account_lines(summary)]
-        lines += [clean(line, None) for line in artifact_lines(self.model.artifacts)]
-        if self.model.pair_path is not None:
-            saved = self.shows == Shows.LIVE  # a replay or a saved pair saves nothing
-            lines.append(f"pair {'saved in' if saved else 'replayed from'} "
-                         f"{clean(self.model.pair_path, None)}")  # fmt: skip
-        self.app.summary_lines = lines  # type: ignore[attr-defined]
+        """What the shell shows after the app exits (as headless prints it, with errors)."""
+        replayed = self.shows != Shows.LIVE  # a replay or a saved pair saves nothing
+        lines = summary_lines(self.model, self.pair_doc(), replayed=replayed)
+        if lines:
+            self.app.summary_lines = lines
 
-    def _draw_curves(self) -> None:
-        if self._curves_dirty:
-            self.query_one(CurvesView).show(self.model)
-            self._curves_dirty = False
+    def pair_doc(self) -> dict[str, Any] | None:
+        """The pair's document (pair.json, or the running session's), for hints and explain."""
+        if self.saved is not None:
+            return self.saved.logs.doc.to_json()
+        if self.session is not None and self.session.logs is not None:
+            return self.session.logs.doc.to_json()
+        if self.session is not None:
+            try:
+                return self.session.pair_doc().to_json()
+            except Exception:  # a session still starting knows too little: no hints yet
+                return None
+        return None
 
     def _on_done(self, batch: Batch) -> None:
         if self.stopping:
@@ -370,15 +395,22 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         """The replay's last batch: what the saved pair says of its artifacts."""
         if self.session is None or self.session.logs is None:
             return
-        if not self.model.artifacts and self.session.logs.doc.artifacts:
-            self.model.artifacts = dict(self.session.logs.doc.artifacts)
+        doc = self.session.logs.doc
+        if not self.model.artifacts and doc.artifacts:
+            self.model.artifacts = dict(doc.artifacts)
+        told = [p for p in (batch.message or "").split("; ") if p and "at the end:" not in p]
+        explained = saved_line(doc.more)
         self.model.message = "; ".join(
-            [*self.model.artifact_lines(), batch.message or "replay finished"]
+            [
+                *self.model.artifact_lines(),
+                *([explained] if explained else []),
+                *(told or ["replay finished"]),
+            ]
         )
         self._refresh_views()
 
     def _live_ended(self, batch: Batch) -> None:
-        """The live pair's last batch: where it is saved, its artifacts, a toast."""
+        """The live pair's last batch: where it is saved and its artifacts, on the bottom line."""
         if self.session is not None:
             self.model.artifacts = dict(self.session.artifacts)
             told = [p for p in (batch.message or "").split("; ") if p and "at the end:" not in p]
@@ -387,14 +419,6 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
                 told.insert(0, f"pair saved in {batch.pair_path}")
             self.model.message = "; ".join([*told, *self.model.artifact_lines()]) or None
             self._refresh_views()
-        if batch.pair_path is not None:
-            verdict = self.model.summary.verdict if self.model.summary else "–"
-            self.notify(
-                f"verdict {verdict} · the folder is on the bottom line (o copies it)",
-                title="pair finished",
-                markup=False,
-                timeout=4,
-            )
 
     def _show_saved(self, saved: SavedPair) -> None:
         self.saved = saved
@@ -403,13 +427,27 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         self._show_headers(saved.model.sides, live=False)
         self._refresh_views()
 
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """A note on the bottom line for a few seconds, never a toast over the panes' rows."""
+        text = f"{title}: {message}" if title else message
+        self.query_one(DivergencePanel).note(text, severity=severity, timeout=timeout or 4)
+
     def update_subtitle(self) -> None:
         """The header: the state first (finished, following), the app's title cut to fit."""
         parts = [self.shows.value]
         if self.model.done and self.shows is not Shows.SAVED:
             parts.insert(0, self._ended())
         parts += self.replay.words()
-        parts.append("following" if self.follow else "held (f follows)")
+        if self.shows is not Shows.SAVED and not self.model.done:  # nothing new will come
+            parts.append("following" if self.follow else "held (f follows)")
         self.sub_title = " · ".join(parts)
         # the header keeps 8 cells for its icon, 10 for the clock, 2 of padding, 3 for " — "
         room = max(12, (self.size.width or 120) - len(self.sub_title) - 24)
@@ -457,12 +495,28 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         return self.model.first_divergent_step
 
     def scroll_panes_to(self, step: int) -> bool:
-        if self.buffers_hold(step):
-            self.set_follow(False)
-            for side in SIDES:
-                self.pane(side).scroll_to_step(step)
+        """Both panes on `step`, the cursor on it; False when they no longer hold it."""
+        index = self.rows.index_of(step)
+        if index is not None and self.buffers_hold(step):
+            self.pager.put(index)
             return True
         return False
+
+    def show_cursor(self, index: int) -> None:
+        """The pager's cursor on a kept row, in the middle of both panes (following stops)."""
+        self.set_follow(False)
+        for side in SIDES:
+            pane = self.pane(side)
+            pane.cursor = self.pager.cursor
+            pane.scroll_to_index(index)
+
+    def jump_far(self, step: int) -> bool:
+        """Read the lines around a step the panes no longer hold (logs on disk); False if none."""
+        logs = self.logs_on_disk()
+        if logs is None:
+            return False
+        self._load_window(step, logs)
+        return True
 
     def buffers_hold(self, step: int) -> bool:
         """Both panes still hold the line of `step`."""
@@ -488,7 +542,7 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         if step is not None:
             if self.scroll_panes_to(step):
                 self.notify(f"first divergence: step {step}", timeout=2)
-            elif (logs := self._logs_on_disk()) is not None:
+            elif (logs := self.logs_on_disk()) is not None:
                 self._load_window(step, logs)
             else:
                 self.notify(
@@ -500,7 +554,7 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         if not self.replay.find_and_jump():
             self.notify(self.model.first_line(), markup=False, timeout=3)
 
-    def _logs_on_disk(self) -> SavedLogs | None:
+    def logs_on_disk(self) -> SavedLogs | None:
         """The two logs to read a window from: a saved pair's, a replay's, a finished pair's."""
         if self.saved is not None:
             return self.saved.logs
@@ -527,57 +581,7 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         self.set_follow(False)
         self._fill_panes(lines, {})
         self.call_after_refresh(self.scroll_panes_to, step)
-        self.notify(f"first divergence: step {step} (lines around it loaded)")
-
-    def action_wide(self) -> None:
-        """Every digit of every number, or what fits the panes."""
-        for side in SIDES:
-            pane = self.pane(side)
-            pane.set_wide(not pane.wide)
-
-    def action_cycle_metric(self) -> None:
-        """The sparkline follows the next shared metric (then the divergence again)."""
-        names = self.model.series_names()
-        self.series = (
-            names[(names.index(self.series) + 1) % len(names)]
-            if self.series in names
-            else DIVERGENCE
-        )
-        self.query_one(DivergencePanel).show(self.model, self.series)
-        self.notify(f"sparkline follows {clean(self.series, 80)}", markup=False, timeout=2)
-
-    def action_curves(self) -> None:
-        """Switch between the panes and the loss curves."""
-        switcher = self.query_one("#views", ContentSwitcher)
-        switcher.current = "panes" if switcher.current == "curves" else "curves"
-        if switcher.current == "curves":
-            self._draw_curves()
-
-    def action_env(self) -> None:
-        """The environment differences of the two runs."""
-        rows = self.model.env_rows()
-        self.app.push_screen(EnvDiffScreen(rows))
-
-    def action_open_folder(self) -> None:
-        """Show the saved pair's folder and copy its path to the clipboard."""
-        path = self.model.pair_path
-        if path is None:
-            logs = self.session.logs if self.session is not None else None
-            if logs is not None:
-                self.notify(
-                    f"not a saved pair: replaying {clean(logs.a)} and {clean(logs.b)}", markup=False
-                )
-            else:
-                self.notify("this pair is not saved", severity="warning")
-            return
-        path = path.resolve()
-        self.app.copy_to_clipboard(str(path))
-        self.notify(
-            f"{clean(path, None)}\n(copied to the clipboard)",
-            title="pair folder",
-            markup=False,
-            timeout=4,
-        )
+        self.notify(f"step {step} (lines around it loaded)")
 
     def action_help(self) -> None:
         """The keys of this view and what the panel shows (Esc, ? or q closes it)."""
@@ -600,7 +604,7 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         self._stop_watching()
         if self.session is not None and self.watched is None and not self.model.done:
             self.session.stop()
-        self.app.summary_lines = []  # type: ignore[attr-defined]
+        self.app.summary_lines = []
         self.dismiss(None)
 
     def action_quit(self) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
+from rich.text import Span, Text
 from textual.app import ComposeResult
 from textual.cache import LRUCache
 from textual.containers import Vertical
@@ -19,6 +20,7 @@ from tuimon.engine.session import SideState
 from tuimon.report.wording import differing_words, side_status, title_words
 from tuimon.steplog import Record
 from tuimon.ui.pair_model import PairRows, SideRows
+from tuimon.ui.statics import show_text
 from tuimon.ui.text import cell, clean, fit
 
 STEP_WIDTH = 8
@@ -49,6 +51,7 @@ class StepPane(ScrollView, can_focus=True):
         "step-pane--text",
         "step-pane--stderr",
         "step-pane--note",
+        "step-pane--cursor",
     }
 
     class UserScrolledUp(Message):
@@ -65,15 +68,17 @@ class StepPane(ScrollView, can_focus=True):
         max_lines: int = 2000,
         id: str | None = None,
     ) -> None:
-        super().__init__(id=id)
+        super().__init__(id=id, classes="following")
+        self._follow = True
         self.side = side
         self.rows = rows if rows is not None else PairRows(max_lines)
         self.buffer = SideRows(self.rows, side)
         self.columns: list[str] = []
         self.partner: StepPane | None = None
-        self.follow = True
         self.marked: int | None = None
         """A step whose number is marked (the first divergence)."""
+        self.cursor: int | None = None
+        """Absolute index (`PairRows.start` based) of the row under the pager's cursor."""
         self._styles: dict[str, Style] = {}
         self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
         """Rows already drawn, by what their look depends on."""
@@ -96,6 +101,17 @@ class StepPane(ScrollView, can_focus=True):
         """Append one batch of this side's records and stderr lines (tests; the screen feeds
         the shared rows once for both panes, then calls `rows_added` on each)."""
         self.rows_added(self.rows.add(self.side, records, stderr))
+
+    @property
+    def follow(self) -> bool:
+        """The pane follows new rows (and shows no vertical scrollbar: while following it
+        would move, and be drawn again, every frame)."""
+        return self._follow
+
+    @follow.setter
+    def follow(self, follow: bool) -> None:
+        self._follow = follow
+        self.set_class(follow, "following")
 
     def rows_added(self, dropped: int) -> None:
         """The shared rows grew (and lost `dropped` old rows): follow or hold the view."""
@@ -176,6 +192,12 @@ class StepPane(ScrollView, can_focus=True):
 
     # -- scrolling ----------------------------------------------------------------------------
 
+    def scroll_to_index(self, index: int) -> None:
+        """Put a kept row in the middle of the pane."""
+        rows = max(1, self.size.height - 1)
+        self.scroll_to(y=max(0, index - rows // 2), animate=False, immediate=True, force=True)
+        self.refresh()
+
     def scroll_to_step(self, step: int) -> bool:
         """Put a step's line in the middle of the pane; False when it is no longer kept."""
         index = self.buffer.index_of(step)
@@ -246,25 +268,31 @@ class StepPane(ScrollView, can_focus=True):
         return self._step_text(step, metrics)
 
     def _step_text(self, step: int, metrics: dict[str, float]) -> Text:
+        plain, spans = self._step_spans(step, metrics)
+        return Text(plain, no_wrap=True, end="", spans=[Span(a, b, st) for a, b, st in spans])
+
+    def _step_spans(
+        self, step: int, metrics: dict[str, float]
+    ) -> tuple[str, list[tuple[int, int, Style]]]:
+        """A step row as plain text and its styled spans (in order, never overlapping)."""
         width = self.scrollable_content_region.width or self.size.width
         col = self._column_width(width)
         sig = 17 if self.wide else max(3, min(10, col - 6))
         diff_style = self._style("step-pane--diff")
         mark = step == self.marked
-        text = Text(no_wrap=True, end="")
-        step_style = self._style("step-pane--mark" if mark else "step-pane--step")
-        text.append(f"{'▶' if mark else ' '}{step:>{STEP_WIDTH - 2}} ", step_style)
+        head = f"{'▶' if mark else ' '}{step:>{STEP_WIDTH - 2}} "
+        parts = [head]
+        spans = [(0, len(head), self._style("step-pane--mark" if mark else "step-pane--step"))]
+        pos = len(head)
         other = self.partner.buffer.metrics_of(step) if self.partner is not None else None
         for name in self.columns:
             theirs = other.get(name) if other is not None else None
             shown, at = cell(metrics.get(name), theirs, col - 1, sig)
-            if at is None:
-                text.append(shown)
-            else:
-                text.append(shown[:at])
-                text.append(shown[at:], diff_style)
-            text.append(" " * (col - len(shown)))
-        return text
+            if at is not None:
+                spans.append((pos + at, pos + len(shown), diff_style))
+            parts.append(shown.ljust(col))
+            pos += max(col, len(shown))
+        return "".join(parts), spans
 
     def _header_text(self) -> Text:
         width = self.scrollable_content_region.width or self.size.width
@@ -284,40 +312,97 @@ class StepPane(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width or self.size.width
         base = self._style("")
-        table = True
         if y == 0:
             text = self._header_text()
             text.stylize(self._style("step-pane--header"))
-        else:
-            index = scroll_y + y - 1
-            if index >= len(self.rows):
-                return Strip.blank(width, base)
-            step, slots = self.rows.entries[index]
-            key = (  # what the row's look depends on: a row once drawn is drawn again for free
-                self.rows.start + index,
-                step is not None and self.buffer.metrics_of(step) is not None,
-                step is not None and self.rows.metrics_of(step, self._other) is not None,
-                len(slots),
-                step is not None and step == self.marked,
-                width,
-                scroll_x,
-                self.wide,
-                self._columns_key,
-            )
-            strip = self._strips.get(key)
-            if strip is not None:
-                return strip
-            text = self.line_text(index)
-            table = step is not None
+            return self._text_strip(text, True, scroll_x, width, base)
+        index = scroll_y + y - 1
+        if index >= len(self.rows):
+            return Strip.blank(width, base)
+        step, slots = self.rows.entries[index]
+        at = self.rows.start + index
+        key = (  # what the row's look depends on: a row once drawn is drawn again for free
+            at,
+            step is not None and self.buffer.metrics_of(step) is not None,
+            step is not None and self.rows.metrics_of(step, self._other) is not None,
+            len(slots),
+            step is not None and step == self.marked,
+            at == self.cursor,
+            width,
+            scroll_x,
+            self.wide,
+            self._columns_key,
+        )
+        strip = self._strips.get(key)
+        if strip is None:
+            if step is not None and (metrics := self.buffer.metrics_of(step)) is not None:
+                strip = self._step_strip(step, metrics, scroll_x, width, base)
+            else:
+                strip = self._text_strip(
+                    self.line_text(index), step is not None, scroll_x, width, base
+                )
+            if at == self.cursor:
+                strip = _over(strip, self._style("step-pane--cursor"))
+            self._strips[key] = strip
+        return strip
+
+    def _text_strip(self, text: Text, table: bool, scroll_x: int, width: int, base: Style) -> Strip:
+        """A row drawn from rich text: the header, a text line, a blank beside the other side's
+        step (a table row keeps its step column put)."""
         if table and len(text) > STEP_WIDTH and width > STEP_WIDTH:
             fixed, rest = text[:STEP_WIDTH], text[STEP_WIDTH:]
             text = fixed + _visible(rest, scroll_x, width - STEP_WIDTH)
             scroll_x = 0
         strip = Strip(list(text.render(self.app.console)), text.cell_len)
-        strip = strip.crop_extend(scroll_x, scroll_x + width, base).apply_style(base)
-        if y:
-            self._strips[key] = strip
-        return strip
+        return strip.crop_extend(scroll_x, scroll_x + width, base).apply_style(base)
+
+    def _step_strip(
+        self, step: int, metrics: dict[str, float], scroll_x: int, width: int, base: Style
+    ) -> Strip:
+        """A step row drawn straight to segments (no rich Text: a row costs tens of µs): the
+        step column fixed, the metrics from `scroll_x`, a number cut at an edge shown "…"."""
+        plain, spans = self._step_spans(step, metrics)
+        if width <= STEP_WIDTH:
+            return Strip(_cut(plain, spans, 0, width, base), width)
+        segments = _cut(plain, spans, 0, STEP_WIDTH, base)
+        lo = STEP_WIDTH + scroll_x
+        hi = lo + width - STEP_WIDTH
+        if lo < len(plain):
+            visible = plain[:hi]
+            if lo > STEP_WIDTH and visible[lo - 1 : lo].strip() and visible[lo : lo + 1].strip():
+                visible = visible[:lo] + "…" + visible[lo + 1 :]
+            if hi < len(plain) and plain[hi - 1 : hi].strip() and plain[hi : hi + 1].strip():
+                visible = visible[: hi - 1] + "…"
+            segments += _cut(visible, spans, lo, min(hi, len(visible)), base)
+        used = sum(len(seg.text) for seg in segments)
+        if used < width:
+            segments.append(Segment(" " * (width - used), base))
+        return Strip(segments, width)
+
+
+def _cut(
+    plain: str, spans: list[tuple[int, int, Style]], lo: int, hi: int, base: Style
+) -> list[Segment]:
+    """Segments of `plain[lo:hi]`, each span in the base style with its own laid over it."""
+    out = []
+    pos = lo
+    for start, end, style in spans:
+        start, end = max(start, lo), min(end, hi)
+        if start >= end:
+            continue
+        if start > pos:
+            out.append(Segment(plain[pos:start], base))
+        out.append(Segment(plain[start:end], base + style))
+        pos = end
+    if pos < hi:
+        out.append(Segment(plain[pos:hi], base))
+    return out
+
+
+def _over(strip: Strip, style: Style) -> Strip:
+    """`strip` with `style` laid over each segment's own (the cursor row's background)."""
+    segments = [Segment(t, (s or Style()) + style, c) for t, s, c in strip]
+    return Strip(segments, strip.cell_length)
 
 
 def _visible(text: Text, start: int, width: int) -> Text:
@@ -368,7 +453,7 @@ class SideHeader(Vertical):
                 title.append(clean(shown, 60), Style(bold=True, reverse=True))
                 title.append(" · ")
         title.append(clean(" ".join(words), 300), Style(italic=True))
-        self.query_one(".side-title", Static).update(title, layout=False)
+        show_text(self.query_one(".side-title", Static), title)
         line, status = side_status(state, live=live)
         width = self.content_size.width
         for compact in (1, 2):
@@ -376,7 +461,7 @@ class SideHeader(Vertical):
                 break
             line, status = side_status(state, live=live, compact=compact)
         widget = self.query_one(".side-status", Static)
-        widget.update(Text(line, no_wrap=True, overflow="ellipsis", end=""), layout=False)
+        show_text(widget, Text(line, no_wrap=True, overflow="ellipsis", end=""))
         if status != self._status:
             widget.remove_class(f"status-{self._status}")
             widget.add_class(f"status-{status}")

@@ -50,7 +50,11 @@ class ReplayControls:
         pace = self.pace
         if pace is None:
             return []
-        return [f"{si(pace.speed)} steps/s", *(["paused"] if pace.paused else [])]
+        if getattr(pace, "realtime", False):
+            shown = "recorded pace" if pace.speed == 1 else f"{pace.speed:g}x recorded pace"
+        else:
+            shown = f"{si(pace.speed)} steps/s"
+        return [shown, *(["paused"] if pace.paused else [])]
 
     def enabled(self) -> bool:
         """Replay keys work while a replay runs."""

@@ -63,6 +63,7 @@ class SweepScreen(ReportsWorkerErrors, Screen[None]):
 
     BINDINGS = [  # noqa: RUF012
         Binding("s", "stop", "Stop", id="stop", tooltip="Stop the sweep (running pairs are saved)"),
+        Binding("question_mark", "app.help", "Help", key_display="?", id="help", tooltip="Keys"),
         Binding("q", "quit", "Quit", id="quit", tooltip="Quit tuimon (a running sweep asks)"),
     ]
     COMMANDS = {ScreenActions}  # noqa: RUF012

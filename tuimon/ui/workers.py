@@ -38,7 +38,7 @@ class ReportsWorkerErrors:
         worker = event.worker
         error = worker.error
         reason = f"{type(error).__name__}: {clean(error)}" if error is not None else "unknown error"
-        self.app.notify(  # type: ignore[attr-defined]
+        self.notify(  # type: ignore[attr-defined]  # the pair view puts it on its last line
             reason,
             title=clean(f"{worker.description or worker.name} failed", 200),
             severity="error",

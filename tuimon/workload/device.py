@@ -38,7 +38,7 @@ def resolve_device(name: str) -> torch.device:
     if resolved not in available:  # not a usage error: --help would not help, the hint does
         raise DeviceError(
             f"device {name!r} is not available here (available: {', '.join(available)}); "
-            + setup_hint(resolved)
+            + setup_hint(resolved, "--device cpu")
         )
     return torch.device(resolved)
 

@@ -1,0 +1,147 @@
+"""The pair view in a real terminal (tmux), beside the same replay headless.
+
+1. A 25,000-step pair replayed headless flat out (stdout a pipe): steps/s of the engine alone.
+2. The same pair in the TUI in tmux (120x40) at 100 and at 1,000 steps/s: CPU of the tuimon
+   process (user + system from /proc/PID/stat over a window of wall time), after a warm-up.
+3. Key lag while 1,000 steps/s arrive: `w` sent with `tmux send-keys`, the time until the
+   pane's column header on screen changes (capture-pane polled), p50 / p95 / max. This is key to
+   pixels: it includes tmux and the terminal side.
+4. The TUI flat out (--speed 1e6): wall time until the screen says "finished", as steps/s.
+
+Prints, never asserts. Linux only (/proc). Usage:
+    python bench/bench_view_tmux.py [--steps 25000] [--window 10] [--keys 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tuimon.commands.demo import write_demo
+
+SESSION = "tuimon-bench-view"
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def tmux(*args: str) -> str:
+    """Run a tmux command; its stdout."""
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=False).stdout
+
+
+def start_view(a: Path, b: Path, speed: float, workdir: Path) -> int:
+    """The replay's TUI in a fresh tmux session; the pid of the tuimon process."""
+    tmux("kill-session", "-t", SESSION)
+    env = f"PYTHONPATH={shlex.quote(os.environ.get('PYTHONPATH', ''))}"
+    cmd = (
+        f"cd {shlex.quote(str(workdir))} && exec env {env} {shlex.quote(sys.executable)} "
+        f"-m tuimon replay {shlex.quote(str(a))} {shlex.quote(str(b))} --speed {speed:g}"
+    )
+    tmux("new-session", "-d", "-s", SESSION, "-x", "120", "-y", "40", cmd)
+    pid = int(tmux("list-panes", "-t", SESSION, "-F", "#{pane_pid}").split()[0])
+    wait_screen(lambda s: "step" in s and "train_loss" in s, 30)
+    return pid
+
+
+def screen() -> str:
+    """The pane's text now."""
+    return tmux("capture-pane", "-p", "-t", SESSION)
+
+
+def wait_screen(ready, timeout: float) -> float:  # type: ignore[no-untyped-def]
+    """Seconds until `ready(screen text)`, or the timeout."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < timeout:
+        if ready(screen()):
+            break
+        time.sleep(0.01)
+    return time.perf_counter() - start
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def cpu_percent(pid: int, window: float) -> float:
+    """The process's CPU over `window` seconds of wall time, in % of one core."""
+    c0, t0 = cpu_seconds(pid), time.perf_counter()
+    time.sleep(window)
+    return 100 * (cpu_seconds(pid) - c0) / (time.perf_counter() - t0)
+
+
+def header_line() -> str:
+    """The panes' column header row (it changes when `w` toggles every digit)."""
+    return next((line for line in screen().splitlines() if "train_loss" in line), "")
+
+
+def key_lags(count: int) -> list[float]:
+    """Seconds from `tmux send-keys w` to the header row changing on screen, `count` times."""
+    lags = []
+    for _ in range(count):
+        before = header_line()
+        start = time.perf_counter()
+        tmux("send-keys", "-t", SESSION, "w")
+        while header_line() == before and time.perf_counter() - start < 5:
+            time.sleep(0.002)
+        lags.append(time.perf_counter() - start)
+        time.sleep(0.15)
+    return lags
+
+
+def headless_rate(a: Path, b: Path, steps: int, workdir: Path) -> float:
+    """Steps/s of the same replay headless, flat out (stdout a pipe)."""
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "tuimon", "replay", str(a), str(b), "--headless"],
+        cwd=workdir,
+        capture_output=True,
+        check=False,
+    )
+    return steps / (time.perf_counter() - start)
+
+
+def main() -> None:
+    """Measure and print each number beside its target."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--steps", type=int, default=25_000)
+    ap.add_argument("--window", type=float, default=10.0, help="seconds of CPU sampling")
+    ap.add_argument("--keys", type=int, default=20)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        a, b = write_demo(work / "logs", steps=args.steps, diverge=2)
+        rate = headless_rate(a, b, args.steps, work)
+        print(f"headless replay flat out: {rate:,.0f} steps/s ({args.steps:,} steps)")
+        for speed, target in ((100, 5), (1000, 15)):
+            pid = start_view(a, b, speed, work)
+            time.sleep(3)  # the replay settles
+            cpu = cpu_percent(pid, args.window)
+            print(f"TUI at {speed:,} steps/s: CPU {cpu:.1f}% of a core (target <= {target}%)")
+            if speed == 1000:
+                lags = sorted(key_lags(args.keys))
+                p95 = lags[min(len(lags) - 1, int(0.95 * len(lags)))]
+                print(
+                    f"key lag at 1,000 steps/s (send-keys to screen): p50 "
+                    f"{statistics.median(lags) * 1e3:.0f} ms, p95 {p95 * 1e3:.0f} ms, max "
+                    f"{lags[-1] * 1e3:.0f} ms (target p95 <= 50 ms)"
+                )
+            tmux("kill-session", "-t", SESSION)
+        start_view(a, b, 1e6, work)
+        took = wait_screen(lambda s: "finished" in s.splitlines()[0], 600)
+        print(
+            f"TUI flat out: {args.steps / took:,.0f} steps/s ({took:.1f} s to 'finished'; "
+            f"headless {rate:,.0f}; target >= 20,000)"
+        )
+        tmux("kill-session", "-t", SESSION)
+
+
+if __name__ == "__main__":
+    main()

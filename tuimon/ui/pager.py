@@ -1,0 +1,247 @@
+"""Moving through a pair like in a pager: a cursor row, jump to a step, next / previous
+divergence, search, copy, export as CSV. `PairScreen` owns one `Pager`.
+
+The cursor is a step (or a text row) both panes mark; every move puts it in the middle of the
+panes. Moves look through the rows the panes keep (the last `max_lines`); a jump to a step they
+no longer hold reads the lines around it from the logs on disk, when there are logs.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+from tuimon.engine.saved import read_lines
+from tuimon.readers import Reading
+from tuimon.steplog import Step, parse_line
+from tuimon.store import SavedLogs
+from tuimon.ui.pair_model import DIVERGENCE, PairModel, PairRows
+from tuimon.ui.text import clean, fmt_number, same_bits
+
+SIDE_NAMES = ("a", "b")
+
+
+class PagerHost(Protocol):
+    """What the pager needs of the pair view."""
+
+    model: PairModel
+    series: str
+
+    @property
+    def rows(self) -> PairRows: ...
+    def show_cursor(self, index: int) -> None: ...
+    def jump_far(self, step: int) -> bool: ...
+    def notify(self, message: str, *, timeout: float | None = None) -> None: ...
+
+
+def row_differs(rows: PairRows, step: int) -> bool:
+    """Both sides logged `step` and some shared metric differs in its bits."""
+    a, b = rows.metrics_of(step, "a"), rows.metrics_of(step, "b")
+    if a is None or b is None:
+        return False
+    return any(name in b and not same_bits(value, b[name]) for name, value in a.items())
+
+
+def row_words(rows: PairRows, index: int) -> str:
+    """A kept row as one line of text (what search looks in and copy copies)."""
+    step, slots = rows.entries[index]
+    if step is None:
+        return " | ".join(f"{side}: {slots[side][1]}" for side in SIDE_NAMES if side in slots)
+    parts = [f"step {step}"]
+    for side in SIDE_NAMES:
+        metrics = rows.metrics_of(step, side)
+        if metrics is not None:
+            values = " ".join(f"{k}={fmt_number(v, 17)}" for k, v in metrics.items())
+            parts.append(f"{side}: {values}")
+    return " | ".join(parts)
+
+
+class Pager:
+    """The pager moves of one pair view."""
+
+    def __init__(self, host: PagerHost) -> None:
+        self.host = host
+        self.cursor: int | None = None
+        """Absolute index (`PairRows.start` based) of the row under the cursor."""
+        self.query = ""
+
+    @property
+    def rows(self) -> PairRows:
+        """The kept rows of both panes."""
+        return self.host.rows
+
+    def index(self) -> int | None:
+        """The cursor's position among the kept rows (None: no cursor, or its row is gone)."""
+        if self.cursor is None:
+            return None
+        at = self.cursor - self.rows.start
+        return at if 0 <= at < len(self.rows) else None
+
+    def cursor_step(self) -> int | None:
+        """The step under the cursor (None on a text row or without a cursor)."""
+        at = self.index()
+        return self.rows.entries[at][0] if at is not None else None
+
+    def put(self, index: int) -> None:
+        """The cursor on a kept row, shown in the middle of both panes."""
+        self.cursor = self.rows.start + index
+        self.host.show_cursor(index)
+
+    def _from(self) -> int:
+        at = self.index()
+        return at if at is not None else len(self.rows) - 1
+
+    # -- moves --------------------------------------------------------------------------------
+
+    def jump_to_step(self, text: str) -> None:
+        """The cursor on step N (the nearest kept step at or after it, else read from disk)."""
+        try:
+            step = int(text.strip().replace(",", "").replace("_", ""))
+        except ValueError:
+            self.host.notify(f"not a step number: {clean(text, 40)}", timeout=3)
+            return
+        at = self.rows.index_of(step)
+        if at is not None:
+            self.put(at)
+            return
+        if self.host.jump_far(step):
+            return
+        kept = [(s, i) for i, (s, _) in enumerate(self.rows.entries) if s is not None]
+        later = [(s, i) for s, i in kept if s >= step]
+        if later:
+            self.put(later[0][1])
+            self.host.notify(f"step {step} not logged; at step {later[0][0]}", timeout=3)
+        else:
+            self.host.notify(f"step {step} is not among the rows kept", timeout=3)
+
+    def divergence(self, forward: bool) -> None:
+        """The cursor on the next (or previous) step whose values differ."""
+        found = self._find(lambda i: _differs_at(self.rows, i), forward)
+        if found is None:
+            where = "after" if forward else "before"
+            self.host.notify(f"no differing step {where} this row among the rows kept", timeout=3)
+            return
+        self.put(found)
+
+    def search(self, query: str, forward: bool = True) -> None:
+        """The cursor on the next row whose text holds `query` (case-insensitive)."""
+        if query:
+            self.query = query
+        needle = self.query.lower()
+        if not needle:
+            self.host.notify("no search yet: / searches", timeout=3)
+            return
+        found = self._find(lambda i: needle in row_words(self.rows, i).lower(), forward)
+        if found is None:
+            self.host.notify(f"not found: {clean(self.query, 60)}", timeout=3)
+            return
+        self.put(found)
+
+    def _find(self, hit: Callable[[int], bool], forward: bool) -> int | None:
+        for i in _around(self._from(), len(self.rows), forward):
+            if hit(i):
+                return i
+        return None
+
+    # -- copying and exporting ----------------------------------------------------------------
+
+    def row_text(self) -> str | None:
+        """The row under the cursor as one line (None without a cursor)."""
+        at = self.index()
+        return row_words(self.rows, at) if at is not None else None
+
+    def value_text(self) -> str | None:
+        """The cursor row's value of the metric the sparkline follows (else the first
+        differing metric, else the first column) on both sides, with their difference."""
+        step = self.cursor_step()
+        if step is None:
+            return None
+        a = self.rows.metrics_of(step, "a") or {}
+        b = self.rows.metrics_of(step, "b") or {}
+        name = self._value_name(a, b)
+        if name is None:
+            return None
+        va, vb = a.get(name), b.get(name)
+        text = f"step {step} {name}: a={fmt_number(va, 17)} b={fmt_number(vb, 17)}"
+        if va is not None and vb is not None:
+            text += f" diff={fmt_number(vb - va, 17)}"
+        return text
+
+    def _value_name(self, a: dict[str, float], b: dict[str, float]) -> str | None:
+        if self.host.series != DIVERGENCE and (self.host.series in a or self.host.series in b):
+            return self.host.series
+        differing = [k for k, v in a.items() if k in b and not same_bits(v, b[k])]
+        names = differing or list(self.host.model.columns) or list(a) or list(b)
+        return next((n for n in names if n in a or n in b), None)
+
+
+def _differs_at(rows: PairRows, index: int) -> bool:
+    step = rows.entries[index][0]
+    return step is not None and row_differs(rows, step)
+
+
+def _around(start: int, count: int, forward: bool) -> Iterator[int]:
+    """Positions after (or before) `start`, not wrapping."""
+    return iter(range(start + 1, count)) if forward else iter(range(start - 1, -1, -1))
+
+
+def csv_rows(
+    columns: list[str], a: dict[int, dict[str, float]], b: dict[int, dict[str, float]]
+) -> str:
+    """Aligned rows as CSV: step, each metric on A, on B, and whether the row differs."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["step", *(f"{n}.a" for n in columns), *(f"{n}.b" for n in columns), "differs"])
+    for step in sorted(a.keys() & b.keys()):
+        ma, mb = a[step], b[step]
+        differs = any(n in mb and not same_bits(v, mb[n]) for n, v in ma.items())
+        cells = [_csv_value(ma.get(n)) for n in columns] + [_csv_value(mb.get(n)) for n in columns]
+        writer.writerow([step, *cells, int(differs)])
+    return out.getvalue()
+
+
+def _csv_value(value: float | None) -> str:
+    return "" if value is None else repr(value)
+
+
+def write_csv(path: Path, text: str) -> Path:
+    """Write `text` to `path` (a new file; an existing one gets a numbered name)."""
+    target, n = path, 1
+    while target.exists():
+        target = path.with_name(f"{path.stem}-{n}{path.suffix}")
+        n += 1
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
+def export_rows(
+    columns: list[str], logs: SavedLogs | None, kept: tuple[dict[int, Any], dict[int, Any]]
+) -> tuple[str, int, str]:
+    """The CSV of a pair's aligned rows: every step of both logs when the logs are on disk,
+    else `kept` (the rows the panes keep, copied on the app's loop). Returns (csv, steps,
+    where they came from)."""
+    if logs is None:
+        a, b = kept
+        source = "the rows kept in the panes"
+    else:
+        a, b = _log_steps(logs.a, logs.reading, "a"), _log_steps(logs.b, logs.reading, "b")
+        source = "both logs"
+    names = list(columns)
+    for by_step in (a, b):
+        for metrics in by_step.values():
+            names += [n for n in metrics if n not in names]
+            break
+    return csv_rows(names, a, b), len(a.keys() & b.keys()), source
+
+
+def _log_steps(path: Path, reading: Reading, side: str) -> dict[int, dict[str, float]]:
+    """A log's step metrics by step (a repeated step: its first record)."""
+    steps: dict[int, dict[str, float]] = {}
+    for line in read_lines(path, reading, side):
+        record = parse_line(line)
+        if isinstance(record, Step) and record.step not in steps:
+            steps[record.step] = record.metrics
+    return steps

@@ -1,0 +1,105 @@
+"""A bar sparkline drawn with the Line API: one strip per row, cached until the data changes.
+
+Textual's `Sparkline` renders every bar through Rich each frame (a few ms a row); this one
+builds each row's segments once per new data and width, in a handful of styles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.color import Color
+from textual.strip import Strip
+from textual.widget import Widget
+
+BARS = " ▁▂▃▄▅▆▇█"
+SHADES = 12
+"""Colours between the low and the high end (bars of close heights share one)."""
+
+
+def columns(data: Sequence[float], width: int) -> list[float]:
+    """One value per column: the data itself when it fits, else the largest of each slice."""
+    if len(data) <= width:
+        return list(data)
+    size = len(data) / width
+    return [
+        max(data[int(i * size) : max(int(i * size) + 1, int((i + 1) * size))]) for i in range(width)
+    ]
+
+
+class SparkBars(Widget):
+    """Bars of `data` over the widget's height, lowest value at the bottom, coloured from the
+    `sparkbars--min-color` to the `sparkbars--max-color` component."""
+
+    COMPONENT_CLASSES = {"sparkbars--min-color", "sparkbars--max-color"}  # noqa: RUF012
+    DEFAULT_CSS = """
+    SparkBars { height: 1; }
+    SparkBars > .sparkbars--max-color { color: $primary; }
+    SparkBars > .sparkbars--min-color { color: $primary 30%; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.data: list[float] = []
+        self._strips: dict[tuple[int, int], Strip] = {}
+        self._shaded: list[Style] = []
+
+    def set_data(self, data: Sequence[float]) -> None:
+        """New values: drawn on the next frame (nothing when they are the same)."""
+        values = list(data)
+        if values != self.data:
+            self.data = values
+            self._strips.clear()
+            self.refresh()
+
+    def notify_style_update(self) -> None:
+        """A theme change: draw the rows again."""
+        super().notify_style_update()
+        self._strips.clear()
+        self._shaded = []
+
+    def _shades(self) -> list[Style]:
+        if not self._shaded:
+            self._shaded = self._blend()
+        return self._shaded
+
+    def _blend(self) -> list[Style]:
+        base = self.rich_style
+        background = Color.from_rich_color(base.bgcolor) if base.bgcolor else Color(0, 0, 0)
+        low = background + Color.from_rich_color(
+            self.get_component_rich_style("sparkbars--min-color").color
+        )
+        high = background + Color.from_rich_color(
+            self.get_component_rich_style("sparkbars--max-color").color
+        )
+        return [
+            base + Style(color=low.blend(high, i / (SHADES - 1)).rich_color) for i in range(SHADES)
+        ]
+
+    def render_line(self, y: int) -> Strip:
+        """Row `y` (0 at the top) of the bars."""
+        width, height = self.size.width, max(1, self.size.height)
+        key = (y, width)
+        strip = self._strips.get(key)
+        if strip is not None:
+            return strip
+        values = columns(self.data, width)
+        segments: list[Segment] = []
+        if values:
+            lo, hi = min(values), max(values)
+            span = (hi - lo) or 1.0
+            shades = self._shades()
+            floor = (height - 1 - y) * 8
+            for value in values:
+                norm = (value - lo) / span
+                eighths = max(1, round(norm * height * 8))
+                fill = min(8, max(0, eighths - floor))
+                segments.append(Segment(BARS[fill], shades[round(norm * (SHADES - 1))]))
+        used = len(segments)
+        if used < width:
+            segments.append(Segment(" " * (width - used), self.rich_style))
+        strip = Strip(segments, width).simplify()
+        self._strips[key] = strip
+        return strip
