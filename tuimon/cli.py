@@ -12,12 +12,22 @@ import sys
 from collections.abc import Sequence
 
 from tuimon import __version__
-from tuimon.commands import browse, compare, emb_check, explain, pair, replay, sweep, train
+from tuimon.commands import (
+    browse,
+    compare,
+    emb_check,
+    explain,
+    pair,
+    replay,
+    sweep,
+    train,
+    watch,
+)
 from tuimon.commands.options import Parser
 from tuimon.errors import TuimonError, UsageError
 from tuimon.sanitize import clean
 
-COMMANDS = (pair, sweep, compare, emb_check, replay, browse, train, explain)
+COMMANDS = (pair, sweep, watch, compare, emb_check, replay, browse, train, explain)
 """The subcommands, in the order --help lists them."""
 
 

@@ -257,6 +257,10 @@ class PairSession:
     def _say(self, message: str) -> None:
         self._messages.append(message)
 
+    def say(self, message: str) -> None:
+        """A status line in the next batch (a source's news: a followed file was rotated ...)."""
+        self._say(message)
+
     def listen(self, listener: Callable[[Batch], None]) -> Callable[[], None]:
         """Give `listener` every batch from the next one on (after `on_batch`, in the loop that
         runs the session); the call returned stops that."""
