@@ -194,3 +194,17 @@ def test_watch_two_sbatch_jobs(tmp_path, capsys):
     res = last_json(capsys.readouterr().out)
     assert res["verdict"] == "DIVERGED" and res["first_divergent_step"] == 5
     assert nothing_left(tag)
+
+
+def test_sweep_to_a_missing_partition_fails_fast(tmp_path, capsys):
+    tag = tag_for("failfast")
+    store = tmp_path / "store"
+    argv = ["sweep", "--seeds", "0-15", "--jobs", "16", "--headless", "--json", "--store",
+            str(store), "--launch", f"srun -p no-such-partition -J {tag}", "--",
+            *fake(tag, "--steps", "3")]  # fmt: skip
+    assert main(argv) == 3
+    rec = last_json(capsys.readouterr().out)
+    assert "invalid partition" in rec["stopped"].lower()
+    assert [j["status"] for j in rec["jobs"]].count("failed") == 1
+    assert len([p for p in store.iterdir() if p.name != "sweeps"]) == 1
+    assert nothing_left(tag)

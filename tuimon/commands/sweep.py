@@ -41,6 +41,13 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="pairs at once (default: as many as the cores hold without two CPU runs sharing "
         "a core; 1 for GPU or launched pairs)",
     )
+    p.add_argument(
+        "--no-fail-fast",
+        action="store_true",
+        help="start every pair even when the first fails before its first step (by default "
+        "the first pair runs alone until it logs a step, at most 10 s, and a failure there "
+        "stops the sweep)",
+    )
     add_pair_options(p)
     add_store(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND TEMPLATE ...")
@@ -73,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
             sweep = Sweep.create(store, plan, seeds, args.repeat, jobs)
     except SweepError as exc:
         raise UsageError(str(exc)) from None
+    sweep.fail_fast = not args.no_fail_fast
     if oversubscribed(sweep.plan, sweep.at_once):
         print(
             f"tuimon: warning: {sweep.at_once} pair(s) at once ask for more CPU threads than "

@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from tuimon.engine.align import CLOSE, DIVERGED, IDENTICAL, MetricFilter
+from tuimon.engine.fail_fast import FailFast, early_error, gate
 from tuimon.engine.hints import likely_causes
 from tuimon.engine.plan import SIDES, PairPlan
 from tuimon.engine.session import Batch, PairSession
@@ -222,6 +223,9 @@ class Sweep:
         self.sessions: dict[int, PairSession] = {}
         """Running pairs, by job index."""
         self.stopping = False
+        self.fail_fast = True
+        """Stop when the first pairs fail before their first step (`engine.fail_fast`)."""
+        self.failing = FailFast()
         self.on_change: Callable[[int], None] = lambda index: None
         """Called with a job's index when it starts, ends, or (live) moves on."""
 
@@ -306,6 +310,7 @@ class Sweep:
             "repeat": max((j.repeat for j in self.jobs), default=1),
             "never_ran": self.never_ran(),
             "exit_code": self.exit_code(),
+            **({"stopped": self.failing.reason} if self.failing.reason else {}),
             "plan": _plan_to_dict(self.plan),
             "jobs": [j.to_dict() for j in self.jobs],
         }
@@ -329,19 +334,28 @@ class Sweep:
             session.stop()
 
     async def run(self) -> int:
-        """Run the jobs still to do, `at_once` at a time; the sweep's exit code."""
+        """Run the jobs still to do, `at_once` at a time; the sweep's exit code. With
+        `fail_fast`, the first runs alone until it has logged a step (`engine.fail_fast`)."""
         queue = self.todo()
         self.save()
+        alone = self.fail_fast and len(queue) > 1
 
-        async def worker() -> None:
+        async def worker(first: int | None = None) -> None:
+            if first is not None:
+                await self._run_job(first, alone=True)
             while queue and not self.stopping:
                 await self._run_job(queue.pop(0))
 
-        await asyncio.gather(*(worker() for _ in range(min(self.at_once, len(queue)) or 1)))
+        if alone:
+            index = queue.pop(0)
+            first = asyncio.create_task(worker(index))
+            await gate(lambda: self.sessions.get(index), first)
+        workers = [worker() for _ in range(min(self.at_once - alone, len(queue)))]
+        await asyncio.gather(*workers, *([first] if alone else []))
         self.save()
         return self.exit_code()
 
-    async def _run_job(self, index: int) -> None:
+    async def _run_job(self, index: int, *, alone: bool = False) -> None:
         job = self.jobs[index]
         label = f"{self.plan.label}_sweep-{self.id}" if self.plan.label else f"sweep-{self.id}"
         plan = dataclasses.replace(self.plan, seed=job.seed, label=label)
@@ -378,6 +392,8 @@ class Sweep:
         job.take(session.pair_doc().to_json(), session.status())
         if session.pair_path:
             job.pair = session.pair_path.name
+        if self.fail_fast and self.failing.ended(early_error(session), alone=alone):
+            self.stopping = True  # start no more: they would fail the same way
         self._save_quietly()
         self.on_change(index)
 

@@ -113,6 +113,8 @@ def print_result(sweep: Sweep, out: Any) -> None:
     printer.print(sweep_table(sweep))
     for line in hint_lines(sweep.jobs):
         printer.print(Text(line))
+    if sweep.failing.reason:
+        printer.print(Text(f"sweep stopped: {sweep.failing.reason}"))
     if rest := sweep.rest_line():
         printer.print(Text(rest))
     printer.print(Text(f"sweep record: {sweep.path}"))
