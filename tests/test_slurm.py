@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import FAKE_TRAINER, pair_json, wait_for_raw_lines
+from helpers import FAKE_TRAINER, pair_json, wait_for_raw_lines, wait_until
 
 from tuimon.cli import main
 
@@ -207,4 +207,39 @@ def test_sweep_to_a_missing_partition_fails_fast(tmp_path, capsys):
     assert "invalid partition" in rec["stopped"].lower()
     assert [j["status"] for j in rec["jobs"]].count("failed") == 1
     assert len([p for p in store.iterdir() if p.name != "sweeps"]) == 1
+    assert nothing_left(tag)
+
+
+def test_sweep_submitted_with_sbatch_then_attached(tmp_path, capsys):
+    tag = tag_for("submit")
+    store = tmp_path / "store"
+    argv = ["sweep", "--seeds", "0-1", "--store", str(store), "--submit", f"sbatch -J {tag}",
+            "--", *fake(tag, "--steps", "6", "--sleep", "0.05")]  # fmt: skip
+    assert main(argv) == 0
+    capsys.readouterr()
+    (record,) = (store / "sweeps").glob("*.json")
+    assert len(jobs_named(tag)) + len(list(store.glob("*/a.exit"))) > 0
+    attach = ["sweep", "--attach", str(record), "--headless", "--json", "--stall-timeout", "60"]
+    assert main(attach) == 0
+    rec = last_json(capsys.readouterr().out)
+    assert [(j["status"], j["verdict"]) for j in rec["jobs"]] == [("finished", "IDENTICAL")] * 2
+    assert all("Submitted batch job" in j["submitted"]["a"] for j in rec["jobs"])
+    assert nothing_left(tag)
+
+
+def test_attached_job_cancelled_with_scancel_is_incomplete(tmp_path, capsys):
+    tag = tag_for("subcancel")
+    store = tmp_path / "store"
+    argv = ["sweep", "--seeds", "0", "--store", str(store), "--submit", f"sbatch -J {tag}",
+            "--", *fake(tag, "--steps", "100000", "--sleep", "0.02")]  # fmt: skip
+    assert main(argv) == 0
+    (record,) = (store / "sweeps").glob("*.json")
+    (pair,) = [p for p in store.iterdir() if p.name != "sweeps"]
+    wait_until(lambda: (pair / "b.jsonl").stat().st_size > 500, within=30)
+    subprocess.run(["scancel", "-n", tag], check=True, timeout=20)
+    capsys.readouterr()
+    attach = ["sweep", "--attach", str(record), "--headless", "--json", "--stall-timeout", "2"]
+    assert main(attach) == 3
+    rec = last_json(capsys.readouterr().out)
+    assert rec["jobs"][0]["verdict"] == "INCOMPLETE" and rec["jobs"][0]["steps_compared"] > 0
     assert nothing_left(tag)

@@ -52,12 +52,21 @@ class Tail:
     end: End | None = None
     over: bool = False
     appeared: bool = False
+    err_path: Path | None = None
+    """The run's stderr, followed too (a submitted job's `<side>.stderr`)."""
+    exit_path: Path | None = None
+    """A file the job's wrapper writes its exit code to: the side is over when it is there."""
+    saved: bool = False
+    """The followed files are the pair's own raw logs: nothing is written again."""
+    err_at: int = 0
     head: bytes = b""
     """The file's first bytes as read (up to `HEAD`): others there mean it was rewritten."""
     size: int = 0
     told_missing: bool = False
     told_gone: bool = False
     notes: list[str] = field(default_factory=list)
+    told: list[str] = field(default_factory=list)
+    """Notes passed on as events, for the source to say as status lines too."""
 
     @property
     def name(self) -> str:
@@ -88,7 +97,32 @@ class Tail:
                 events.append(self._lines(lines))
         if not self.end and self._rotated():
             events += self._switch()
+        events += self._stderr()
         return self._notes(events)
+
+    def _stderr(self) -> list[SourceEvent]:
+        """What the run's stderr file gained (read from where it was read up to)."""
+        if self.err_path is None:
+            return []
+        try:
+            with open(self.err_path, "rb") as fh:
+                fh.seek(self.err_at)
+                data = fh.read(1 << 20)
+        except OSError:
+            return []
+        self.err_at += len(data)
+        if data:
+            self.last_change = time.monotonic()
+        return [Stderr(self.side, data, saved=self.saved)] if data else []
+
+    def exit_code(self) -> int | None:
+        """The code the job's wrapper wrote (None while it has not: the job is not over)."""
+        if self.exit_path is None:
+            return None
+        try:
+            return int(self.exit_path.read_text().strip())
+        except (OSError, ValueError):
+            return None
 
     def close(self) -> list[SourceEvent]:
         """The end of the file: a last line without newline, the parser's held rows."""
@@ -97,7 +131,10 @@ class Tail:
         if self.fh is not None:
             self.fh.close()
             self.fh = None
-        events: list[SourceEvent] = [Lines(self.side, rest, records)] if rest or records else []
+        events: list[SourceEvent] = []
+        if rest or records:
+            events.append(Lines(self.side, rest, records, saved=self.saved))
+        events += self._stderr()
         return self._notes(events)
 
     def _lines(self, lines: list[bytes]) -> Lines:
@@ -105,11 +142,12 @@ class Tail:
         for record in records:
             if isinstance(record, End):
                 self.end = record
-        return Lines(self.side, lines, records)
+        return Lines(self.side, lines, records, saved=self.saved)
 
     def _notes(self, events: list[SourceEvent]) -> list[SourceEvent]:
+        self.told += self.notes
         for text in self.notes:
-            events.append(Stderr(self.side, f"tuimon: {text}\n".encode()))
+            events.append(Stderr(self.side, f"tuimon: {text}\n".encode(), saved=self.saved))
         self.notes.clear()
         return events
 
@@ -233,6 +271,17 @@ class FollowSource:
         """Where notes go as status lines (the session's `say`)."""
         self._stop = asyncio.Event()
 
+    @classmethod
+    def of_pair_dir(cls, pair_dir: Path, *, idle: float, reading: Reading | None) -> FollowSource:
+        """The raw logs of a pair directory that submitted jobs write (`<side>.jsonl`,
+        `<side>.stderr`, `<side>.exit`): followed, not written again."""
+        source = cls(tuple(pair_dir / f"{s}.jsonl" for s in SIDES), idle=idle, reading=reading)  # type: ignore[arg-type]
+        for side, tail in source.tails.items():
+            tail.err_path = pair_dir / f"{side}.stderr"
+            tail.exit_path = pair_dir / f"{side}.exit"
+            tail.saved = True
+        return source
+
     async def run(self, queue: asyncio.Queue[SourceEvent]) -> None:
         open_tails = list(self.tails.values())
         while open_tails:
@@ -263,11 +312,22 @@ class FollowSource:
             await self._put(event, queue)
         if tail.end is not None:
             await self._end(tail, queue, 0, "finished")
+        elif (code := tail.exit_code()) is not None:
+            for event in tail.poll():  # what it wrote before its wrapper wrote the code
+                await self._put(event, queue)
+            await self._end(tail, queue, code, "finished" if code == 0 else "failed")
         return any(isinstance(e, Lines) for e in events)
 
     async def _end_idle(self, tail: Tail, queue: asyncio.Queue[SourceEvent]) -> None:
         if not tail.appeared:
             tail.note(f"{tail.name} never appeared in {self.idle:g} s")
+            await self._end(tail, queue, None, "failed")
+            return
+        if tail.exit_path is not None:  # a submitted job that never said it ended
+            tail.note(
+                f"{tail.name}: nothing new for {self.idle:g} s and no exit code: the job was "
+                "cancelled, killed, or is still waiting"
+            )
             await self._end(tail, queue, None, "failed")
             return
         tail.note(f"{tail.name}: nothing new for {self.idle:g} s: taken as over")
@@ -282,9 +342,11 @@ class FollowSource:
         await queue.put(Exited(tail.side, code, status))
 
     async def _put(self, event: SourceEvent, queue: asyncio.Queue[SourceEvent]) -> None:
-        if isinstance(event, Stderr):
-            self.say(f"{event.side}: {event.data.decode('utf-8', 'replace').strip()}")
         await queue.put(event)
+        for tail in self.tails.values():
+            for text in tail.told:
+                self.say(f"{tail.side}: {text}")
+            tail.told.clear()
 
     async def stop(self) -> None:
         self._stop.set()

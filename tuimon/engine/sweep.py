@@ -130,6 +130,8 @@ class Job:
     steps_compared: int | None = None
     key_frequencies: str | None = None
     hints: list[dict[str, str]] = field(default_factory=list)
+    submitted: dict[str, str] = field(default_factory=dict)
+    """`--submit`: what each run's submission said (e.g. `Submitted batch job 12`)."""
     step: int | None = None
     """Live only: the furthest step either side has logged."""
     total: int | None = None
@@ -226,6 +228,10 @@ class Sweep:
         self.fail_fast = True
         """Stop when the first pairs fail before their first step (`engine.fail_fast`)."""
         self.failing = FailFast()
+        self.submit: list[str] | None = None
+        """`--submit`: the prefix the runs were submitted with (`engine.submit`)."""
+        self.make_session: Callable[[int, PairPlan], Any] | None = None
+        """`--attach`: a job's session factory (follows files); None: launch its runs."""
         self.on_change: Callable[[int], None] = lambda index: None
         """Called with a job's index when it starts, ends, or (live) moves on."""
 
@@ -259,7 +265,7 @@ class Sweep:
         except (KeyError, TypeError, ValueError) as exc:
             raise SweepError(f"{path} is damaged: {exc}") from None
         store = path.parent.parent if path.parent.name == SWEEPS_DIR else Path(store)
-        return cls(
+        sweep = cls(
             store,
             plan,
             jobs,
@@ -267,6 +273,9 @@ class Sweep:
             sweep_id=str(doc.get("id") or path.stem),
             created=doc.get("created"),
         )
+        submit = doc.get("submit")
+        sweep.submit = [str(x) for x in submit] if isinstance(submit, list) else None
+        return sweep
 
     @property
     def path(self) -> Path:
@@ -275,7 +284,8 @@ class Sweep:
 
     def todo(self) -> list[int]:
         """Indexes of the jobs still to run: never started, or interrupted."""
-        return [i for i, j in enumerate(self.jobs) if j.status in ("pending", "interrupted")]
+        statuses = ("submitted",) if self.make_session else ("pending", "interrupted")
+        return [i for i, j in enumerate(self.jobs) if j.status in statuses]
 
     def never_ran(self) -> list[int]:
         """Seeds with a job that never started."""
@@ -296,6 +306,8 @@ class Sweep:
         """running / interrupted / finished."""
         if self.sessions:
             return "running"
+        if any(j.status == "submitted" for j in self.jobs):
+            return "submitted"
         return "interrupted" if self.todo() else "finished"
 
     def to_dict(self) -> dict[str, Any]:
@@ -313,6 +325,7 @@ class Sweep:
             **({"stopped": self.failing.reason} if self.failing.reason else {}),
             "plan": _plan_to_dict(self.plan),
             "jobs": [j.to_dict() for j in self.jobs],
+            **({"submit": self.submit} if self.submit else {}),
         }
 
     def save(self) -> None:
@@ -359,7 +372,11 @@ class Sweep:
         job = self.jobs[index]
         label = f"{self.plan.label}_sweep-{self.id}" if self.plan.label else f"sweep-{self.id}"
         plan = dataclasses.replace(self.plan, seed=job.seed, label=label)
-        make = plan.session_factory(self.store)
+        make = (
+            self.make_session(index, plan)
+            if self.make_session
+            else plan.session_factory(self.store)
+        )
 
         def on_batch(batch: Batch) -> None:
             steps = [s.step for s in batch.sides.values() if s.step is not None]
@@ -392,6 +409,8 @@ class Sweep:
         job.take(session.pair_doc().to_json(), session.status())
         if session.pair_path:
             job.pair = session.pair_path.name
+        if self.make_session and job.status == "interrupted":
+            job.status = "submitted"  # an attach that stops: the next one follows it again
         if self.fail_fast and self.failing.ended(early_error(session), alone=alone):
             self.stopping = True  # start no more: they would fail the same way
         self._save_quietly()
