@@ -89,11 +89,7 @@ def run(args: argparse.Namespace) -> int:
             if args.seeds:
                 raise UsageError("--resume takes the sweep's own seeds: leave out --seeds")
             sweep = Sweep.load(resolve_store(args.store), args.resume, args.jobs)
-            if sweep.submit:
-                raise UsageError(
-                    f"sweep {sweep.id} was submitted: `tuimon sweep --attach {sweep.id}` "
-                    "follows it (a new --submit sweep submits seeds again)"
-                )
+            _refuse_submitted(sweep)
             if not sweep.todo():
                 raise UsageError(f"sweep {sweep.id} has nothing left to run")
         else:
@@ -125,6 +121,15 @@ def run(args: argparse.Namespace) -> int:
     from tuimon.ui.app import run_app
 
     return run_app(store=sweep.store, sweep=sweep, title=f"tuimon sweep · {sweep.id}")
+
+
+def _refuse_submitted(sweep: Sweep) -> None:
+    """--resume never re-runs a submitted sweep's commands: --attach follows it."""
+    if sweep.submit:
+        raise UsageError(
+            f"sweep {sweep.id} was submitted: `tuimon sweep --attach {sweep.id}` "
+            "follows it (a new --submit sweep submits seeds again)"
+        )
 
 
 def _check_submit(args: argparse.Namespace) -> None:
