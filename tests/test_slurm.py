@@ -243,3 +243,18 @@ def test_attached_job_cancelled_with_scancel_is_incomplete(tmp_path, capsys):
     rec = last_json(capsys.readouterr().out)
     assert rec["jobs"][0]["verdict"] == "INCOMPLETE" and rec["jobs"][0]["steps_compared"] > 0
     assert nothing_left(tag)
+
+
+def test_sigkill_of_a_sweep_through_srun_leaves_nothing(tmp_path):
+    tag = tag_for("sweepkill")
+    store = tmp_path / "store"
+    proc = subprocess.Popen(
+        [PY, "-m", "tuimon", "sweep", "--seeds", "0-3", "--jobs", "2", "--headless", "--store",
+         str(store), "--launch", f"srun -J {tag}", "--",
+         *fake(tag, "--steps", "100000", "--sleep", "0.02")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    wait_until(lambda: len(jobs_named(tag)) == 4, within=60)  # past the first pair's gate
+    proc.kill()
+    proc.wait(timeout=10)
+    assert nothing_left(tag), (jobs_named(tag), processes(tag))
