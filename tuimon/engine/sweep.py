@@ -34,6 +34,11 @@ from tuimon.store import StoreError, write_json_atomic
 SWEEP_FORMAT = "tuimon.engine.sweep/1"
 SWEEPS_DIR = "sweeps"
 OK_VERDICTS = (IDENTICAL, CLOSE)
+MANY_AT_ONCE = 8
+MANY_BATCH = 0.5
+"""With more than `MANY_AT_ONCE` pairs at once, each pair's session batches every `MANY_BATCH`
+seconds: its steps are judged a batch at a time, and the aligner's cost is per call more than
+per step (bench/bench_sweep.py)."""
 _SEEDS = re.compile(r"^\s*(-?\d+)\s*(?:-\s*(-?\d+)\s*)?$")
 _TUPLE_FIELDS = ("devices", "threads", "template")
 
@@ -397,6 +402,8 @@ class Sweep:
             job.hints = [{"tag": "store", "cause": str(exc), "evidence": "the store"}]
             self.on_change(index)
             return
+        if self.at_once > MANY_AT_ONCE:  # many pairs in one monitor: fewer, larger batches
+            session.options.batch_interval = max(session.options.batch_interval, MANY_BATCH)
         self.sessions[index] = session
         job.status = "running"
         job.pair = session.pair_path.name if session.pair_path else None
