@@ -101,3 +101,13 @@ def test_submit_argv_shapes():
         "ssh", "host", "nohup sh -c S",
     ]  # fmt: skip
     assert submit_argv(["setsid", "-f"], "S", d, "a") == ["setsid", "-f", "sh", "-c", "S"]
+
+
+def test_submit_json_prints_the_record(tmp_path, capsys):
+    store = tmp_path / "store"
+    argv = submit(store, "0", "--steps", "2")
+    argv = [*argv[:3], "--headless", "--json", *argv[3:]]
+    assert main(argv) == 0
+    rec = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert rec["status"] == "submitted" and rec["jobs"][0]["status"] == "submitted"
+    wait_until(lambda: (store / rec["jobs"][0]["pair"] / "b.exit").exists(), 30)

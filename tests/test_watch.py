@@ -193,3 +193,14 @@ async def test_watch_in_the_pair_view(tmp_path):
         assert str(screen.query_one("#verdict").render()) == "verdict: DIVERGED"
         first = str(screen.query_one("#first-divergence").render())
         assert first.startswith("first divergence: step 3")
+
+
+def test_a_whole_file_log_is_refused_with_a_line(tmp_path, capsys):
+    a, b = tmp_path / "a.csv", tmp_path / "b.log"
+    a.write_text("step,loss\n0,1.0\n1,0.5\n")
+    b.write_text(step(0) + step(1))
+    argv = ["watch", str(a), str(b), "--headless", "--json", "--no-save", "--stall-timeout", "1"]
+    assert main(argv) == 3
+    out, err = capsys.readouterr()
+    assert last_json(out)["verdict"] == "INCOMPLETE"
+    assert "a.csv is not a line log" in " ".join(err.split())

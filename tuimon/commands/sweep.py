@@ -155,6 +155,11 @@ def _submit(args: argparse.Namespace, sweep: Sweep) -> int:
     code = submit_sweep(sweep, prefix, lambda text: print(text, file=sys.stderr))
     if sweep.failing.reason:
         print(f"sweep stopped: {sweep.failing.reason}", file=sys.stderr)
+    if args.json:
+        import orjson
+
+        print(orjson.dumps(sweep.to_dict()).decode())
+        return code
     if line := attach_line(sweep):
         print(line)
     print(f"sweep record: {sweep.path}")
