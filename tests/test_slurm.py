@@ -258,3 +258,20 @@ def test_sigkill_of_a_sweep_through_srun_leaves_nothing(tmp_path):
     proc.kill()
     proc.wait(timeout=10)
     assert nothing_left(tag), (jobs_named(tag), processes(tag))
+
+
+def test_attach_waits_for_a_job_still_pending(tmp_path, capsys):
+    tag = tag_for("pending")
+    store = tmp_path / "store"
+    argv = ["sweep", "--seeds", "0", "--store", str(store), "--submit",
+            f"sbatch -J {tag} --begin=now+4", "--", *fake(tag, "--steps", "4")]  # fmt: skip
+    assert main(argv) == 0
+    (record,) = (store / "sweeps").glob("*.json")
+    capsys.readouterr()
+    attach = ["sweep", "--attach", str(record), "--headless", "--json", "--stall-timeout", "1"]
+    assert main(attach) == 0  # silent past the stall timeout, but PENDING: not over
+    rec = last_json(capsys.readouterr().out)
+    assert rec["jobs"][0]["verdict"] == "IDENTICAL"
+    tail = " ".join(pair_json(store / rec["jobs"][0]["pair"])["runs"]["a"]["stderr_tail"])
+    assert "the job is pending in the scheduler's queue" in tail
+    assert nothing_left(tag)

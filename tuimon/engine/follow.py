@@ -32,6 +32,8 @@ POLL = 0.1
 """Seconds between two looks at files that had nothing new."""
 HEAD = 256
 """Bytes of a file's start kept to see it rewritten by a restarted run."""
+ASK_EVERY = 15.0
+"""Seconds between two questions to the scheduler about an idle submitted job."""
 READ_ROUND = 64
 """Chunks read from one file before the other gets its turn."""
 
@@ -58,6 +60,11 @@ class Tail:
     """A file the job's wrapper writes its exit code to: the side is over when it is there."""
     saved: bool = False
     """The followed files are the pair's own raw logs: nothing is written again."""
+    queued: Callable[[], str | None] | None = None
+    """Asks the scheduler about the run's job: `PENDING`, `RUNNING` ..., None when it is gone."""
+    asked_at: float = -ASK_EVERY
+    queue_state: str | None = None
+    told_queued: bool = False
     err_at: int = 0
     head: bytes = b""
     """The file's first bytes as read (up to `HEAD`): others there mean it was rewritten."""
@@ -78,6 +85,20 @@ class Tail:
 
     def idle_for(self) -> float:
         return time.monotonic() - self.last_change
+
+    def still_queued(self) -> bool:
+        """The scheduler says the job is waiting or running (`queued`, asked at most every
+        `ASK_EVERY` s): its silence is not an end. Said once."""
+        if self.queued is None:
+            return False
+        now = time.monotonic()
+        if now - self.asked_at >= ASK_EVERY:
+            self.asked_at, state = now, self.queued()
+            self.queue_state = state
+            if state and not self.told_queued:
+                self.told_queued = True
+                self.note(f"{self.name}: the job is {state.lower()} in the scheduler's queue")
+        return bool(self.queue_state)
 
     def poll(self) -> list[SourceEvent]:
         """What the file gained since the last poll (lines and notes)."""
@@ -291,7 +312,9 @@ class FollowSource:
             if self._stop.is_set():
                 for tail in open_tails:
                     await self._end(tail, queue, None, "interrupted")
-            elif self.idle and all(t.idle_for() > self.idle for t in open_tails):
+            elif self.idle and all(
+                t.idle_for() > self.idle and not t.still_queued() for t in open_tails
+            ):
                 for tail in open_tails:
                     await self._end_idle(tail, queue)
             open_tails = [t for t in open_tails if not t.over]

@@ -12,7 +12,9 @@ the commands in the record are data there, never run. Nothing here imports textu
 from __future__ import annotations
 
 import dataclasses
+import re
 import shlex
+import shutil
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,6 +29,8 @@ from tuimon.store import SIDES, PairWriter, StoreError
 
 SUBMIT_TIMEOUT = 120.0
 """Seconds one submission (an `sbatch` call) may take."""
+ALIVE = ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING")
+"""SLURM job states in which a silent job is not over."""
 SessionFactory = Callable[[Callable[[Batch], None]], PairSession]
 
 
@@ -159,12 +163,37 @@ def follow_factory(
             meta={**plan.meta(specs), "submitted": submitted},
         )
         source = FollowSource.of_pair_dir(pair_dir, idle=idle, reading=plan.reading)
+        for side, tail in source.tails.items():
+            tail.queued = slurm_state(submitted.get(side))
         writer = PairWriter(pair_dir, created="")
         session = PairSession(source, sides, options=options, writer=writer, on_batch=on_batch)  # type: ignore[arg-type]
         source.say = session.say
         return session
 
     return make
+
+
+def slurm_state(submitted: str | None) -> Callable[[], str | None] | None:
+    """For a run `sbatch` took (`Submitted batch job 123`): a question to `squeue` about that
+    job (its state while it is queued or running, None once it is gone); None otherwise."""
+    match = re.search(r"Submitted batch job (\d+)", submitted or "") or re.fullmatch(
+        r"(\d+)(;\S+)?", (submitted or "").strip()
+    )
+    if match is None or not shutil.which("squeue"):
+        return None
+    job = match.group(1)
+
+    def ask() -> str | None:
+        try:
+            proc = subprocess.run(
+                ["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True, timeout=10
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        state = proc.stdout.strip().splitlines()
+        return state[0] if proc.returncode == 0 and state and state[0] in ALIVE else None
+
+    return ask
 
 
 def attach_line(sweep: Sweep) -> str | None:
