@@ -254,7 +254,9 @@ def test_sigkill_of_a_sweep_through_srun_leaves_nothing(tmp_path):
          *fake(tag, "--steps", "100000", "--sleep", "0.02")],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    wait_until(lambda: len(jobs_named(tag)) == 4, within=60)  # past the first pair's gate
+    # past the first pair's gate, every run started (a kill while an srun waits for its
+    # allocation leaves that allocation to SLURM's InactiveLimit, 10 s in .ci/slurm-up)
+    wait_until(lambda: len(jobs_named(tag)) == 4 and len(processes(tag)) >= 5, within=60)
     proc.kill()
     proc.wait(timeout=10)
     assert nothing_left(tag), (jobs_named(tag), processes(tag))
