@@ -24,13 +24,14 @@ from tuimon.commands import (
     spread,
     sweep,
     train,
+    watch,
 )
 from tuimon.commands.options import Parser
 from tuimon.commands.pipes import guarded
 from tuimon.errors import TuimonError, UsageError
 from tuimon.sanitize import clean
 
-COMMANDS = (pair, sweep, compare, emb_check, spread, plot, replay, browse, train, explain)
+COMMANDS = (pair, sweep, watch, compare, emb_check, spread, plot, replay, browse, train, explain)
 """The subcommands, in the order --help lists them."""
 
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from tuimon.commands.options import add_store, add_yes, confirm, int64, terminal
 from tuimon.commands.pair import add_pair_options, check_log_file, pair_plan
 from tuimon.errors import UsageError
+
+if TYPE_CHECKING:
+    from tuimon.engine.sweep import Sweep
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -40,6 +44,29 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="pairs at once (default: as many as the cores hold without two CPU runs sharing "
         "a core; 1 for GPU or launched pairs)",
     )
+    p.add_argument(
+        "--submit",
+        default=None,
+        metavar="PREFIX",
+        help="submit each run with this prefix (e.g. 'sbatch -p gpu --gres=gpu:1'; {cmd} "
+        "stands for the run's script) and exit: the runs write their logs into their pair "
+        "directories; --attach follows them later",
+    )
+    p.add_argument(
+        "--attach",
+        default=None,
+        metavar="RECORD",
+        help="follow and judge the pairs of a submitted sweep (its id or record path); the "
+        "record's commands are never run; ends per pair when both runs have ended (or stayed "
+        "idle --stall-timeout s)",
+    )
+    p.add_argument(
+        "--no-fail-fast",
+        action="store_true",
+        help="start every pair even when the first fails before its first step (by default "
+        "the first pair runs alone until it logs a step, at most 10 s, and a failure there "
+        "stops the sweep)",
+    )
     add_pair_options(p)
     add_store(p)
     add_yes(p)
@@ -55,11 +82,14 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--jobs must be at least 1")
     if args.json and not args.headless:
         raise UsageError("--json needs --headless")
+    if args.attach:
+        return _attach(args)
     try:
         if args.resume:
             if args.seeds:
                 raise UsageError("--resume takes the sweep's own seeds: leave out --seeds")
             sweep = Sweep.load(resolve_store(args.store), args.resume, args.jobs)
+            _refuse_submitted(sweep)
             if sweep.running_elsewhere:
                 raise UsageError(
                     f"sweep {sweep.id} is still running in another tuimon "
@@ -72,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
             if not args.seeds:
                 raise UsageError("sweep needs --seeds (e.g. 0-9 or 0,3,7) or --resume SWEEP")
             seeds = parse_seeds(args.seeds)
+            _check_submit(args)
             plan, store = pair_plan(args, None, many=True)
             check_log_file(args, plan, many=True)
             assert store is not None
@@ -79,6 +110,9 @@ def run(args: argparse.Namespace) -> int:
             sweep = Sweep.create(store, plan, seeds, args.repeat, jobs)
     except SweepError as exc:
         raise UsageError(str(exc)) from None
+    sweep.fail_fast = not args.no_fail_fast
+    if args.submit:
+        return _submit(args, sweep)
     if oversubscribed(sweep.plan, sweep.at_once):
         print(
             f"tuimon: warning: {sweep.at_once} pair(s) at once ask for more CPU threads than "
@@ -106,3 +140,72 @@ def _consent(sweep, *, yes: bool) -> None:  # type: ignore[no-untyped-def]
     except UsageError:
         sweep.release()
         raise
+
+
+def _refuse_submitted(sweep: Sweep) -> None:
+    """--resume never re-runs a submitted sweep's commands: --attach follows it."""
+    if sweep.submit:
+        raise UsageError(
+            f"sweep {sweep.id} was submitted: `tuimon sweep --attach {sweep.id}` "
+            "follows it (a new --submit sweep submits seeds again)"
+        )
+
+
+def _check_submit(args: argparse.Namespace) -> None:
+    if not args.submit:
+        return
+    if args.launch or args.launch_a or args.launch_b:
+        raise UsageError("--submit and --launch: give the scheduler's options in --submit")
+    if args.log_file:
+        raise UsageError("--submit writes each run's stdout into its pair directory: no --log-file")
+
+
+def _submit(args: argparse.Namespace, sweep: Sweep) -> int:
+    """Submit the pairs, say where they go and how to follow them."""
+    from tuimon.engine.plan import parse_launcher
+    from tuimon.engine.submit import attach_line, submit_sweep
+
+    try:
+        prefix = parse_launcher(args.submit)
+    except ValueError as exc:
+        raise UsageError(f"--submit: {exc} in {args.submit!r}") from None
+    if not prefix:
+        raise UsageError("--submit needs a prefix, e.g. 'sbatch -p gpu'")
+    code = submit_sweep(sweep, prefix, lambda text: print(text, file=sys.stderr))
+    if sweep.failing.reason:
+        print(f"sweep stopped: {sweep.failing.reason}", file=sys.stderr)
+    if args.json:
+        import orjson
+
+        print(orjson.dumps(sweep.to_dict()).decode())
+        return code
+    if line := attach_line(sweep):
+        print(line)
+    print(f"sweep record: {sweep.path}")
+    return code
+
+
+def _attach(args: argparse.Namespace) -> int:
+    """Follow a submitted sweep's pairs (never runs the record's commands)."""
+    from tuimon.engine.submit import attach
+    from tuimon.engine.sweep import Sweep, SweepError
+    from tuimon.store import resolve_store
+
+    if args.seeds or args.resume or args.submit:
+        raise UsageError("--attach follows a submitted sweep: leave out --seeds/--resume/--submit")
+    try:
+        sweep = Sweep.load(resolve_store(args.store), args.attach)
+    except SweepError as exc:
+        raise UsageError(str(exc)) from None
+    if not sweep.submit:
+        raise UsageError(f"sweep {sweep.id} was not submitted (--submit): nothing to attach to")
+    if not any(j.status == "submitted" for j in sweep.jobs):
+        raise UsageError(f"sweep {sweep.id} has no submitted pair left to judge")
+    attach(sweep, args.stall_timeout)
+    if args.headless or not terminal("sweep"):
+        from tuimon.report.sweep import run_sweep_headless
+
+        return run_sweep_headless(sweep, as_json=args.json)
+    from tuimon.ui.app import run_app
+
+    return run_app(store=sweep.store, sweep=sweep, title=f"tuimon sweep · {sweep.id} (attached)")

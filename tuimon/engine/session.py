@@ -227,6 +227,7 @@ class PairSession:
         self._new_records: dict[str, list[Record]] = {k: [] for k in self.sides}
         self._new_stderr: dict[str, list[str]] = {k: [] for k in self.sides}
         self._new_aligned: list[Any] = []
+        self._unfed: dict[str, list[Step]] = {k: [] for k in self.sides}
         self._err_split = {k: LineSplitter() for k in self.sides}
         self._messages: list[str] = []
         self._first_text: dict[str, str] = {}
@@ -257,6 +258,10 @@ class PairSession:
 
     def _say(self, message: str) -> None:
         self._messages.append(message)
+
+    def say(self, message: str) -> None:
+        """A status line in the next batch (a source's news: a followed file was rotated ...)."""
+        self._say(message)
 
     def listen(self, listener: Callable[[Batch], None]) -> Callable[[], None]:
         """Give `listener` every batch from the next one on (after `on_batch`, in the loop that
@@ -403,11 +408,20 @@ class PairSession:
             rates.popleft()
         if len(rates) > 1 and rates[-1][0] > rates[0][0]:
             state.rate = (rates[-1][1] - rates[0][1]) / (rates[-1][0] - rates[0][0])
-        aligned = self.aligner.feed_batch(state.side, steps)
-        if self.writer is not None:
-            for row in aligned:
-                self.writer.aligned(row.to_dict())
-        self._new_aligned += aligned
+        self._unfed[state.side] += steps
+
+    def _feed(self) -> None:
+        """Judge the steps taken since the last batch, a side's at once (the aligner's cost is
+        per call more than per step: a sweep of many slow pairs feeds it once a batch)."""
+        for side, steps in self._unfed.items():
+            if not steps:
+                continue
+            self._unfed[side] = []
+            aligned = self.aligner.feed_batch(side, steps)
+            if self.writer is not None:
+                for row in aligned:
+                    self.writer.aligned(row.to_dict())
+            self._new_aligned += aligned
 
     async def _on_exit(self, event: Exited) -> None:
         state = self.sides[event.side]
@@ -445,6 +459,7 @@ class PairSession:
         return True, None
 
     def _flush(self, *, done: bool = False, message: str | None = None) -> None:
+        self._feed()
         if not done:
             self.summary = self.aligner.summary(running=True)
         for side, state in self.sides.items():
@@ -475,6 +490,7 @@ class PairSession:
         return "finished" if all(s.status == "finished" for s in self.sides.values()) else "failed"
 
     def _finish(self) -> Summary:
+        self._feed()
         complete, reason = self._complete()
         self.summary = self.aligner.summary(
             complete=complete, reason=reason, interrupted=self.interrupted

@@ -27,6 +27,7 @@ import orjson
 from tuimon.engine.align import CLOSE, DIVERGED, IDENTICAL, MetricFilter
 from tuimon.engine.artifacts import describe_freqs
 from tuimon.engine.consent import Planned, quote, show
+from tuimon.engine.fail_fast import FailFast, early_error, gate
 from tuimon.engine.hints import likely_causes
 from tuimon.engine.plan import SIDES, PairPlan
 from tuimon.engine.session import Batch, PairSession
@@ -45,6 +46,11 @@ from tuimon.store import (
 SWEEP_FORMAT = "tuimon.engine.sweep/1"
 SWEEPS_DIR = "sweeps"
 OK_VERDICTS = (IDENTICAL, CLOSE)
+MANY_AT_ONCE = 8
+MANY_BATCH = 0.5
+"""With more than `MANY_AT_ONCE` pairs at once, each pair's session batches every `MANY_BATCH`
+seconds: its steps are judged a batch at a time, and the aligner's cost is per call more than
+per step (bench/bench_sweep.py)."""
 _SEEDS = re.compile(r"^\s*(-?\d+)\s*(?:-\s*(-?\d+)\s*)?$")
 _TUPLE_FIELDS = ("devices", "threads", "template")
 
@@ -147,6 +153,8 @@ class Job:
     hints: list[dict[str, str]] = field(default_factory=list)
     note: str | None = None
     """Why the job is to run again (its monitor was gone), for the record."""
+    submitted: dict[str, str] = field(default_factory=dict)
+    """`--submit`: what each run's submission said (e.g. `Submitted batch job 12`)."""
     step: int | None = None
     """Live only: the furthest step either side has logged."""
     total: int | None = None
@@ -245,6 +253,13 @@ class Sweep:
         self.monitor: str | None = None
         """Which monitor ran (or runs) the sweep: `pid N on HOST`."""
         self._lock: int | None = None
+        self.fail_fast = True
+        """Stop when the first pairs fail before their first step (`engine.fail_fast`)."""
+        self.failing = FailFast()
+        self.submit: list[str] | None = None
+        """`--submit`: the prefix the runs were submitted with (`engine.submit`)."""
+        self.make_session: Callable[[int, PairPlan], Any] | None = None
+        """`--attach`: a job's session factory (follows files); None: launch its runs."""
         self.on_change: Callable[[int], None] = lambda index: None
         """Called with a job's index when it starts, ends, or (live) moves on."""
 
@@ -288,6 +303,8 @@ class Sweep:
             created=str(doc["created"]) if doc.get("created") else None,
         )
         sweep.monitor = doc.get("monitor")
+        submit = doc.get("submit")
+        sweep.submit = [str(x) for x in submit] if isinstance(submit, list) else None
         sweep.recover()
         return sweep
 
@@ -372,7 +389,8 @@ class Sweep:
 
     def todo(self) -> list[int]:
         """Indexes of the jobs still to run: never started, or interrupted."""
-        return [i for i, j in enumerate(self.jobs) if j.status in ("pending", "interrupted")]
+        statuses = ("submitted",) if self.make_session else ("pending", "interrupted")
+        return [i for i, j in enumerate(self.jobs) if j.status in statuses]
 
     def never_ran(self) -> list[int]:
         """Seeds with a job that never started."""
@@ -397,6 +415,8 @@ class Sweep:
         """running / interrupted / finished."""
         if self.sessions:
             return "running"
+        if any(j.status == "submitted" for j in self.jobs):
+            return "submitted"
         return "interrupted" if self.todo() else "finished"
 
     def to_dict(self) -> dict[str, Any]:
@@ -412,8 +432,10 @@ class Sweep:
             "never_ran": self.never_ran(),
             "exit_code": self.exit_code(),
             "monitor": self.monitor,
+            **({"stopped": self.failing.reason} if self.failing.reason else {}),
             "plan": _plan_to_dict(self.plan),
             "jobs": [j.to_dict() for j in self.jobs],
+            **({"submit": self.submit} if self.submit else {}),
         }
 
     def save(self) -> None:
@@ -436,27 +458,40 @@ class Sweep:
 
     async def run(self) -> int:
         """Run the jobs still to do, `at_once` at a time, holding the sweep's lock; the
-        sweep's exit code."""
+        sweep's exit code. With `fail_fast`, the first runs alone until it has logged a step
+        (`engine.fail_fast`)."""
         self.claim()
         try:
             queue = self.todo()
             self.save()
+            alone = self.fail_fast and len(queue) > 1
 
-            async def worker() -> None:
+            async def worker(first: int | None = None) -> None:
+                if first is not None:
+                    await self._run_job(first, alone=True)
                 while queue and not self.stopping:
                     await self._run_job(queue.pop(0))
 
-            await asyncio.gather(*(worker() for _ in range(min(self.at_once, len(queue)) or 1)))
+            if alone:
+                index = queue.pop(0)
+                first = asyncio.create_task(worker(index))
+                await gate(lambda: self.sessions.get(index), first)
+            workers = [worker() for _ in range(min(self.at_once - alone, len(queue)))]
+            await asyncio.gather(*workers, *([first] if alone else []))
             self.save()
         finally:
             self.release()
         return self.exit_code()
 
-    async def _run_job(self, index: int) -> None:
+    async def _run_job(self, index: int, *, alone: bool = False) -> None:
         job = self.jobs[index]
         label = f"{self.plan.label}_sweep-{self.id}" if self.plan.label else f"sweep-{self.id}"
         plan = dataclasses.replace(self.plan, seed=job.seed, label=label)
-        make = plan.session_factory(self.store)
+        make = (
+            self.make_session(index, plan)
+            if self.make_session
+            else plan.session_factory(self.store)
+        )
 
         def on_batch(batch: Batch) -> None:
             steps = [s.step for s in batch.sides.values() if s.step is not None]
@@ -477,6 +512,8 @@ class Sweep:
             job.hints = [{"tag": "store", "cause": str(exc), "evidence": "the store"}]
             self.on_change(index)
             return
+        if self.at_once > MANY_AT_ONCE:  # many pairs in one monitor: fewer, larger batches
+            session.options.batch_interval = max(session.options.batch_interval, MANY_BATCH)
         self.sessions[index] = session
         job.status = "running"
         job.pair = session.pair_path.name if session.pair_path else None
@@ -489,6 +526,10 @@ class Sweep:
         job.take(session.pair_doc().to_json(), session.status())
         if session.pair_path:
             job.pair = session.pair_path.name
+        if self.make_session and job.status == "interrupted":
+            job.status = "submitted"  # an attach that stops: the next one follows it again
+        if self.fail_fast and self.failing.ended(early_error(session), alone=alone):
+            self.stopping = True  # start no more: they would fail the same way
         self._save_quietly()
         self.on_change(index)
 

@@ -18,7 +18,7 @@ import orjson
 from tuimon.sanitize import clean
 
 Check = Callable[[Any], bool]
-JOB_STATUSES = ("pending", "running", "finished", "failed", "interrupted")
+JOB_STATUSES = ("pending", "running", "finished", "failed", "interrupted", "submitted")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,200}$")
 
 
@@ -92,6 +92,8 @@ JOB: tuple[tuple[str, Check, str], ...] = (
     ("hints", lambda v: isinstance(v, list) and all(isinstance(h, dict) for h in v),
      "a list of objects"),
     ("note", _opt(lambda v: isinstance(v, str)), "text or null"),
+    ("submitted", lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+     "an object of texts"),
 )  # fmt: skip
 
 
@@ -116,7 +118,9 @@ def check_record(doc: Mapping[str, Any]) -> None:
         raise RecordError(f"'id' must be a plain name (got {_shown(doc['id'])})")
     if "at_once" in doc and not _opt(_count)(doc["at_once"]):
         raise RecordError(f"'at_once' must be a count from 1 (got {_shown(doc['at_once'])})")
-    for key in ("monitor", "created"):
+    if not _opt(_words)(doc.get("submit")):
+        raise RecordError(f"'submit' must be a list of words or null (got {_shown(doc['submit'])})")
+    for key in ("monitor", "created", "stopped"):
         if not _opt(lambda v: isinstance(v, str))(doc.get(key)):
             raise RecordError(f"{key!r} must be text or null (got {_shown(doc.get(key))})")
     plan, jobs = doc.get("plan"), doc.get("jobs")

@@ -16,6 +16,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from tuimon.engine.submit import attach_line
 from tuimon.engine.sweep import COLUMNS, Sweep, hint_lines, row
 from tuimon.store import StoreError
 
@@ -113,8 +114,12 @@ def print_result(sweep: Sweep, out: Any) -> None:
     printer.print(sweep_table(sweep))
     for line in hint_lines(sweep.jobs):
         printer.print(Text(line))
+    if sweep.failing.reason:
+        printer.print(Text(f"sweep stopped: {sweep.failing.reason}"))
     if rest := sweep.rest_line():
         printer.print(Text(rest))
+    if out_there := attach_line(sweep):
+        printer.print(Text(out_there))
     printer.print(Text(f"sweep record: {sweep.path}"))
 
 

@@ -1,0 +1,92 @@
+"""`tuimon watch A B`: follow two growing log files of runs tuimon did not launch, as a pair."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tuimon.commands.options import (
+    add_reading,
+    add_select,
+    add_store,
+    check_storable,
+    non_negative_float,
+    reading,
+    select,
+    terminal,
+)
+from tuimon.errors import UsageError
+
+DEFAULT_IDLE = 120.0
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "watch",
+        help="follow two growing log files (runs tuimon did not launch) as a pair",
+        description="Follow two step logs as they grow (sbatch jobs writing to a shared "
+        "filesystem, a colleague's run, any two files `tail -f` could follow) and judge them "
+        "step by step exactly as a live pair: the same view, the same verdict, saved in the "
+        "store. A file not there yet is waited for; a file truncated in place is read again "
+        "from its start; a rotated file is read to its end, then the new one. A side ends with "
+        "its end record; the watch ends when every side still open has written nothing for "
+        "--stall-timeout seconds (or on Ctrl-C / q).",
+        epilog="exit codes: 0 IDENTICAL or CLOSE, 1 DIVERGED, 3 INCOMPLETE (a file never "
+        "appeared, a run logged an error, the watch was stopped), 2 bad usage. Example: "
+        "tuimon watch /scratch/run-a/log.jsonl /scratch/run-b/log.jsonl --stall-timeout 600",
+    )
+    p.add_argument("a", metavar="A", help="the log file of run A")
+    p.add_argument("b", metavar="B", help="the log file of run B")
+    p.add_argument(
+        "--stall-timeout",
+        type=non_negative_float,
+        default=DEFAULT_IDLE,
+        metavar="S",
+        help=f"end when both files have been idle for S seconds (default {DEFAULT_IDLE:g}; "
+        "0: only end records or Ctrl-C end it)",
+    )
+    p.add_argument(
+        "--tolerance",
+        type=non_negative_float,
+        default=0.0,
+        help="relative difference still judged CLOSE (default 0: bitwise)",
+    )
+    p.add_argument("--no-save", action="store_true", help="do not save the pair in the store")
+    p.add_argument("--headless", action="store_true", help="no TUI: progress, then the verdict")
+    p.add_argument("--json", action="store_true", help="(headless) print the summary as JSON")
+    add_reading(p)
+    add_select(p)
+    add_store(p)
+    p.set_defaults(handler=run, help_prog=p.prog)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tuimon.engine.follow import watch_factory
+    from tuimon.engine.session import PairOptions
+    from tuimon.store import check_writable, resolve_store
+
+    check_storable(args)
+    if args.json and not args.headless:
+        raise UsageError("--json needs --headless")
+    paths = (Path(args.a), Path(args.b))
+    for path in paths:
+        if path.is_dir():
+            raise UsageError(f"{path} is a directory: watch takes two log files")
+    if paths[0].resolve() == paths[1].resolve():
+        raise UsageError("A and B are the same file: nothing would be compared")
+    store = None
+    if not args.no_save:
+        store = resolve_store(args.store)
+        check_writable(store)
+    options = PairOptions(tolerance=args.tolerance, select=select(args))
+    make = watch_factory(
+        paths, store, idle=args.stall_timeout, options=options, reading=reading(args)
+    )
+    if args.headless or not terminal("watch"):
+        from tuimon.report.headless import run_headless
+
+        return run_headless([make], as_json=args.json)
+    from tuimon.ui.app import run_app
+
+    title = f"tuimon watch · {paths[0].name} · {paths[1].name}"
+    return run_app(store=store or resolve_store(None), make_session=make, title=title)
