@@ -19,9 +19,9 @@ from tuimon.workload import digest
 from tuimon.workload.data import Split, make_split
 from tuimon.workload.digest import param_digests, tensor_digest
 from tuimon.workload.model import Transformer
-from tuimon.workload.options import BETAS, Settings, emb_path, lr_at
+from tuimon.workload.options import BETAS, Settings, lr_at
 
-__all__ = ["build", "param_digests", "run", "tensor_digest", "train"]
+__all__ = ["build", "param_digests", "save_embedding", "tensor_digest", "train"]
 
 
 def build(s: Settings, device: torch.device) -> tuple[Transformer, Split]:
@@ -216,21 +216,3 @@ def save_embedding(model: Transformer, path: Path) -> None:
     with open(tmp, "wb") as fh:
         np.save(fh, model.W_E.detach().cpu().numpy())
     os.replace(tmp, path)
-
-
-def run(
-    s: Settings, device: torch.device, loss_dtype: torch.dtype, logger: StepLogger
-) -> dict[str, str]:
-    """Build, train, save W_E unless --time-only; the artifacts written, e.g. {"emb": path}."""
-    model, data = build(s, device)
-    if s.cuda_graph:
-        from tuimon.workload import graph
-
-        graph.train(s, model, data, loss_dtype, logger)
-    else:
-        train(s, model, data, loss_dtype, logger)
-    path = emb_path(s, str(device))
-    if path is None:
-        return {}
-    save_embedding(model, path)
-    return {"emb": str(path)}

@@ -15,11 +15,14 @@ import threading
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tuimon.errors import DeviceError, UsageError
 from tuimon.steplog import StepLogger
-from tuimon.workload.options import Settings, hyper_block, run_block, settings_from_args
+from tuimon.workload.options import Settings, emb_path, hyper_block, run_block, settings_from_args
+
+if TYPE_CHECKING:
+    import torch
 
 
 class Terminated(BaseException):
@@ -55,7 +58,6 @@ def run_settings(s: Settings, argv: list[str] | None = None) -> int:
     if s.deterministic:  # cuBLAS reads it when CUDA starts: set it before any torch call
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     from tuimon.workload import device as dev
-    from tuimon.workload import loop
 
     if s.cuda_graph and not dev.torch.cuda.is_available():
         raise DeviceError(
@@ -74,7 +76,7 @@ def run_settings(s: Settings, argv: list[str] | None = None) -> int:
     )
     try:
         with _sigterm_raises():
-            artifacts = loop.run(s, device, loss_dtype, logger)
+            artifacts = _train_and_save(s, device, loss_dtype, logger)
     except KeyboardInterrupt:
         return _finish(logger, 130, "interrupted", signal="SIGINT")
     except Terminated:
@@ -97,3 +99,19 @@ def _finish(logger: StepLogger, code: int, status: str, **extra: Any) -> int:
 def run(args: argparse.Namespace) -> int:
     """Entry point of `tuimon train` (see tuimon.cli); UsageError for bad settings or device."""
     return run_settings(settings_from_args(args))
+
+
+def _train_and_save(
+    s: Settings, device: torch.device, loss_dtype: torch.dtype, logger: StepLogger
+) -> dict[str, str]:
+    """Build, train, save W_E unless --time-only; the artifacts written, e.g. {"emb": path}."""
+    from tuimon.workload import graph, loop
+
+    model, data = loop.build(s, device)
+    trainer = graph.train if s.cuda_graph else loop.train  # the same record, two ways to step
+    trainer(s, model, data, loss_dtype, logger)
+    path = emb_path(s, str(device))
+    if path is None:
+        return {}
+    loop.save_embedding(model, path)
+    return {"emb": str(path)}
