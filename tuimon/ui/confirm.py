@@ -12,23 +12,18 @@ from __future__ import annotations
 from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from tuimon.ui.modals import ConfirmScreen
 from tuimon.ui.text import clean
 
 REFUSED = "not confirmed: nothing was run"
 
 
-class CommandsScreen(ModalScreen[bool]):
+class CommandsScreen(ConfirmScreen):
     """`what` would run these command lines: y runs them, n or Esc runs nothing."""
 
-    BINDINGS = [  # noqa: RUF012
-        Binding("y", "answer(True)", "Run them", id="yes"),
-        Binding("n,escape", "answer(False)", "Run nothing", id="no"),
-    ]
     DEFAULT_CSS = """
     CommandsScreen { align: center middle; }
     CommandsScreen #commands-box {
@@ -40,7 +35,7 @@ class CommandsScreen(ModalScreen[bool]):
     """
 
     def __init__(self, what: str, lines: list[str]) -> None:
-        super().__init__(classes="confirm")
+        super().__init__(what, yes="Run them", no="Run nothing")
         self.what = what
         self.lines = lines
 
@@ -52,17 +47,5 @@ class CommandsScreen(ModalScreen[bool]):
             with VerticalScroll(id="commands-list"):
                 yield Static(Text("\n".join(clean(line, None) for line in self.lines)))
             with Horizontal(id="commands-buttons"):
-                yield Button("Run them (y)", variant="error", id="yes")
-                yield Button("Run nothing (n)", variant="primary", id="no")
-
-    def on_mount(self) -> None:
-        """Focus the safe answer."""
-        self.query_one("#no", Button).focus()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        """A click on either button answers."""
-        self.dismiss(event.button.id == "yes")
-
-    def action_answer(self, yes: bool) -> None:
-        """Answer by key."""
-        self.dismiss(yes)
+                yield Button(f"{self.labels[0]} (y)", variant="error", id="yes")
+                yield Button(f"{self.labels[1]} (n)", variant="primary", id="no")
