@@ -94,7 +94,11 @@ UNREADABLE = "unreadable"
 """A record that cannot be read: damaged or cut JSON, nesting too deep, a number too long."""
 UNMATCHED_TEXT = "printed numbers without a step"
 """A printed line with `name: number` pairs that no built-in shape or `--pattern` reads."""
-SKIP_REASONS = (NO_STEP_KEY, STEP_RANGE, UNREADABLE, UNMATCHED_TEXT)
+CUT_TAIL = "last line without its newline"
+"""A log's last line that did not end: it may have been cut mid-number (`loss 0.12` of `loss
+0.1234`), so a step it would give is skipped and said, but, like a run that stopped early, it
+leaves a step missing rather than making the side's reading a minority (`Account.why`)."""
+SKIP_REASONS = (NO_STEP_KEY, STEP_RANGE, UNREADABLE, UNMATCHED_TEXT, CUT_TAIL)
 MAX_LINE = 16 * 1024 * 1024
 """A longer line is not parsed, live or saved: it is skipped as `UNREADABLE` (`too_long_note`
 stands for it in a live stream; the raw log keeps it whole)."""

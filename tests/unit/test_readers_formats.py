@@ -263,3 +263,21 @@ def _flip(data: bytes) -> bytes:
     damaged = bytearray(data)
     damaged[len(data) // 2] ^= 0xFF
     return bytes(damaged)
+
+
+def test_a_short_text_log_without_a_final_newline_against_itself(tmp_path: Path, capsys) -> None:
+    """The last line of a text log that did not end is skipped and said (it may be cut), but it
+    is a missing step, not a reading failure: the log against itself stays IDENTICAL; the whole
+    log against a copy cut in the middle of its last number is INCOMPLETE, never DIVERGED."""
+    text = llmc(base).rstrip("\n")
+    a, b, cut = tmp_path / "a.log", tmp_path / "b.log", tmp_path / "cut.log"
+    a.write_text(text)
+    b.write_text(text)
+    cut.write_text(text[:-2])
+    code, out = compare(capsys, str(a), str(b))
+    assert (code, out["verdict"]) == (0, "IDENTICAL")
+    assert out["accounts"]["a"]["skipped"] == {"last line without its newline": 1}
+    whole = tmp_path / "whole.log"
+    whole.write_text(text + "\n")
+    code, out = compare(capsys, str(whole), str(cut))
+    assert (code, out["verdict"]) == (3, "INCOMPLETE")

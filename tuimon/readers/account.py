@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuimon.steplog import (
+    CUT_TAIL,
     NO_STEP_KEY,
     STEP_RANGE,
     UNMATCHED_TEXT,
@@ -43,6 +44,7 @@ FLAGS = {
     STEP_RANGE: "a step must fit int64; --step-key NAME picks another field",
     UNREADABLE: "damaged, cut or out-of-range records: no flag reads them",
     UNMATCHED_TEXT: "--pattern REGEX reads such lines",
+    CUT_TAIL: "the file may have been cut, or is still being written",
 }
 """What a user can do about each reason."""
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
@@ -123,7 +125,7 @@ class Account:
     def why(self) -> str | None:
         """`N of M metric-like records (reason count: the flag that helps; first: ...)` when
         more than `LIMIT` were skipped, else None."""
-        skipped = self.reasons()
+        skipped = {k: n for k, n in self.reasons().items() if k != CUT_TAIL}  # a missing step
         total = sum(skipped.values())
         if not total or total <= LIMIT * (self.steps + total):
             return None

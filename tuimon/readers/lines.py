@@ -26,6 +26,7 @@ from tuimon.readers.text import (
     step_beyond_int64,
 )
 from tuimon.steplog import (
+    CUT_TAIL,
     NO_STEP_KEY,
     STEP_RANGE,
     UNMATCHED_TEXT,
@@ -101,7 +102,7 @@ class LineParser:
         record, complete = self._parse(line)
         cut = not line.endswith(b"\n") and not line.rstrip().endswith(b"}")
         if isinstance(record, Step) and cut:
-            return Text(f"{_cut(line, 200)} [cut short?]", UNREADABLE), False
+            return Text(f"{_cut(line, 200)} [cut short?]", CUT_TAIL), False
         return self.reading.promote(record), complete
 
     def _parse(self, line: bytes) -> tuple[Record, bool]:
