@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from tuimon.commands.options import (
-    add_reading,
-    add_select,
+    add_judging,
     add_store,
     check_storable,
     non_negative_float,
@@ -44,8 +43,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--save", action="store_true", help="save the comparison as a pair")
-    add_reading(p)
-    add_select(p)
+    add_judging(p)
     add_store(p)
     p.set_defaults(handler=run, help_prog=p.prog)
 

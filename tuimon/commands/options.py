@@ -89,6 +89,18 @@ def positive_float(text: str) -> float:
     return value
 
 
+def add_headless(p: argparse.ArgumentParser) -> None:
+    """--headless and --json: the verdict without the TUI (pair, sweep, replay, watch)."""
+    p.add_argument("--headless", action="store_true", help="no TUI: progress, then the verdict")
+    p.add_argument("--json", action="store_true", help="(headless) print the summary as JSON")
+
+
+def add_judging(p: argparse.ArgumentParser) -> None:
+    """How logs are read (--pattern, --map, ...) and which metrics are judged (--ignore ...)."""
+    add_reading(p)
+    add_select(p)
+
+
 def add_reading(p: argparse.ArgumentParser) -> None:
     """--pattern, --map, --step-key and --judge: how other tools' logs are read (see
     tuimon.readers)."""

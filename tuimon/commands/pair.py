@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from tuimon.commands.options import (
     INT64,
     SUBSTITUTIONS,
-    add_reading,
-    add_select,
+    add_headless,
+    add_judging,
     add_store,
     check_storable,
     finite,
@@ -119,8 +119,7 @@ def add_pair_options(p: argparse.ArgumentParser) -> None:
         help=f"the run writes its step log to this file instead of stdout ({SUBSTITUTIONS} "
         "substituted)",
     )
-    add_reading(p)
-    add_select(p)
+    add_judging(p)
     p.add_argument(
         "--shell",
         action="store_true",
@@ -136,8 +135,7 @@ def add_pair_options(p: argparse.ArgumentParser) -> None:
         "--launch-a", default=None, metavar="PREFIX", help="launcher of run A, e.g. 'ssh -tt mac'"
     )
     p.add_argument("--launch-b", default=None, metavar="PREFIX", help="launcher of run B")
-    p.add_argument("--headless", action="store_true", help="no TUI: progress, then the verdict")
-    p.add_argument("--json", action="store_true", help="(headless) print the summary as JSON")
+    add_headless(p)
 
 
 def _threads(text: str | None, devices: tuple[str, ...]) -> tuple[int, int]:

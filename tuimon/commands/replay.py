@@ -8,8 +8,8 @@ import sys
 
 from tuimon.commands.options import (
     REPLAY_SPEED,
-    add_reading,
-    add_select,
+    add_headless,
+    add_judging,
     non_negative_float,
     positive_float,
     reading,
@@ -37,10 +37,8 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--realtime", action="store_true", help="pace by the recorded step times")
     p.add_argument("--tolerance", type=non_negative_float, default=None, help="relative")
-    p.add_argument("--headless", action="store_true", help="no TUI: progress, then the verdict")
-    p.add_argument("--json", action="store_true", help="(headless) print the summary as JSON")
-    add_reading(p)
-    add_select(p)
+    add_headless(p)
+    add_judging(p)
     p.set_defaults(handler=run, help_prog=p.prog)
 
 

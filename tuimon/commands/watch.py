@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from tuimon.commands.options import (
-    add_reading,
-    add_select,
+    add_headless,
+    add_judging,
     add_store,
     check_storable,
     non_negative_float,
@@ -52,10 +52,8 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="relative difference still judged CLOSE (default 0: bitwise)",
     )
     p.add_argument("--no-save", action="store_true", help="do not save the pair in the store")
-    p.add_argument("--headless", action="store_true", help="no TUI: progress, then the verdict")
-    p.add_argument("--json", action="store_true", help="(headless) print the summary as JSON")
-    add_reading(p)
-    add_select(p)
+    add_headless(p)
+    add_judging(p)
     add_store(p)
     p.set_defaults(handler=run, help_prog=p.prog)
 
