@@ -129,32 +129,77 @@ def _row(name: str, value: float, limit: float, what: str) -> None:
     print(f"  {name:58s} {value:7.2f}x {what} (limit {limit:g}x: {verdict})")
 
 
-def digest_rows_cpu(p: int, repeats: int = 30) -> None:
-    """The digests against one pass over the bytes (a sum of each tensor), on the CPU; the
-    three are timed in turn, `repeats` times, and the fastest of each is kept."""
+def layout_124m() -> list[tuple[int, ...]]:
+    """GPT-2 small's parameter shapes (124M parameters, 148 tensors, 498 MB in float32)."""
+    d, vocab, ctx = 768, 50257, 1024
+    shapes: list[tuple[int, ...]] = [(vocab, d), (ctx, d)]
+    for _ in range(12):
+        shapes += [(d,), (d,), (d, 3 * d), (3 * d,), (d, d), (d,), (d,), (d,)]
+        shapes += [(d, 4 * d), (4 * d,), (4 * d, d), (d,)]
+    return [*shapes, (d,), (d,)]
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _digest_cases(tensors: list[torch.Tensor]) -> dict[str, tuple[str, Callable[[], object]]]:
+    """What is timed: (TUIMON_DIGEST_NUMBA, the call) by name."""
     from tuimon.workload import digest
+
+    return {
+        "one pass": ("", lambda: [t.sum() for t in tensors]),
+        "a copy": ("", lambda: [t.clone() for t in tensors]),
+        "numpy": ("0", lambda: digest.lanes_of(tensors)),
+        "compiled": ("1", lambda: digest.lanes_of(tensors)),
+    }
+
+
+def _fastest(cases: dict[str, tuple[str, Callable[[], object]]], repeats: int) -> dict[str, float]:
+    """The fastest of `repeats` calls of each case, the cases timed in turn."""
+    best = {k: float("inf") for k in cases}
+    for _ in range(repeats):
+        for k, (mode, fn) in cases.items():
+            os.environ["TUIMON_DIGEST_NUMBA"] = mode
+            best[k] = min(best[k], _timed(fn))
+    os.environ.pop("TUIMON_DIGEST_NUMBA", None)
+    return best
+
+
+def digest_rows_cpu(p: int, repeats: int = 30) -> None:
+    """The digests against one pass over the bytes (a `sum` of each tensor, on torch's
+    threads) on the CPU, by numpy and by the compiled kernel (numba, on torch's threads: what a
+    process uses once its digests have read 4 GiB, or at once with TUIMON_DIGEST_NUMBA=1); the
+    cases timed in turn, `repeats` times (5 for the 124M model), the fastest of each kept."""
+    from tuimon.workload import digest, digest_cpu
 
     model, _ = loop.build(Settings(p=p), torch.device("cpu"))
     params = [q.detach() for q in model.parameters()]
-    big = [torch.randn(1 << 22) for _ in range(4)]  # 64 MiB: beyond the caches
-    print(f"digests on CPU ({torch.get_num_threads()} threads; numpy's part runs on one), "
-          f"fastest of {repeats}, timed in turn:")  # fmt: skip
-    for name, tensors in ((f"p={p} model ({sum(t.numel() for t in params):,} params)", params),
-                          ("4 x 4M float32 (64 MiB)", big)):  # fmt: skip
-        cases = {
-            "one pass": lambda ts=tensors: [t.sum() for t in ts],
-            "copy": lambda ts=tensors: [t.clone() for t in ts],
-            "digests": lambda ts=tensors: digest.lanes_of(ts),
-        }
-        best = {k: float("inf") for k in cases}
-        for _ in range(repeats):
-            for k, fn in cases.items():
-                best[k] = min(best[k], _timed(fn))
-        one, copy, got = best["one pass"], best["copy"], best["digests"]
-        print(f"  {name}: one pass (sum) {one * 1e3:.3f} ms, a copy {copy * 1e3:.3f} ms, "
-              f"digests {got * 1e3:.3f} ms")  # fmt: skip
-        _row(f"digests / one pass, {name}", got / one, 3, "a sum of each tensor")
-        _row(f"digests / a copy, {name}", got / copy, 3, "a clone of each tensor")
+    layouts = {
+        f"p={p} model ({sum(t.numel() for t in params):,} params)": (params, repeats),
+        "4 x 4M float32 (64 MiB)": ([torch.randn(1 << 22) for _ in range(4)], repeats),
+        "GPT-2 small layout (124M params, 498 MB)": (
+            [torch.randn(s) for s in layout_124m()], max(3, repeats // 6)),
+    }  # fmt: skip
+    compiled = digest_cpu.kernel() is not None
+    print(f"digests on CPU ({torch.get_num_threads()} threads for the sum and the compiled "
+          f"kernel; numpy's runs on one; numba {'yes' if compiled else 'NOT installed'}; "
+          f"load average {_load()}), timed in turn:")  # fmt: skip
+    for name, (tensors, count) in layouts.items():
+        os.environ["TUIMON_DIGEST_NUMBA"] = "1"
+        same = "equal" if digest.lanes_of(tensors) == digest.lanes_numpy_many(tensors) else "DIFF"
+        best = _fastest(_digest_cases(tensors), count)
+        one = best["one pass"]
+        size = sum(t.numel() * t.element_size() for t in tensors)
+        print(f"  {name}, fastest of {count}: one pass (sum) {one * 1e3:.3f} ms "
+              f"({size / one / 1e9:.1f} GB/s), a copy {best['a copy'] * 1e3:.3f} ms, "
+              f"digests by numpy {best['numpy'] * 1e3:.3f} ms, compiled "
+              f"{best['compiled'] * 1e3:.3f} ms (lanes {same})")  # fmt: skip
+        _row(f"digests (numpy) / one pass, {name}", best["numpy"] / one, 3, "a sum of each")
+        if compiled:
+            _row(f"digests (compiled) / one pass, {name}", best["compiled"] / one, 3,
+                 "a sum of each")  # fmt: skip
+        print(f"  {'load average now':58s} {_load()}")
 
 
 def main() -> None:

@@ -59,13 +59,72 @@ def cases() -> list[Any]:
     ]
 
 
+@pytest.fixture(params=["numpy", "compiled"])
+def cpu_path(request: Any, monkeypatch: Any) -> str:
+    """The CPU digests by numpy, then by the compiled kernel (skipped without numba)."""
+    if request.param == "compiled":
+        pytest.importorskip("numba")
+    monkeypatch.setenv("TUIMON_DIGEST_NUMBA", "1" if request.param == "compiled" else "0")
+    return str(request.param)
+
+
 @pytest.mark.parametrize("i", range(len(cases())))
-def test_every_implementation_is_the_definition(i: int) -> None:
+def test_every_implementation_is_the_definition(i: int, cpu_path: str) -> None:
     t = cases()[i]
     want = reference(t)
     assert D.lanes_numpy(t) == want
     assert D.lanes_numpy_many([t]) == [want]
+    assert D.lanes_of([t]) == [want]  # by `cpu_path`
     assert tuple(int(x) & MASK for x in D.lanes_torch(t).tolist()) == want
+
+
+def test_the_compiled_kernel_on_several_threads(monkeypatch: Any) -> None:
+    """Rows cut among threads (tensors split at row boundaries) sum to the same lanes; the
+    split covers every row once."""
+    pytest.importorskip("numba")
+    from tuimon.workload import digest_cpu
+
+    g = torch.Generator().manual_seed(4)
+    sizes = [5 * D.C + 11, 3, 0, 2 * D.C, 7 * D.C - 1, 1]
+    tensors = [torch.randint(-(2**31), 2**31 - 1, (n,), dtype=torch.int32, generator=g)
+               for n in sizes]  # fmt: skip
+    words = [t.numpy() for t in tensors]
+    h = D._rows_np(8).view(np.uint64)
+    want = [reference(t) for t in tensors]
+    monkeypatch.setattr(digest_cpu, "PARALLEL_MIN_WORDS", 0)
+    for threads in (1, 2, 3, 7):
+        assert digest_cpu.lanes(words, D._G_SPLIT, h, threads) == want, threads
+        work = digest_cpu.pieces(sizes, threads)
+        assert len(work) <= threads
+        rows = sorted((i, r) for group in work for i, r0, r1 in group for r in range(r0, r1))
+        assert rows == [(i, r) for i, n in enumerate(sizes) for r in range(-(-n // D.C))]
+
+
+def test_the_compiled_kernel_is_used_once_it_pays(monkeypatch: Any) -> None:
+    """By default numpy until the process's digests have read SWITCH_WORDS words; =1 always,
+    =0 never. The values are the same either way."""
+    from tuimon.workload import digest_cpu
+
+    monkeypatch.delenv("TUIMON_DIGEST_NUMBA", raising=False)
+    monkeypatch.setattr(digest_cpu, "_kernel", None)
+    monkeypatch.setattr(digest_cpu, "_numpy_words", 0)
+    monkeypatch.setattr(digest_cpu, "SWITCH_WORDS", 1000)
+    assert not digest_cpu.wanted(600)
+    assert digest_cpu.wanted(600)  # 1,200 words read in all: worth the start now
+    monkeypatch.setenv("TUIMON_DIGEST_NUMBA", "0")
+    assert not digest_cpu.wanted(10**12)
+    monkeypatch.setenv("TUIMON_DIGEST_NUMBA", "1")
+    assert digest_cpu.wanted(1)
+
+
+def test_the_column_multipliers_in_halves() -> None:
+    """G = L + 2**32 * U modulo 2**64, L the low half read as signed: the identity the
+    compiled kernel relies on."""
+    g = D._G_NP.view(np.uint64)
+    for lane in range(2):
+        low = D._G_SPLIT[lane, 0].astype(np.int64)
+        high = D._G_SPLIT[lane, 1].view(np.uint32).astype(np.uint64)
+        assert ((low.view(np.uint64) + (high << np.uint64(32))) == g[lane]).all()
 
 
 def test_the_triton_kernel_in_its_cpu_interpreter() -> None:
@@ -95,10 +154,11 @@ def test_the_triton_kernel_in_its_cpu_interpreter() -> None:
     assert done.stdout.strip() == "True", done.stderr[-2000:]
 
 
-def test_many_tensors_at_once_match_one_by_one() -> None:
+def test_many_tensors_at_once_match_one_by_one(cpu_path: str) -> None:
     tensors = [*cases(), torch.randn(70 * D.C + 3)]  # one beyond the row block: alone
     want = [reference(t) for t in tensors[:-1]] + [D.lanes_numpy(tensors[-1])]
     assert D.lanes_numpy_many(tensors) == want
+    assert D.lanes_of(tensors) == want
     got = D.device_lanes(tensors).numpy().view(np.uint64).tolist()
     assert [tuple(x) for x in got] == want
 
@@ -122,7 +182,7 @@ def _random(dtype: str, n: int, seed: int) -> Any:
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_every_single_bit_flip_changes_the_digest(dtype: str) -> None:
+def test_every_single_bit_flip_changes_the_digest(dtype: str, cpu_path: str) -> None:
     t = _random(dtype, D.C + 9, seed=1)  # two rows
     base = D.tensor_digest(t)
     size = t.element_size()
@@ -135,7 +195,7 @@ def test_every_single_bit_flip_changes_the_digest(dtype: str) -> None:
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_swapping_two_elements_changes_the_digest(dtype: str) -> None:
+def test_swapping_two_elements_changes_the_digest(dtype: str, cpu_path: str) -> None:
     t = _random(dtype, 3 * D.C, seed=2)
     base = D.tensor_digest(t)
     rng = random.Random(dtype)
@@ -149,7 +209,7 @@ def test_swapping_two_elements_changes_the_digest(dtype: str) -> None:
         assert D.tensor_digest(swapped) != base, (i, j)
 
 
-def test_swapping_x_and_minus_x_changes_the_digest() -> None:
+def test_swapping_x_and_minus_x_changes_the_digest(cpu_path: str) -> None:
     """Words that differ in the sign bit alone (a difference of 2**31, the most a swap can
     share with the multipliers' difference): still caught, in a row and across rows."""
     g = torch.Generator().manual_seed(3)
@@ -164,7 +224,7 @@ def test_swapping_x_and_minus_x_changes_the_digest() -> None:
         assert D.tensor_digest(swapped) != D.tensor_digest(t), (i, j)
 
 
-def test_negation_reshape_and_dtype_change_it_equal_bytes_do_not() -> None:
+def test_negation_reshape_and_dtype_change_it_equal_bytes_do_not(cpu_path: str) -> None:
     t = torch.randn(4, 6)
     d = D.tensor_digest(t)
     assert D.tensor_digest(-t) != d

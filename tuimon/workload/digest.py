@@ -48,9 +48,9 @@ import numpy as np
 import torch
 
 from tuimon.steplog import DIGEST_FORMAT, DIGEST_TAG
+from tuimon.workload import digest_cpu
+from tuimon.workload.digest_cpu import C
 
-C = 4096
-"""Words per row."""
 _LANES = 2
 _MASK64 = (1 << 64) - 1
 _LOW = (1 << 33) - 1
@@ -95,6 +95,7 @@ def _table(kind: int, lane: int, n: int) -> np.ndarray:
 
 _G_NP = np.stack([_table(0, lane, C) for lane in range(_LANES)])  # (lanes, C)
 _H_NP = np.stack([_table(1, lane, 1024) for lane in range(_LANES)])  # grown on demand
+_G_SPLIT = digest_cpu.split_columns(_G_NP)  # G in 32-bit halves, for the compiled kernel
 
 
 def _rows_np(rows: int) -> np.ndarray:
@@ -138,6 +139,19 @@ def _bytes_of(t: torch.Tensor) -> torch.Tensor:
     if (flat.storage_offset() * flat.element_size()) % 4:
         flat = flat.clone()  # a view at an odd offset: its words would not be aligned
     return flat.view(torch.uint8)
+
+
+def _host_bytes(t: torch.Tensor) -> np.ndarray:
+    """`_bytes_of` a CPU tensor as a numpy array, by numpy's view of it where it has one (a
+    dtype numpy knows, no conjugate or negative bit, words aligned: a few microseconds less a
+    tensor, which is much of the cost of a small model's digests)."""
+    t = t.detach()
+    if t.layout == torch.strided and (t.storage_offset() * t.element_size()) % 4 == 0:
+        try:
+            return np.ascontiguousarray(t.numpy()).reshape(-1).view(np.uint8)  # C order
+        except (TypeError, RuntimeError):  # bfloat16 and the like; a conjugate or negative bit
+            pass
+    return _bytes_of(t).numpy()
 
 
 def _tail_value(tail: Sequence[int]) -> int:
@@ -236,6 +250,32 @@ def lanes_numpy_many(tensors: Sequence[torch.Tensor]) -> list[tuple[int, int]]:
             empty = counts[k] == 0  # reduceat gives the next row's value for an empty range
             out[i] = (0, 0) if empty else (int(found[0][k]), int(found[1][k]))
     return [x for x in out if x is not None]
+
+
+def lanes_compiled(tensors: Sequence[torch.Tensor]) -> list[tuple[int, int]] | None:
+    """(D_0, D_1) of CPU tensors by one compiled pass over their words on torch's threads
+    (`digest_cpu`); None where it is not wanted yet (`digest_cpu.wanted`) or numba is not
+    installed."""
+    raws = [_host_bytes(t) for t in tensors]
+    if not digest_cpu.wanted(sum(raw.size for raw in raws) // 4) or digest_cpu.kernel() is None:
+        return None
+    words = [raw[: raw.size - raw.size % 4].view(np.int32) for raw in raws]
+    h = _rows_np(max((w.size // C for w in words), default=0) + 1).view(np.uint64)
+    out = digest_cpu.lanes(words, _G_SPLIT, h, torch.get_num_threads())
+    for k, raw in enumerate(raws):
+        if raw.size % 4:  # a partial last word, zero-padded: word n of the tensor
+            n = words[k].size
+            v = _tail_value(raw[n * 4 :].tolist())
+            g, row = _G_NP.view(np.uint64)[:, n % C], h[:, n // C]
+            d0, d1 = (out[k][lane] + v * int(g[lane]) * int(row[lane]) for lane in range(_LANES))
+            out[k] = (d0 & _MASK64, d1 & _MASK64)
+    return out
+
+
+def lanes_cpu(tensors: Sequence[torch.Tensor]) -> list[tuple[int, int]]:
+    """(D_0, D_1) of CPU tensors: compiled where numba is installed, else numpy."""
+    got = lanes_compiled(tensors)
+    return lanes_numpy_many(tensors) if got is None else got
 
 
 # --- torch ops (any device, no host synchronisation) -----------------------------------------
@@ -418,6 +458,8 @@ def lanes_of(tensors: Sequence[torch.Tensor]) -> list[tuple[int, int]]:
     """(D_0, D_1) of each tensor as Python ints: on CUDA by the device path, with one copy of
     the lanes to the host per device; numpy for CPU tensors, and for other devices' (MPS shares
     its memory with the CPU; its int64 arithmetic is not relied on), copied to the CPU first."""
+    if all(t.device.type == "cpu" for t in tensors):
+        return lanes_cpu(tensors)
     result: list[tuple[int, int] | None] = [None] * len(tensors)
     by_device: dict[torch.device, list[int]] = {}
     host_side: list[int] = []
@@ -426,8 +468,9 @@ def lanes_of(tensors: Sequence[torch.Tensor]) -> list[tuple[int, int]]:
             by_device.setdefault(t.device, []).append(i)
         else:
             host_side.append(i)
-    on_cpu = [tensors[i].detach().cpu() for i in host_side]
-    for i, got in zip(host_side, lanes_numpy_many(on_cpu), strict=True):
+    on_cpu = [tensors[i] if tensors[i].device.type == "cpu" else tensors[i].detach().cpu()
+              for i in host_side]  # fmt: skip
+    for i, got in zip(host_side, lanes_cpu(on_cpu), strict=True):
         result[i] = got
     for index in by_device.values():
         host = graphed_lanes([tensors[i] for i in index]).cpu().numpy().view(np.uint64)
