@@ -98,7 +98,11 @@ def equality_rows() -> None:
         torch.empty(0),
         torch.randn(1 << 22, generator=g),
     ]
-    cpu = digest.lanes_of(cases)
+    os.environ["TUIMON_DIGEST_NUMBA"] = "0"
+    cpu = digest.lanes_of(cases)  # numpy
+    os.environ["TUIMON_DIGEST_NUMBA"] = "1"
+    compiled = digest.lanes_of(cases)  # numba, where installed
+    os.environ.pop("TUIMON_DIGEST_NUMBA")
     gpu = digest.lanes_of([t.cuda() for t in cases])
     torch_path = [
         tuple(int(x) & ((1 << 64) - 1) for x in digest.lanes_torch(t.cuda()).tolist())
@@ -106,7 +110,8 @@ def equality_rows() -> None:
     ]
     print(f"  CPU and GPU digests of {len(cases)} tensors (dtypes, views, 0-d, empty): "
           f"{'equal' if cpu == gpu else 'DIFFERENT'}; the GPU torch path "
-          f"{'equal' if torch_path == cpu else 'DIFFERENT'}")  # fmt: skip
+          f"{'equal' if torch_path == cpu else 'DIFFERENT'}; the compiled CPU path "
+          f"{'equal' if compiled == cpu else 'DIFFERENT'}")  # fmt: skip
     model, _ = loop.build(Settings(p=113), torch.device("cpu"))
     a = digest.param_digests(model)
     b = digest.param_digests(model.cuda())

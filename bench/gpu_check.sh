@@ -5,10 +5,13 @@
 #   run(command="bash bench/gpu_check.sh", carry=[".whl"], timeout_s=600)
 #
 # Before it (here, at no device time): that machine's image has torch, triton, numpy, pytest and
-# rich but not orjson, so carry orjson's wheel (README of the device tool):
+# rich but not orjson or numba (the compiled CPU digests), so carry their wheels (README of the
+# device tool; about 61 MiB, llvmlite's is most of it: the carry limit is 64 MiB):
 #   echo /.whl/ >> "$(git rev-parse --git-common-dir)/info/exclude"   # .git/info/exclude
-#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
-#     --implementation cp --platform manylinux_2_17_x86_64 -d .whl orjson
+#   for pkg in orjson numba==0.68.1 llvmlite==0.50.0; do
+#     python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+#       --implementation cp --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
+#       -d .whl "$pkg"; done
 #
 # What it runs, everything printed to stdout and to $OUT/gpu_check.txt:
 #   1. the digest and --cuda-graph tests (the CPU ones; the refusal test skips where CUDA is);
@@ -20,7 +23,8 @@
 #      device digests): must be IDENTICAL, digests not comparable (bench/gpu_ref/);
 #   4. the README's pair of --cuda-graph against eager (300 steps, headless), and
 #      --cuda-graph --deterministic (does deterministic mode still capture?);
-#   5. `bench/bench_train.py --digest` on that machine's CPU.
+#   5. `bench/bench_train.py --digest` on that machine's CPU (numpy and the compiled kernel
+#      against a sum of each tensor, on torch's threads: the p=113 model, 64 MiB, a 124M layout).
 # Smoke test without a GPU (the plumbing only): GPU_CHECK_SMOKE=1 bash bench/gpu_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -28,9 +32,9 @@ OUT=${OUT:-$(mktemp -d)}
 PY=${PY:-python3}
 STEPS=${STEPS:-2000}
 mkdir -p "$OUT"
-if ! "$PY" -c "import orjson" 2>/dev/null; then
+if ! "$PY" -c "import orjson, numba" 2>/dev/null; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
-    .whl/*.whl || { echo "orjson missing and no wheel in .whl (see the top of this script)"; exit 2; }
+    .whl/*.whl || { echo "orjson/numba missing and no wheels in .whl (top of this script)"; exit 2; }
   export PYTHONPATH=/tmp/site
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -42,7 +46,8 @@ log=$OUT/gpu_check.txt
  'python', sys.version.split()[0], torch.cuda.get_device_name() if torch.cuda.is_available()
  else 'no cuda')"
   echo "== 1. tests"
-  "$PY" -m pytest -q -p no:cacheprovider tests/test_digests.py tests/test_cuda_graph.py 2>&1 | tail -5
+  "$PY" -m pytest -q -p no:cacheprovider tests/unit/test_digests.py \
+    tests/functional/test_cuda_graph.py 2>&1 | tail -5
   if [ -n "${GPU_CHECK_SMOKE:-}" ]; then
     echo "== smoke: CPU digest rows only"
     "$PY" bench/bench_train.py --digest
