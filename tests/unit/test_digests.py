@@ -82,18 +82,19 @@ def test_the_compiled_kernel_on_several_threads(monkeypatch: Any) -> None:
     """Rows cut among threads (tensors split at row boundaries) sum to the same lanes; the
     split covers every row once."""
     pytest.importorskip("numba")
-    from tuimon.workload import digest_cpu
+    from tuimon.workload import digest_cpu, digest_kernel
 
+    assert digest_kernel.C == digest_cpu.C == D.C
     g = torch.Generator().manual_seed(4)
     sizes = [5 * D.C + 11, 3, 0, 2 * D.C, 7 * D.C - 1, 1]
     tensors = [torch.randint(-(2**31), 2**31 - 1, (n,), dtype=torch.int32, generator=g)
                for n in sizes]  # fmt: skip
-    words = [t.numpy() for t in tensors]
+    addresses = [t.data_ptr() for t in tensors]
     h = D._rows_np(8).view(np.uint64)
     want = [reference(t) for t in tensors]
     monkeypatch.setattr(digest_cpu, "PARALLEL_MIN_WORDS", 0)
     for threads in (1, 2, 3, 7):
-        assert digest_cpu.lanes(words, D._G_SPLIT, h, threads) == want, threads
+        assert digest_cpu.lanes(addresses, sizes, D._G_SPLIT, h, threads) == want, threads
         work = digest_cpu.pieces(sizes, threads)
         assert len(work) <= threads
         rows = sorted((i, r) for group in work for i, r0, r1 in group for r in range(r0, r1))

@@ -144,17 +144,22 @@ def _bytes_of(t: torch.Tensor) -> torch.Tensor:
     return flat.view(torch.uint8)
 
 
-def _host_bytes(t: torch.Tensor) -> np.ndarray:
-    """`_bytes_of` a CPU tensor as a numpy array, by numpy's view of it where it has one (a
-    dtype numpy knows, no conjugate or negative bit, words aligned: a few microseconds less a
-    tensor, which is much of the cost of a small model's digests)."""
-    t = t.detach()
-    if t.layout == torch.strided and (t.storage_offset() * t.element_size()) % 4 == 0:
-        try:
-            return np.ascontiguousarray(t.numpy()).reshape(-1).view(np.uint8)  # C order
-        except (TypeError, RuntimeError):  # bfloat16 and the like; a conjugate or negative bit
-            pass
-    return _bytes_of(t).numpy()
+def _host_words(t: torch.Tensor, keep: list[torch.Tensor]) -> tuple[int, int, bytes]:
+    """The address of a CPU tensor's logical contents, their number of whole 32-bit words and
+    the bytes of a partial last word: the tensor's own memory where it is laid out so
+    (contiguous, no conjugate or negative bit, 4-byte aligned), else a copy, kept in `keep`."""
+    if not (
+        t.layout == torch.strided
+        and t.is_contiguous()
+        and not t.is_conj()
+        and not t.is_neg()
+        and t.data_ptr() % 4 == 0
+    ):
+        t = _bytes_of(t)
+        keep.append(t)
+    size = t.numel() * t.element_size()
+    tail = bytes(_bytes_of(t)[size - size % 4 :].tolist()) if size % 4 else b""
+    return t.data_ptr(), size // 4, tail
 
 
 def _tail_value(tail: Sequence[int]) -> int:
@@ -257,18 +262,19 @@ def lanes_numpy_many(tensors: Sequence[torch.Tensor]) -> list[tuple[int, int]]:
 
 def lanes_compiled(tensors: Sequence[torch.Tensor]) -> list[tuple[int, int]] | None:
     """(D_0, D_1) of CPU tensors by one compiled pass over their words on torch's threads
-    (`digest_cpu`); None where it is not wanted yet (`digest_cpu.wanted`) or numba is not
-    installed."""
-    raws = [_host_bytes(t) for t in tensors]
-    if not digest_cpu.wanted(sum(raw.size for raw in raws) // 4) or digest_cpu.kernel() is None:
+    (`digest_cpu`), read where they lie; None where it is not wanted yet (`digest_cpu.wanted`)
+    or numba is not installed."""
+    words = sum(t.numel() * t.element_size() for t in tensors) // 4
+    if not digest_cpu.wanted(words) or digest_cpu.kernel() is None:
         return None
-    words = [raw[: raw.size - raw.size % 4].view(np.int32) for raw in raws]
-    h = _rows_np(max((w.size // C for w in words), default=0) + 1).view(np.uint64)
-    out = digest_cpu.lanes(words, _G_SPLIT, h, torch.get_num_threads())
-    for k, raw in enumerate(raws):
-        if raw.size % 4:  # a partial last word, zero-padded: word n of the tensor
-            n = words[k].size
-            v = _tail_value(raw[n * 4 :].tolist())
+    keep: list[torch.Tensor] = []  # copies, alive while the kernel reads them
+    found = [_host_words(t, keep) for t in tensors]
+    sizes = [n for _, n, _ in found]
+    h = _rows_np(max(sizes, default=0) // C + 1).view(np.uint64)
+    out = digest_cpu.lanes([a for a, _, _ in found], sizes, _G_SPLIT, h, torch.get_num_threads())
+    for k, (_, n, tail) in enumerate(found):
+        if tail:  # a partial last word, zero-padded: word n of the tensor
+            v = _tail_value(tail)
             g, row = _G_NP.view(np.uint64)[:, n % C], h[:, n // C]
             d0, d1 = (out[k][lane] + v * int(g[lane]) * int(row[lane]) for lane in range(_LANES))
             out[k] = (d0 & _MASK64, d1 & _MASK64)

@@ -48,40 +48,6 @@ _kernel: Any = None
 _kernel_lock = threading.Lock()
 
 
-def _compile() -> Any:
-    """The row kernel, compiled by numba (cached on disk), or False without numba."""
-    try:
-        import numba
-    except ImportError:
-        return False
-    from numba import int64, uint32, uint64
-
-    def rows(words, lo0, hi0, lo1, hi1, h0, h1, r0, r1):  # type: ignore[no-untyped-def]
-        """(D_0, D_1) over rows r0..r1 of `words` (the last row may be partial)."""
-        d0 = uint64(0)
-        d1 = uint64(0)
-        for r in range(r0, r1):
-            w = words[r * C : min(r * C + C, words.size)]
-            a0 = uint64(0)
-            a1 = uint64(0)
-            b0 = uint32(0)
-            b1 = uint32(0)
-            for c in range(w.size):
-                v = int64(w[c])
-                a0 += uint64(v * int64(lo0[c]))
-                a1 += uint64(v * int64(lo1[c]))
-                b0 = uint32(b0 + uint32(w[c] * hi0[c]))
-                b1 = uint32(b1 + uint32(w[c] * hi1[c]))
-            d0 += (a0 + (uint64(b0) << uint64(32))) * h0[r]
-            d1 += (a1 + (uint64(b1) << uint64(32))) * h1[r]
-        return d0, d1
-
-    i32, u64 = numba.int32[::1], numba.uint64[::1]
-    signature = numba.types.UniTuple(numba.uint64, 2)(i32, i32, i32, i32, i32, u64, u64,
-                                                      numba.int64, numba.int64)  # fmt: skip
-    return numba.njit(signature, nogil=True, cache=True, boundscheck=False)(rows)
-
-
 SWITCH_WORDS = 1 << 30
 """Words read by numpy before the kernel is worth its start (TUIMON_DIGEST_NUMBA unset)."""
 _numpy_words = 0
@@ -109,7 +75,12 @@ def kernel() -> Any:
     global _kernel
     with _kernel_lock:
         if _kernel is None:
-            _kernel = _compile()
+            try:
+                from tuimon.workload.digest_kernel import pieces_lanes
+            except ImportError:
+                _kernel = False
+            else:
+                _kernel = pieces_lanes
     return _kernel or None
 
 
@@ -146,28 +117,41 @@ def _executor(workers: int) -> ThreadPoolExecutor:
     return _pool[2]
 
 
+def _run(todo: list[Piece], addresses: Sequence[int], sizes: Sequence[int], tables: Any) -> Any:
+    """The kernel over `todo`: (len(todo), 2) uint64 lanes."""
+    cols = np.array(todo, dtype=np.int64).reshape(-1, 3).T
+    out = np.empty((len(todo), 2), np.uint64)
+    at = cols[0]
+    where = np.array(addresses, dtype=np.int64)[at]
+    words = np.array(sizes, dtype=np.int64)[at]
+    kernel()(where, words, np.ascontiguousarray(cols[1]), np.ascontiguousarray(cols[2]),
+             *tables, out)  # fmt: skip
+    return out
+
+
 def lanes(
-    words: Sequence[np.ndarray], g_split: np.ndarray, h: np.ndarray, threads: int
-) -> list[Lanes]:
-    """(D_0, D_1) of each int32 array of `words` (C-contiguous, aligned), without a partial
-    last word: `h` the row multipliers (lanes, >= rows) uint64. Requires `kernel()`."""
-    run = kernel()
-    args = (g_split[0, 0], g_split[0, 1], g_split[1, 0], g_split[1, 1], h[0], h[1])
-
-    def group(todo: list[Piece]) -> list[tuple[int, int, int]]:
-        return [(i, *run(words[i], *args, r0, r1)) for i, r0, r1 in todo]
-
-    if threads < 2 or sum(w.size for w in words) < PARALLEL_MIN_WORDS:
-        return [run(w, *args, 0, -(-w.size // C)) for w in words]
-    work = pieces([w.size for w in words], threads)
-    later: list[Future[list[tuple[int, int, int]]]] = []
+    addresses: Sequence[int], sizes: Sequence[int], g_split: np.ndarray, h: np.ndarray,
+    threads: int,
+) -> list[Lanes]:  # fmt: skip
+    """(D_0, D_1) of the `sizes[i]` int32 words at each of `addresses` (the memory of CPU
+    tensors, 4-byte aligned, alive and unchanged during the call): `h` the row multipliers
+    (lanes, >= rows) uint64. On up to `threads` threads (one below PARALLEL_MIN_WORDS words in
+    all). Requires `kernel()`."""
+    tables = (g_split[0, 0], g_split[0, 1], g_split[1, 0], g_split[1, 1], h[0], h[1])
+    if threads < 2 or sum(sizes) < PARALLEL_MIN_WORDS:
+        work = [[(i, 0, -(-n // C)) for i, n in enumerate(sizes)]]
+    else:
+        work = pieces(sizes, threads)
+    later: list[Future[Any]] = []
     if len(work) > 1:
         pool = _executor(len(work) - 1)
-        later = [pool.submit(group, todo) for todo in work[1:]]
-    found = [group(work[0]), *(f.result() for f in later)]
-    out = [[0, 0] for _ in words]
-    for part in found:
-        for i, d0, d1 in part:
+        later = [pool.submit(_run, todo, addresses, sizes, tables) for todo in work[1:]]
+    found = [_run(work[0], addresses, sizes, tables), *(f.result() for f in later)]
+    if len(work) == 1:
+        return [(d0, d1) for d0, d1 in found[0].tolist()]
+    out = [[0, 0] for _ in sizes]
+    for todo, part in zip(work, found, strict=True):
+        for (i, _, _), (d0, d1) in zip(todo, part.tolist(), strict=True):
             out[i][0] += d0
             out[i][1] += d1
     return [(d0 & _MASK64, d1 & _MASK64) for d0, d1 in out]
