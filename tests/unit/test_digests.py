@@ -101,6 +101,29 @@ def test_the_compiled_kernel_on_several_threads(monkeypatch: Any) -> None:
         assert rows == [(i, r) for i, n in enumerate(sizes) for r in range(-(-n // D.C))]
 
 
+def test_the_compiled_kernel_from_several_threads_and_after_a_fork(monkeypatch: Any) -> None:
+    """Calls from several threads at once give the one answer; a forked child (its pool's
+    threads did not fork with it) makes a pool of its own."""
+    pytest.importorskip("numba")
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tuimon.workload import digest_cpu
+
+    monkeypatch.setenv("TUIMON_DIGEST_NUMBA", "1")
+    monkeypatch.setattr(digest_cpu, "PARALLEL_MIN_WORDS", 0)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 3)  # a pool, even on one core
+    g = torch.Generator().manual_seed(5)
+    tensors = [torch.randn(n, generator=g) for n in (3 * D.C + 1, 5, 2 * D.C)]
+    want = [D.lanes_numpy(t) for t in tensors]
+    with ThreadPoolExecutor(4) as calls:
+        assert list(calls.map(lambda _: D.lanes_of(tensors), range(8))) == [want] * 8
+    assert digest_cpu._pool is not None
+    _, workers, pool = digest_cpu._pool
+    monkeypatch.setattr(digest_cpu, "_pool", (-1, workers, pool))  # as seen from a child
+    assert D.lanes_of(tensors) == want
+    assert digest_cpu._pool[2] is not pool
+
+
 def test_the_compiled_kernel_is_used_once_it_pays(monkeypatch: Any) -> None:
     """By default numpy until the process's digests have read SWITCH_WORDS words; =1 always,
     =0 never. The values are the same either way."""
@@ -235,6 +258,10 @@ def test_negation_reshape_and_dtype_change_it_equal_bytes_do_not(cpu_path: str) 
     assert D.tensor_digest(t.T.contiguous().T) == d  # its logical contents, any layout
     z = torch.randn(3, dtype=torch.complex64)
     assert D.tensor_digest(z.conj()) == D.tensor_digest(z.conj().resolve_conj())
+    neg = z.conj().imag  # a view with the negative bit set
+    assert neg.is_neg() and D.tensor_digest(neg) == D.tensor_digest(neg.resolve_neg())
+    leaf = torch.nn.Parameter(t.clone())
+    assert D.tensor_digest(leaf) == d
     assert D.tensor_digest(torch.zeros(0)) != D.tensor_digest(torch.zeros(0, 1))
     assert D.tensor_digest(torch.tensor(0.0)) != D.tensor_digest(torch.zeros(1))
     assert D.tensor_digest(torch.zeros(5, dtype=torch.int8)) != D.tensor_digest(
