@@ -99,6 +99,10 @@ def test_the_compiled_kernel_on_several_threads(monkeypatch: Any) -> None:
         assert len(work) <= threads
         rows = sorted((i, r) for group in work for i, r0, r1 in group for r in range(r0, r1))
         assert rows == [(i, r) for i, n in enumerate(sizes) for r in range(-(-n // D.C))]
+    for few in ([3, 0, 5], [0, 7], [0, 0]):  # fewer rows than threads; tensors of no rows
+        small = [tensors[0][:n] for n in few]
+        got = digest_cpu.lanes([t.data_ptr() for t in small], few, D._G_SPLIT, h, 2)
+        assert got == [reference(t) for t in small], few
 
 
 def test_the_compiled_kernel_from_several_threads_and_after_a_fork(monkeypatch: Any) -> None:

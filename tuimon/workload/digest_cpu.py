@@ -44,20 +44,18 @@ def split_columns(g: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(out)
 
 
-_kernel: Any = None
-_kernel_lock = threading.Lock()
-
-
 SWITCH_WORDS = 1 << 30
 """Words read by numpy before the kernel is worth its start (TUIMON_DIGEST_NUMBA unset)."""
 _numpy_words = 0
+_kernel: Any = None
+_kernel_lock = threading.Lock()
 
 
 def wanted(words: int) -> bool:
     """Whether a call digesting `words` words should use the kernel: TUIMON_DIGEST_NUMBA=1
     always, =0 never; by default once the process's digests have read SWITCH_WORDS words
     (4 GiB) this call included. Numba's start (importing it, loading the cached kernel: about
-    1.5 s) costs what numpy loses over about that many words, so a short run never pays it,
+    a second) costs what numpy loses over about that many words, so a short run never pays it,
     and a long run or a large model pays it once: at most twice the better of the two."""
     global _numpy_words
     mode = os.environ.get("TUIMON_DIGEST_NUMBA", "")
@@ -139,17 +137,15 @@ def lanes(
     all). Requires `kernel()`."""
     tables = (g_split[0, 0], g_split[0, 1], g_split[1, 0], g_split[1, 1], h[0], h[1])
     if threads < 2 or sum(sizes) < PARALLEL_MIN_WORDS:
-        work = [[(i, 0, -(-n // C)) for i, n in enumerate(sizes)]]
-    else:
-        work = pieces(sizes, threads)
+        whole = [(i, 0, -(-n // C)) for i, n in enumerate(sizes)]  # one piece a tensor
+        return [(d0, d1) for d0, d1 in _run(whole, addresses, sizes, tables).tolist()]
+    work = pieces(sizes, threads)
     later: list[Future[Any]] = []
     if len(work) > 1:
         pool = _executor(len(work) - 1)
         later = [pool.submit(_run, todo, addresses, sizes, tables) for todo in work[1:]]
     found = [_run(work[0], addresses, sizes, tables), *(f.result() for f in later)]
-    if len(work) == 1:
-        return [(d0, d1) for d0, d1 in found[0].tolist()]
-    out = [[0, 0] for _ in sizes]
+    out = [[0, 0] for _ in sizes]  # a tensor of no rows has no piece: (0, 0)
     for todo, part in zip(work, found, strict=True):
         for (i, _, _), (d0, d1) in zip(todo, part.tolist(), strict=True):
             out[i][0] += d0
