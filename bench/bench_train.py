@@ -12,8 +12,10 @@ Last, the FLOP/s of (a) (the FLOPs of one step counted by torch's FlopCounterMod
 machine's float32 matmul FLOP/s.
 
 Digest rows (`--digest`, also part of the default run): the parameter digests
-(`tuimon.devsum/1`) against one pass over the same bytes (a `sum` of each tensor: every byte
-read once), on the p=113 model and on 64 MiB of float32 tensors; limit 3x on CPU.
+(`tuimon.devsum/1`) against one pass over the same bytes (a `sum` of each tensor on torch's
+threads: every byte read once), by numpy and by the compiled kernel (numba: what a process uses
+once its digests have read 4 GiB), on the p=113 model, on 64 MiB of float32 tensors and on
+GPT-2 small's layout (124M parameters); limit 3x on CPU. `--threads 1`: both on one thread.
 
 GPU rows (`--gpu`, CUDA only, every row in one go; `bench/gpu_check.sh` runs it):
   - digests of a 1-billion-parameter model (one 4 GB tensor, and a transformer-like layout of

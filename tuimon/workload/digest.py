@@ -28,14 +28,14 @@ sum happens to cancel in both lanes: about 2**-64 for the 32-bit patterns floats
 strings written are blake2b of the lanes: 64 bits per tensor, 128 for the whole model.)
 
 Only the two lanes (16 bytes per tensor) leave the device. Four implementations compute the
-same integers: on CPU tensors, one compiled pass over the words on torch's threads
-(`lanes_compiled`, `digest_cpu`: numba, where installed, once a process's digests have read
-4 GiB, when its start has paid for itself) and numpy (`lanes_numpy`, rows in cache-sized
-blocks, before that or without numba); torch ops on
-any device (`lanes_torch`: no host synchronisation, so it can be captured in a CUDA graph, and
-it is what the CPU tests run in place of the GPU), and one Triton kernel per tensor on CUDA
-(`lanes_triton`, one pass over the bytes) when Triton is installed. On CUDA the kernels of all
-of a model's tensors are replayed as one CUDA graph from the second call on (`graphed_lanes`).
+same integers. On CPU tensors: one compiled pass over the words where they lie, on torch's
+threads (`lanes_compiled`; `digest_cpu`, `digest_kernel`: numba, where installed, once a
+process's digests have read 4 GiB, when its start has paid for itself), and numpy before that
+or without numba (`lanes_numpy`, rows in cache-sized blocks). On any device, torch ops
+(`lanes_torch`: no host synchronisation, so it can be captured in a CUDA graph, and it is what
+the CPU tests run in place of the GPU). On CUDA, one Triton kernel per tensor (`lanes_triton`,
+one pass over the bytes) when Triton is installed; the kernels of all of a model's tensors are
+replayed as one CUDA graph from the second call on (`graphed_lanes`).
 """
 
 from __future__ import annotations
