@@ -13,9 +13,10 @@ machine's float32 matmul FLOP/s.
 
 Digest rows (`--digest`, also part of the default run): the parameter digests
 (`tuimon.devsum/1`) against one pass over the same bytes (a `sum` of each tensor on torch's
-threads: every byte read once), by numpy and by the compiled kernel (numba: what a process uses
-once its digests have read 4 GiB), on the p=113 model, on 64 MiB of float32 tensors and on
-GPT-2 small's layout (124M parameters); limit 3x on CPU. `--threads 1`: both on one thread.
+threads: every byte read once), by numpy and by the compiled kernel (numba: what a process
+uses about a second after its numpy digests have taken 10 ms), on the p=113 model, on 64 MiB
+of float32 tensors and on GPT-2 small's layout (124M parameters); limit 3x on CPU.
+`--threads 1`: both on one thread.
 
 GPU rows (`--gpu`, CUDA only, every row in one go; `bench/gpu_check.sh` runs it):
   - digests of a 1-billion-parameter model (one 4 GB tensor, and a transformer-like layout of
@@ -171,8 +172,9 @@ def _fastest(cases: dict[str, tuple[str, Callable[[], object]]], repeats: int) -
 def digest_rows_cpu(p: int, repeats: int = 30) -> None:
     """The digests against one pass over the bytes (a `sum` of each tensor, on torch's
     threads) on the CPU, by numpy and by the compiled kernel (numba, on torch's threads: what a
-    process uses once its digests have read 4 GiB, or at once with TUIMON_DIGEST_NUMBA=1); the
-    cases timed in turn, `repeats` times (5 for the 124M model), the fastest of each kept."""
+    process uses about a second after its numpy digests took 10 ms, or at once with
+    TUIMON_DIGEST_NUMBA=1); the cases timed in turn, `repeats` times (5 for the 124M model),
+    the fastest of each kept."""
     from tuimon.workload import digest, digest_cpu
 
     model, _ = loop.build(Settings(p=p), torch.device("cpu"))

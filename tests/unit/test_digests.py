@@ -128,21 +128,31 @@ def test_the_compiled_kernel_from_several_threads_and_after_a_fork(monkeypatch: 
     assert digest_cpu._pool[2] is not pool
 
 
-def test_the_compiled_kernel_is_used_once_it_pays(monkeypatch: Any) -> None:
-    """By default numpy until the process's digests have read SWITCH_WORDS words; =1 always,
-    =0 never. The values are the same either way."""
+def test_the_compiled_kernel_is_loaded_in_the_background_once_it_pays(monkeypatch: Any) -> None:
+    """By default numpy until the process's numpy digests have taken WARM_AFTER_S, then the
+    kernel loads on a thread of its own and is used once loaded; =1 always, =0 never. The
+    values are the same either way."""
     from tuimon.workload import digest_cpu
 
     monkeypatch.delenv("TUIMON_DIGEST_NUMBA", raising=False)
     monkeypatch.setattr(digest_cpu, "_kernel", None)
-    monkeypatch.setattr(digest_cpu, "_numpy_words", 0)
-    monkeypatch.setattr(digest_cpu, "SWITCH_WORDS", 1000)
-    assert not digest_cpu.wanted(600)
-    assert digest_cpu.wanted(600)  # 1,200 words read in all: worth the start now
+    monkeypatch.setattr(digest_cpu, "_loader", None)
+    monkeypatch.setattr(digest_cpu, "_numpy_seconds", 0.0)
+    tensors = [torch.randn(3000), torch.arange(10, dtype=torch.int64)]
+    want = D.lanes_numpy_many(tensors)
+    assert not digest_cpu.wanted()
+    assert digest_cpu._loader is None  # nothing spent yet: nothing loaded
+    assert D.lanes_of(tensors) == want
+    digest_cpu.spent(digest_cpu.WARM_AFTER_S)
+    assert not digest_cpu.wanted()  # starts the loader; numpy meanwhile
+    assert digest_cpu._loader is not None
+    digest_cpu._loader[1].join(timeout=120)
+    assert digest_cpu.wanted()
+    assert D.lanes_of(tensors) == want  # now through the kernel
     monkeypatch.setenv("TUIMON_DIGEST_NUMBA", "0")
-    assert not digest_cpu.wanted(10**12)
+    assert not digest_cpu.wanted()
     monkeypatch.setenv("TUIMON_DIGEST_NUMBA", "1")
-    assert digest_cpu.wanted(1)
+    assert digest_cpu.wanted()
 
 
 def test_the_column_multipliers_in_halves() -> None:

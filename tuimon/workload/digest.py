@@ -29,8 +29,8 @@ strings written are blake2b of the lanes: 64 bits per tensor, 128 for the whole 
 
 Only the two lanes (16 bytes per tensor) leave the device. Four implementations compute the
 same integers. On CPU tensors: one compiled pass over the words where they lie, on torch's
-threads (`lanes_compiled`; `digest_cpu`, `digest_kernel`: numba, where installed, once a
-process's digests have read 4 GiB, when its start has paid for itself), and numpy before that
+threads (`lanes_compiled`; `digest_cpu`, `digest_kernel`: numba, where installed, loaded on a
+thread of its own once a process's numpy digests have taken 10 ms), and numpy until then
 or without numba (`lanes_numpy`, rows in cache-sized blocks). On any device, torch ops
 (`lanes_torch`: no host synchronisation, so it can be captured in a CUDA graph, and it is what
 the CPU tests run in place of the GPU). On CUDA, one Triton kernel per tensor (`lanes_triton`,
@@ -44,6 +44,7 @@ import hashlib
 import os
 import struct
 import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -264,8 +265,7 @@ def lanes_compiled(tensors: Sequence[torch.Tensor]) -> list[tuple[int, int]] | N
     """(D_0, D_1) of CPU tensors by one compiled pass over their words on torch's threads
     (`digest_cpu`), read where they lie; None where it is not wanted yet (`digest_cpu.wanted`)
     or numba is not installed."""
-    words = sum(t.numel() * t.element_size() for t in tensors) // 4
-    if not digest_cpu.wanted(words) or digest_cpu.kernel() is None:
+    if not digest_cpu.wanted() or digest_cpu.kernel() is None:
         return None
     keep: list[torch.Tensor] = []  # copies, alive while the kernel reads them
     found = [_host_words(t, keep) for t in tensors]
@@ -284,7 +284,12 @@ def lanes_compiled(tensors: Sequence[torch.Tensor]) -> list[tuple[int, int]] | N
 def lanes_cpu(tensors: Sequence[torch.Tensor]) -> list[tuple[int, int]]:
     """(D_0, D_1) of CPU tensors: compiled where numba is installed, else numpy."""
     got = lanes_compiled(tensors)
-    return lanes_numpy_many(tensors) if got is None else got
+    if got is not None:
+        return got
+    start = time.perf_counter()
+    got = lanes_numpy_many(tensors)
+    digest_cpu.spent(time.perf_counter() - start)
+    return got
 
 
 # --- torch ops (any device, no host synchronisation) -----------------------------------------

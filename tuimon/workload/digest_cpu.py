@@ -44,38 +44,56 @@ def split_columns(g: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(out)
 
 
-SWITCH_WORDS = 1 << 30
-"""Words read by numpy before the kernel is worth its start (TUIMON_DIGEST_NUMBA unset)."""
-_numpy_words = 0
+WARM_AFTER_S = 0.01
+"""Seconds of numpy digests after which the kernel is loaded in the background."""
+_numpy_seconds = 0.0
 _kernel: Any = None
 _kernel_lock = threading.Lock()
+_loader: tuple[int, threading.Thread] | None = None
 
 
-def wanted(words: int) -> bool:
-    """Whether a call digesting `words` words should use the kernel: TUIMON_DIGEST_NUMBA=1
-    always, =0 never; by default once the process's digests have read SWITCH_WORDS words
-    (4 GiB) this call included. Numba's start (importing it, loading the cached kernel: about
-    a second) costs what numpy loses over about that many words, so a short run never pays it,
-    and a long run or a large model pays it once: at most twice the better of the two."""
-    global _numpy_words
+def wanted() -> bool:
+    """Whether a call should use the kernel now: TUIMON_DIGEST_NUMBA=1 always (loaded at once),
+    =0 never. By default once it is loaded: a process whose numpy digests have taken
+    WARM_AFTER_S loads it on a thread of its own (importing numba and its cached kernel takes
+    about a second) and uses numpy until then, the same integers. A short run never pays the
+    start; a long run, a large model or a timing loop switches within a second or so."""
     mode = os.environ.get("TUIMON_DIGEST_NUMBA", "")
     if mode in ("0", "1"):
         return mode == "1"
-    if _kernel is None:
-        _numpy_words += words
-        return _numpy_words >= SWITCH_WORDS
-    return True
+    if _kernel is not None:
+        return bool(_kernel)
+    if _numpy_seconds >= WARM_AFTER_S:
+        _load_in_background()
+    return False
+
+
+def spent(seconds: float) -> None:
+    """Count `seconds` of digests the numpy path took in this process."""
+    global _numpy_seconds
+    _numpy_seconds += seconds
+
+
+def _load_in_background() -> None:
+    """Start loading the kernel on a daemon thread, once per process (a forked child starts
+    its own: the parent's thread did not fork with it)."""
+    global _loader
+    if _loader is None or _loader[0] != os.getpid():
+        thread = threading.Thread(target=kernel, name="tuimon-digest-load", daemon=True)
+        _loader = (os.getpid(), thread)
+        thread.start()
 
 
 def kernel() -> Any:
     """The compiled kernel (compiled, or loaded from numba's cache, on first use), or None
-    where numba is not installed (digest.py then uses numpy: the same integers, slower)."""
+    where numba is not installed or cannot load here (digest.py then uses numpy: the same
+    integers, slower)."""
     global _kernel
     with _kernel_lock:
         if _kernel is None:
             try:
                 from tuimon.workload.digest_kernel import pieces_lanes
-            except ImportError:
+            except Exception:  # not installed, or numba refuses this numpy/CPU: numpy it is
                 _kernel = False
             else:
                 _kernel = pieces_lanes
