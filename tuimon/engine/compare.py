@@ -36,6 +36,7 @@ from tuimon.engine.fingerprints import env_diff
 from tuimon.engine.saved import resolve_logs
 from tuimon.errors import CompareError, ReplayError, StoreError
 from tuimon.readers import Account, LineParser, ReaderError, Reading, load, no_steps, to_line
+from tuimon.readers.columnar import CsvColumns, read_csv_columns
 from tuimon.readers.rows import COUNTERS, step_key
 from tuimon.steplog import (
     HUGE,
@@ -118,6 +119,9 @@ def _line_source(logs: SavedLogs, side: str, log: SideLog) -> Iterator[Block]:
             while block := fh.readlines(CHUNK):
                 yield _PlainBlock(block)
         return
+    if (table := _csv_columns(path, logs.reading, side)) is not None:
+        yield _CsvBlock([table])
+        return
     records = _records(path, logs.reading, side)
     for i in range(0, len(records), 4096):
         yield _RecordBlock(records[i : i + 4096])
@@ -141,6 +145,18 @@ def _plain_key(path: Path, reading: Reading, side: str) -> str | None:
     return step_key(row, reading.step_key)
 
 
+def _csv_columns(path: Path, reading: Reading, side: str) -> CsvColumns | None:
+    """A CSV of numbers straight into columns (`read_csv_columns`); None for any other file,
+    or when the reading renames or promotes names (the records path applies those)."""
+    if reading.renames(side) or reading.judge or not path.is_file():
+        return None
+    return read_csv_columns(path, reading.step_key)
+
+
+class _CsvBlock(list):
+    """A whole CSV read into columns (`read_csv_columns`), as one block."""
+
+
 class _PlainBlock(list):
     """A block of lines of plain JSON Lines (`_plain_key`)."""
 
@@ -149,7 +165,7 @@ class _RecordBlock(list):
     """A block of records a reader gave (not lines)."""
 
 
-Block = list[bytes] | _RecordBlock | _PlainBlock
+Block = list[bytes] | _RecordBlock | _PlainBlock | _CsvBlock
 
 
 class _BlockReader:
@@ -170,6 +186,8 @@ class _BlockReader:
         step)."""
         if isinstance(lines, _PlainBlock):
             return self._plain(lines)
+        if isinstance(lines, _CsvBlock):
+            return self._table(lines[0])
         if isinstance(lines, _RecordBlock):
             if self.keep:
                 self.log.lines += [to_line(r) for r in lines]
@@ -330,6 +348,31 @@ class _BlockReader:
             present={k: np.ones(n, bool) for k in values},
             digest=digest_array,
             digests=digests,
+        )
+
+    def _table(self, table: CsvColumns) -> Columns:
+        """A CSV read into columns, counted on this side as its records would be (`_slow`):
+        steps, judged and ignored names, clocks, the note on a file of several runs."""
+        if table.note is not None:
+            self._slow([table.note])
+        n = len(table.steps)
+        self.log.steps += n
+        self.aligner.accounts[self.side].steps += n
+        self.aligner.top[self.side] = max(self.aligner.top[self.side], int(table.steps.max()))
+        judged = [self.select.judged(name) for name in table.metrics]
+        names = [name for name, j in zip(table.metrics, judged, strict=True) if j]
+        self.aligner.names[self.side].update(names)
+        self.aligner.ignored.update(n for n, j in zip(table.metrics, judged, strict=True) if not j)
+        self.aligner.ignored.update(table.clocks)
+        rows = table.values if all(judged) else table.values[np.flatnonzero(judged)]
+        present = np.ones(n, bool)  # shared: every row has every metric (never written to)
+        digest = np.empty(n, dtype=object)
+        return Columns(
+            steps=table.steps,
+            occ=np.zeros(n, np.int64),
+            values=dict(zip(names, rows, strict=True)),
+            present=dict.fromkeys(names, present),
+            digest=digest,
         )
 
     def _slow(self, records: list[Any]) -> Columns | None:

@@ -94,7 +94,7 @@ def uniform_rows(names: list[str], rows: list[list[str]], key: str | None) -> li
         return None
     k = names.index(where)
     texts = [r[k].strip() for r in rows]
-    if not all(t.lstrip("-").isdigit() and len(t) <= 19 for t in texts):
+    if not all(t.removeprefix("-").isdecimal() and len(t) <= 19 for t in texts):
         return None
     try:
         values = np.array(rows, dtype=np.float64)
@@ -125,7 +125,6 @@ def _why(row: dict[str, str], names: list[str], key: str | None) -> str | None:
         return None
     if any(as_float(v) is not None for v in row.values()):
         step = row.get(key or "") or next((row[k] for k in STEP_KEYS if k in row), None)
-        return (
-            STEP_RANGE if step is not None and step.strip().lstrip("-").isdigit() else NO_STEP_KEY
-        )
+        digits = step is not None and step.strip().removeprefix("-").isdecimal()
+        return STEP_RANGE if digits else NO_STEP_KEY
     return None

@@ -1,0 +1,148 @@
+"""A CSV of numbers straight into columns: `compare`'s fast path, no record per row.
+
+`read_csv_columns` reads a CSV whose every cell is a number (a step column of integers, no
+empty cell, no text, no quote, nothing beyond float64) a block of lines at a time into one
+float64 array, and gives its steps and metric columns. It gives exactly what
+`tuimon.readers.tabular.read_csv` gives for such a file (the same steps, values, clocks and
+the note on a file that holds several runs); for any other file, or one whose steps repeat,
+it gives None before anything is counted, and the caller reads it the general way.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tuimon.clocks import is_clock
+from tuimon.readers.rows import COUNTERS, STEP_KEYS
+from tuimon.steplog import Text
+
+LINES = 1 << 22
+"""Bytes of lines parsed at a time."""
+_MAX_STEP = 2.0**63
+
+
+@dataclass
+class CsvColumns:
+    """A numeric CSV as columns: its steps (unique), metric and clock names, and the metric
+    values as one (metrics x rows) array; `note` when the file holds several runs (the last
+    is kept, as `tabular.last_run` keeps it)."""
+
+    steps: np.ndarray
+    metrics: list[str]
+    clocks: list[str]
+    values: np.ndarray
+    note: Text | None = None
+
+
+class _NotUniform(Exception):
+    """A line that the general reader must read (or a file it must)."""
+
+
+def read_csv_columns(path: Path, key: str | None = None) -> CsvColumns | None:
+    """The file at `path` as `CsvColumns` when it is a CSV of numbers with a step column
+    (`key` when given) whose steps do not repeat; None for anything else."""
+    try:
+        with open(path, "rb") as fh:
+            header = fh.readline(1 << 20)
+            names = _names(header, key)
+            if names is None:
+                return None
+            where = key if key is not None else next((k for k in STEP_KEYS if k in names), "")
+            if where not in names or len(set(names)) != len(names):
+                return None
+            k = names.index(where)
+            steps, blocks = [], []
+            while lines := fh.readlines(LINES):
+                block_steps, block = _block(lines, len(names), k)
+                steps += block_steps
+                blocks.append(block)
+    except (OSError, _NotUniform, ValueError):
+        return None
+    if not blocks:
+        return None
+    return _columns(names, k, steps, blocks)
+
+
+def _names(header: bytes, key: str | None) -> list[str] | None:
+    """The columns of a plain CSV header line, named as `read_csv` names them; None when the
+    file is not one this path reads (compressed, not ASCII, quoted, leading blanks...)."""
+    if not header.endswith(b"\n") or (not header[:1].isalpha() and header[:1] != b"_"):
+        return None
+    text = header[:-1]
+    if not text.isascii() or any(c in text for c in (b'"', b"\r", b"\x00")):
+        return None
+    from tuimon.readers.tabular import csv_columns
+
+    decoded = text.decode()
+    if csv_columns(decoded.strip(), key) is None:
+        return None
+    columns = [c.strip() for c in next(csv.reader([decoded]))]
+    return [c.lower() if c.lower() in STEP_KEYS else c for c in columns]
+
+
+def _block(lines: list[bytes], width: int, k: int) -> tuple[list[int], np.ndarray]:
+    """A block of data lines: their steps and their cells as a (rows x width) array;
+    `_NotUniform` when a line is not a full row of plain numbers (or the last lacks its
+    newline: `read_csv` reads a cut file row by row)."""
+    data = b"".join(lines)
+    if not data.endswith(b"\n") or not data.isascii():
+        raise _NotUniform
+    if any(c in data for c in (b'"', b"\r", b"\x00")):
+        raise _NotUniform
+    commas = width - 1
+    if data.count(b",") != commas * len(lines):
+        raise _NotUniform  # a row of another width (each row is checked below by parsing)
+    try:
+        texts = [line.split(b",", k + 1)[k].strip() for line in lines]
+    except IndexError:
+        raise _NotUniform from None
+    if not all(t.removeprefix(b"-").isdigit() and len(t) <= 19 for t in texts):
+        raise _NotUniform
+    values = np.loadtxt(
+        io.StringIO(data.decode()), delimiter=",", comments=None, dtype=np.float64, ndmin=2
+    )
+    if values.shape != (len(lines), width):
+        raise _NotUniform  # a blank line (loadtxt skips it; `read_csv` does not)
+    if np.isinf(values).any() or (np.abs(values) >= _MAX_STEP).any():
+        raise _NotUniform  # an infinity, an overflow, a huge integer: `as_number` tells
+    return list(map(int, texts)), values
+
+
+def _columns(
+    names: list[str], k: int, steps: list[int], blocks: list[np.ndarray]
+) -> CsvColumns | None:
+    """The blocks as `CsvColumns`: the last run of the file, metric and clock columns; None
+    when steps repeat (merged or compared in order by the general reader)."""
+    start, runs = _last_run(steps)
+    kept = np.array(steps[start:], dtype=np.int64)
+    if len(np.unique(kept)) != len(kept):
+        return None
+    rows = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+    metric = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and not is_clock(n)]
+    clock = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and is_clock(n)]
+    values = np.ascontiguousarray(rows[start:, metric].T)
+    note = None
+    if runs > 1:
+        note = Text(
+            f"tuimon: the file holds {runs} runs (the steps start again); the last is "
+            f"compared, the {start} rows before it are not"
+        )
+    return CsvColumns(kept, [names[i] for i in metric], [names[i] for i in clock], values, note)
+
+
+def _last_run(steps: list[int]) -> tuple[int, int]:
+    """Where the last run of the file starts, and how many runs it holds (the rule of
+    `tabular.last_run`: a step below the one before it and at or below its run's first)."""
+    starts = [0]
+    first = steps[0] if steps else 0
+    arr = np.array(steps, dtype=np.int64)
+    for i in (np.flatnonzero(arr[1:] < arr[:-1]) + 1).tolist():
+        if steps[i] <= first:
+            starts.append(i)
+            first = steps[i]
+    return starts[-1], len(starts)
