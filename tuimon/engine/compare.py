@@ -467,7 +467,7 @@ def judge(
         matcher.finish()
     reason, interrupted = _how_it_ended(logs, sides)
     summary = aligner.summary(complete=reason is None, reason=reason, interrupted=interrupted)
-    return Judged(summary, aligned, _doc(logs, sides, summary), sides)
+    return Judged(summary, aligned, _doc(logs, sides, summary, whole=keep), sides)
 
 
 def _by_records(
@@ -532,7 +532,11 @@ def _how_it_ended(logs: SavedLogs, sides: tuple[SideLog, SideLog]) -> tuple[str 
     return "; ".join(dict.fromkeys(reasons)) or None, interrupted
 
 
-def _doc(logs: SavedLogs, sides: tuple[SideLog, SideLog], summary: Summary) -> PairDoc:
+def _doc(
+    logs: SavedLogs, sides: tuple[SideLog, SideLog], summary: Summary, *, whole: bool = True
+) -> PairDoc:
+    """The pair document of a comparison; with its summary when `whole` (a comparison to be
+    saved; `save` adds it otherwise): the summary of 100,000 metrics takes seconds to write."""
     ha, hb = (log.header for log in sides)
     seed = ha.run.get("seed") if ha else None
     env_a, env_b = (h.env if h else {} for h in (ha, hb))
@@ -564,7 +568,7 @@ def _doc(logs: SavedLogs, sides: tuple[SideLog, SideLog], summary: Summary) -> P
         },
         env_diff=diff["env"],
         hyper_diff=diff["hyper"],
-        summary=summary.to_dict(),
+        summary=summary.to_dict() if whole else {},
     )
 
 
@@ -573,6 +577,8 @@ def save(judged: Judged, save_to: str | None) -> Path:
     from tuimon.store import PairWriter, resolve_store
 
     doc = judged.doc
+    if not doc.summary:
+        doc.summary = judged.summary.to_dict()
     writer = PairWriter.create(
         resolve_store(save_to), seed=doc.seed, devices=doc.devices or ("?", "?"), label="compare"
     )

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+import orjson
 
 from tuimon.clocks import is_clock
 from tuimon.readers.rows import COUNTERS, STEP_KEYS
@@ -24,6 +27,10 @@ from tuimon.steplog import Text
 LINES = 1 << 22
 """Bytes of lines parsed at a time."""
 _MAX_STEP = 2.0**63
+_JSON_CELL = b"0123456789.eE-, \t\n"
+"""The bytes of lines whose cells may all be JSON numbers."""
+_INT_NEG_ZERO = re.compile(rb"-0(?![0-9.eE])")
+"""`-0`: JSON reads it as the integer 0, `float()` as -0.0."""
 
 
 @dataclass
@@ -103,14 +110,25 @@ def _block(lines: list[bytes], width: int, k: int) -> tuple[list[int], np.ndarra
         raise _NotUniform from None
     if not all(t.removeprefix(b"-").isdigit() and len(t) <= 19 for t in texts):
         raise _NotUniform
-    values = np.loadtxt(
-        io.StringIO(data.decode()), delimiter=",", comments=None, dtype=np.float64, ndmin=2
-    )
+    values = _cells(data).reshape(-1, width)
     if values.shape != (len(lines), width):
         raise _NotUniform  # a blank line (loadtxt skips it; `read_csv` does not)
     if np.isinf(values).any() or (np.abs(values) >= _MAX_STEP).any():
         raise _NotUniform  # an infinity, an overflow, a huge integer: `as_number` tells
     return list(map(int, texts)), values
+
+
+def _cells(data: bytes) -> np.ndarray:
+    """The cells of whole lines of plain numbers, in order: read by orjson as one JSON array
+    when every cell is a JSON number that reads as `float()` reads its text (not `-0`, which
+    JSON reads as the integer 0), else by `np.loadtxt` (which reads what `float()` reads, or
+    fails); ValueError when a cell is not a number."""
+    if not data.translate(None, _JSON_CELL) and not _INT_NEG_ZERO.search(data):
+        try:
+            return np.array(orjson.loads(b"[" + data[:-1].replace(b"\n", b",") + b"]"), np.float64)
+        except orjson.JSONDecodeError:
+            pass  # `1.`, `.5`, `1e400` ...: loadtxt reads them as float() does
+    return np.loadtxt(io.StringIO(data.decode()), delimiter=",", comments=None, dtype=np.float64)
 
 
 def _columns(
@@ -123,8 +141,9 @@ def _columns(
     if len(np.unique(kept)) != len(kept):
         return None
     rows = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
-    metric = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and not is_clock(n)]
-    clock = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and is_clock(n)]
+    clocks = _clocks(tuple(names))
+    metric = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and not clocks[i]]
+    clock = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and clocks[i]]
     values = np.ascontiguousarray(rows[start:, metric].T)
     note = None
     if runs > 1:
@@ -133,6 +152,12 @@ def _columns(
             f"compared, the {start} rows before it are not"
         )
     return CsvColumns(kept, [names[i] for i in metric], [names[i] for i in clock], values, note)
+
+
+@lru_cache(maxsize=2)
+def _clocks(names: tuple[str, ...]) -> list[bool]:
+    """`is_clock` of each column, once for both sides of a pair (the same header)."""
+    return list(map(is_clock, names))
 
 
 def _last_run(steps: list[int]) -> tuple[int, int]:
