@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
+from itertools import chain, compress
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -53,8 +54,10 @@ from tuimon.steplog import (
 )
 from tuimon.store import PAIR_JSON, SIDES, PairDoc, RunDoc, SavedLogs
 
-CHUNK = 1 << 20
-"""Bytes of lines parsed at a time."""
+CHUNK = 1 << 17
+"""Bytes of lines parsed at a time (orjson needs about 10 times a block while it reads it)."""
+TABLE_ROWS = 4096
+"""Rows of a CSV read into columns judged at a time (the judge's arrays stay small)."""
 _FLOATS = frozenset({float})
 _NUMBERS = frozenset({float, int})
 _SKIP = frozenset({"type", "step"})
@@ -100,9 +103,10 @@ def resolve(paths: list[str], reading: Reading | None) -> SavedLogs:
         raise CompareError(str(exc)) from None
 
 
-def _line_source(logs: SavedLogs, side: str, log: SideLog) -> Iterator[Block]:
-    """A log in blocks: a tuimon step log's lines straight from the file, any other format
-    as the records `tuimon.readers` reads."""
+def _line_source(logs: SavedLogs, side: str, log: SideLog, keep: bool) -> Iterator[Block]:
+    """A log in blocks: a tuimon step log's lines straight from the file, a CSV of numbers
+    as columns (unless its lines are kept), any other format as the records `tuimon.readers`
+    reads."""
     path: Path = getattr(logs, side)
     if not logs.reading.renames(side) and path.is_file():
         with open(path, "rb") as fh:
@@ -119,8 +123,10 @@ def _line_source(logs: SavedLogs, side: str, log: SideLog) -> Iterator[Block]:
             while block := fh.readlines(CHUNK):
                 yield _PlainBlock(block)
         return
-    if (table := _csv_columns(path, logs.reading, side)) is not None:
-        yield _CsvBlock([table])
+    if not keep and (table := _csv_columns(path, logs.reading, side)) is not None:
+        rows = max(TABLE_ROWS, 1)
+        for start in range(0, len(table.steps), rows):
+            yield _CsvBlock([table, start, start + rows])
         return
     records = _records(path, logs.reading, side)
     for i in range(0, len(records), 4096):
@@ -154,7 +160,7 @@ def _csv_columns(path: Path, reading: Reading, side: str) -> CsvColumns | None:
 
 
 class _CsvBlock(list):
-    """A whole CSV read into columns (`read_csv_columns`), as one block."""
+    """[table, start, stop]: rows of a CSV read into columns (`read_csv_columns`)."""
 
 
 class _PlainBlock(list):
@@ -187,7 +193,7 @@ class _BlockReader:
         if isinstance(lines, _PlainBlock):
             return self._plain(lines)
         if isinstance(lines, _CsvBlock):
-            return self._table(lines[0])
+            return self._table(*lines)
         if isinstance(lines, _RecordBlock):
             if self.keep:
                 self.log.lines += [to_line(r) for r in lines]
@@ -350,29 +356,42 @@ class _BlockReader:
             digests=digests,
         )
 
-    def _table(self, table: CsvColumns) -> Columns:
+    def _table(self, table: CsvColumns, start: int, stop: int) -> Columns:
+        """Rows `start:stop` of a CSV read into columns, counted (the whole table with its
+        first rows)."""
+        if start == 0:
+            self.count_table(table)
+        return self.table_rows(table, slice(start, stop))
+
+    def count_table(self, table: CsvColumns) -> None:
         """A CSV read into columns, counted on this side as its records would be (`_slow`):
         steps, judged and ignored names, clocks, the note on a file of several runs."""
         if table.note is not None:
             self._slow([table.note])
+        judged = list(map(self.select.judged, table.metrics))
+        self.aligner.names[self.side].update(compress(table.metrics, judged))
+        self.aligner.ignored.update(n for n, j in zip(table.metrics, judged, strict=True) if not j)
+        self.aligner.ignored.update(table.clocks)
         n = len(table.steps)
         self.log.steps += n
         self.aligner.accounts[self.side].steps += n
         self.aligner.top[self.side] = max(self.aligner.top[self.side], int(table.steps.max()))
-        judged = [self.select.judged(name) for name in table.metrics]
-        names = [name for name, j in zip(table.metrics, judged, strict=True) if j]
-        self.aligner.names[self.side].update(names)
-        self.aligner.ignored.update(n for n, j in zip(table.metrics, judged, strict=True) if not j)
-        self.aligner.ignored.update(table.clocks)
-        rows = table.values if all(judged) else table.values[np.flatnonzero(judged)]
+
+    def table_rows(self, table: CsvColumns, rows: slice | np.ndarray) -> Columns:
+        """Some rows of a CSV read into columns (a slice: views, no copy), its judged
+        metrics."""
+        judged = list(map(self.select.judged, table.metrics))
+        values = table.values if all(judged) else table.values[np.flatnonzero(judged)]
+        steps = table.steps[rows]
+        n = len(steps)
         present = np.ones(n, bool)  # shared: every row has every metric (never written to)
-        digest = np.empty(n, dtype=object)
+        names = list(compress(table.metrics, judged))
         return Columns(
-            steps=table.steps,
+            steps=steps,
             occ=np.zeros(n, np.int64),
-            values=dict(zip(names, rows, strict=True)),
+            values=dict(zip(names, values[:, rows], strict=True)),
             present=dict.fromkeys(names, present),
-            digest=digest,
+            digest=np.empty(n, dtype=object),
         )
 
     def _slow(self, records: list[Any]) -> Columns | None:
@@ -428,12 +447,18 @@ class Judged:
 
 def _read_both(
     logs: SavedLogs, aligner: PairAligner, keep: bool
-) -> tuple[tuple[SideLog, SideLog], ColumnMatcher]:
-    """Stream both logs through a `ColumnMatcher`, a block of each side in turn."""
+) -> tuple[tuple[SideLog, SideLog], ColumnMatcher | None]:
+    """Stream both logs through a `ColumnMatcher`, a block of each side in turn; two CSVs
+    read into columns are matched whole (`_judge_tables`: no matcher, None)."""
     sides = {side: SideLog(getattr(logs, side)) for side in SIDES}
     readers = {side: _BlockReader(side, sides[side], aligner, keep, logs.reading) for side in SIDES}
     matcher = ColumnMatcher(aligner)
-    sources = {side: _line_source(logs, side, sides[side]) for side in SIDES}
+    sources = {side: _line_source(logs, side, sides[side], keep) for side in SIDES}
+    firsts = {side: next(sources[side], None) for side in SIDES}
+    if all(isinstance(first, _CsvBlock) for first in firsts.values()):
+        _judge_tables(readers, firsts["a"][0], firsts["b"][0])
+        return (sides["a"], sides["b"]), None
+    sources = {side: chain([first], sources[side]) for side, first in firsts.items()}
     while sources:
         for side in list(sources):
             lines = next(sources[side], None)
@@ -443,6 +468,29 @@ def _read_both(
             if cols is not None and not matcher.repeated and not keep:
                 matcher.add(side, cols)
     return (sides["a"], sides["b"]), matcher
+
+
+def _judge_tables(readers: dict[str, _BlockReader], a: CsvColumns, b: CsvColumns) -> None:
+    """Two CSVs read into columns (steps unique in each), merged on the step and judged
+    `TABLE_ROWS` matched rows at a time: what `ColumnMatcher` does with their blocks, without
+    taking every metric's rows apart twice (a CSV of 100,000 columns)."""
+    _, i, j = np.intersect1d(a.steps, b.steps, assume_unique=True, return_indices=True)
+    aligner = readers["a"].aligner
+    for side, table in (("a", a), ("b", b)):  # count every row, as the blocks would be
+        readers[side].count_table(table)
+    for start in range(0, len(i), max(TABLE_ROWS, 1)):
+        rows = [_as_slice(i[start : start + TABLE_ROWS]), _as_slice(j[start : start + TABLE_ROWS])]
+        x, y = (readers[s].table_rows(t, r) for s, t, r in zip(SIDES, (a, b), rows, strict=True))
+        aligner.judge(x, y)
+    aligner.unmatched_extra["a"] = len(a.steps) - len(i)
+    aligner.unmatched_extra["b"] = len(b.steps) - len(j)
+
+
+def _as_slice(index: np.ndarray) -> slice | np.ndarray:
+    """Rising consecutive row numbers as a slice (numpy takes views), others as they are."""
+    if len(index) and int(index[-1]) - int(index[0]) == len(index) - 1:
+        return slice(int(index[0]), int(index[-1]) + 1)
+    return index
 
 
 def judge(
@@ -459,11 +507,11 @@ def judge(
         if not log.steps:
             raise CompareError(_no_steps(log, logs.reading, aligner.accounts[side]))
     aligned: list[AlignedStep] = []
-    if keep or matcher.repeated:  # record by record, every row (repeats in order)
+    if keep or (matcher is not None and matcher.repeated):  # record by record, in order
         accounts = aligner.accounts
         aligned, aligner = _by_records(logs, tolerance, select, sides, keep)
         aligner.accounts = accounts
-    else:
+    elif matcher is not None:
         matcher.finish()
     reason, interrupted = _how_it_ended(logs, sides)
     summary = aligner.summary(complete=reason is None, reason=reason, interrupted=interrupted)

@@ -24,7 +24,7 @@ from tuimon.clocks import is_clock
 from tuimon.readers.rows import COUNTERS, STEP_KEYS
 from tuimon.steplog import Text
 
-LINES = 1 << 22
+LINES = 1 << 18
 """Bytes of lines parsed at a time."""
 _MAX_STEP = 2.0**63
 _JSON_CELL = b"0123456789.eE-, \t\n"
