@@ -128,7 +128,8 @@ def _cells(data: bytes) -> np.ndarray:
             return np.array(orjson.loads(b"[" + data[:-1].replace(b"\n", b",") + b"]"), np.float64)
         except orjson.JSONDecodeError:
             pass  # `1.`, `.5`, `1e400` ...: loadtxt reads them as float() does
-    return np.loadtxt(io.StringIO(data.decode()), delimiter=",", comments=None, dtype=np.float64)
+    text = io.StringIO(data.decode())
+    return np.loadtxt(text, delimiter=",", comments=None, dtype=np.float64).ravel()
 
 
 def _columns(
