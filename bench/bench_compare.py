@@ -117,9 +117,17 @@ sys.stderr.buffer.write(err[-500:])
 from this bench would count the bench's pages as well)."""
 
 
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+"""Children compile tuimon's modules once (into PYTHONPYCACHEPREFIX, set in `main`), as an
+installed package is: with PYTHONDONTWRITEBYTECODE every run would compile ~50 modules from
+source (~0.1 s), which no user's run does and pandas' (compiled in site-packages) does not."""
+
+
 def run(cmd: list[str]) -> tuple[float, int, int]:
     """Wall seconds, peak resident KiB and exit code of one whole process."""
-    got = subprocess.run([sys.executable, "-c", SPAWN, *cmd], capture_output=True, check=True)
+    got = subprocess.run(
+        [sys.executable, "-c", SPAWN, *cmd], capture_output=True, check=True, env=ENV
+    )
     wall, rss, code = got.stdout.split()
     if int(code) not in (0, 1, 3):
         sys.exit(f"{cmd[:3]} failed ({code}): {got.stderr.decode()}")
@@ -166,9 +174,12 @@ def write_csv(path: Path, n: int, side: str, width: int = len(METRICS)) -> int:
 
 
 def measure(cmds: dict[str, list[str]], repeat: int) -> tuple[dict[str, float], dict[str, int]]:
-    """Median wall seconds and peak KiB of each command, run alternating `repeat` times."""
+    """Median wall seconds and peak KiB of each command, run alternating `repeat` times after
+    one run each that is not counted (bytecode written, files in the page cache)."""
     times: dict[str, list[float]] = {k: [] for k in cmds}
     peak = dict.fromkeys(cmds, 0)
+    for cmd in cmds.values():
+        run(cmd)
     for _ in range(repeat):  # alternating, so load on the machine hits all alike
         for name, cmd in cmds.items():
             wall, rss, _ = run(cmd)
@@ -177,7 +188,9 @@ def measure(cmds: dict[str, list[str]], repeat: int) -> tuple[dict[str, float], 
     return {k: statistics.median(v) for k, v in times.items()}, peak
 
 
-def report(label: str, med: dict[str, float], peak: dict[str, int], size: int) -> None:
+def report(
+    label: str, med: dict[str, float], peak: dict[str, int], size: int, imports_kib: int
+) -> None:
     """One format: the medians, the ratios against the targets, tuimon's peak memory."""
     print(f"{label}: 2 logs, {size / 1e6:.1f} MB")
     for name in med:
@@ -190,7 +203,15 @@ def report(label: str, med: dict[str, float], peak: dict[str, int], size: int) -
     if "floor" in med:
         parts.append(f"tuimon / floor {med['tuimon'] / med['floor']:.2f}x (target <= 1.5)")
     parts.append(f"peak memory / input {peak['tuimon'] * 1024 / size:.2f}x (target <= 3)")
+    over = (peak["tuimon"] - imports_kib) * 1024 / size
+    parts.append(f"above its imports alone {over:.2f}x")
     print("  " + "; ".join(parts))
+
+
+IMPORTS = (  # what `tuimon compare` imports, nothing read: the memory floor
+    "import tuimon.cli, tuimon.commands.compare, tuimon.engine.compare, tuimon.report.wording, "
+    "tuimon.engine.artifacts"
+)
 
 
 def formats(folder: Path, args: argparse.Namespace) -> dict[str, tuple[Path, Path, int, str]]:
@@ -227,8 +248,13 @@ def main() -> None:
     print(f"{platform.node()} · {os.cpu_count()} cores · {platform.python_version()} · "
           f"{time.strftime('%Y-%m-%d')} · {args.steps} steps · median of {args.repeat}, "
           "whole processes, alternating")  # fmt: skip
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (before)")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
+        ENV["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
+        run([py, "-c", IMPORTS])
+        _, imports_kib, _ = run([py, "-c", IMPORTS])
+        print(f"interpreter + tuimon compare's imports alone: peak {imports_kib / 1024:.1f} MiB")
         (folder / "steplog").mkdir()
         (folder / "floor.py").write_text(FLOOR)
         for label, (a, b, size, script) in formats(folder, args).items():
@@ -239,7 +265,7 @@ def main() -> None:
             if label == "tuimon step log":
                 cmds["floor"] = [py, str(folder / "floor.py"), str(a), str(b)]
             med, peak = measure(cmds, args.repeat)
-            report(label, med, peak, size)
+            report(label, med, peak, size, imports_kib)
         if args.big_mb:
             a, b, size = make_pair(folder / "steplog", 1)
             per_step = size / 2
@@ -251,6 +277,7 @@ def main() -> None:
             print(f"2 logs x {n} steps, {size / 1e6:.0f} MB: tuimon compare {wall:.2f} s "
                   f"(target <= 10), peak {rss / 1024:.0f} MiB = {rss * 1024 / size:.2f}x the "
                   f"input (target <= 3)")  # fmt: skip
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (after)")
 
 
 if __name__ == "__main__":

@@ -196,3 +196,24 @@ def test_cells_read_as_float_reads_them_or_not_at_all(cells: list[str]) -> None:
     assert want is not None
     for x, y in zip(got, want, strict=True):
         assert struct.pack("<d", x) == struct.pack("<d", y) or (math.isnan(x) and math.isnan(y))
+
+
+@pytest.mark.parametrize("rows", [7, 4096])
+def test_csv_against_json_lines_and_in_small_blocks(tmp_path: Path, monkeypatch, rows: int) -> None:
+    import json
+
+    monkeypatch.setattr(engine_compare, "TABLE_ROWS", rows)
+    steps = list(range(0, 120, 2))
+    header = ["step", "loss", "acc"]
+    a = write_csv(tmp_path / "a.csv", header, numeric_rows(steps, 2, 6, None))
+    b = write_csv(tmp_path / "b.csv", header, numeric_rows(steps[3:], 2, 6, 60))
+    lines = [
+        json.dumps({"step": int(r[0]), "loss": float(r[1]), "acc": float(r[2])})
+        for r in numeric_rows(steps, 2, 6, 90)
+    ]
+    c = tmp_path / "c.jsonl"
+    c.write_text("\n".join(lines) + "\n")
+    got = same_both_ways(a, b)["summary"]
+    assert got["first_divergent_step"] == 60 and got["unmatched_a"] == 3
+    got = same_both_ways(a, c)["summary"]
+    assert got["first_divergent_step"] == 90 and got["steps_compared"] == len(steps)

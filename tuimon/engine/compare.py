@@ -126,7 +126,7 @@ def _line_source(logs: SavedLogs, side: str, log: SideLog, keep: bool) -> Iterat
     if not keep and (table := _csv_columns(path, logs.reading, side)) is not None:
         rows = max(TABLE_ROWS, 1)
         for start in range(0, len(table.steps), rows):
-            yield _CsvBlock([table, start, start + rows])
+            yield _CsvBlock(table, start, start + rows)
         return
     records = _records(path, logs.reading, side)
     for i in range(0, len(records), 4096):
@@ -159,8 +159,13 @@ def _csv_columns(path: Path, reading: Reading, side: str) -> CsvColumns | None:
     return read_csv_columns(path, reading.step_key)
 
 
-class _CsvBlock(list):
-    """[table, start, stop]: rows of a CSV read into columns (`read_csv_columns`)."""
+@dataclass
+class _CsvBlock:
+    """Rows `start:stop` of a CSV read into columns (`read_csv_columns`)."""
+
+    table: CsvColumns
+    start: int
+    stop: int
 
 
 class _PlainBlock(list):
@@ -193,7 +198,7 @@ class _BlockReader:
         if isinstance(lines, _PlainBlock):
             return self._plain(lines)
         if isinstance(lines, _CsvBlock):
-            return self._table(*lines)
+            return self._table(lines.table, lines.start, lines.stop)
         if isinstance(lines, _RecordBlock):
             if self.keep:
                 self.log.lines += [to_line(r) for r in lines]
@@ -455,10 +460,14 @@ def _read_both(
     matcher = ColumnMatcher(aligner)
     sources = {side: _line_source(logs, side, sides[side], keep) for side in SIDES}
     firsts = {side: next(sources[side], None) for side in SIDES}
-    if all(isinstance(first, _CsvBlock) for first in firsts.values()):
-        _judge_tables(readers, firsts["a"][0], firsts["b"][0])
+    a, b = firsts["a"], firsts["b"]
+    if isinstance(a, _CsvBlock) and isinstance(b, _CsvBlock):
+        _judge_tables(readers, a.table, b.table)
         return (sides["a"], sides["b"]), None
-    sources = {side: chain([first], sources[side]) for side, first in firsts.items()}
+    sources = {
+        side: chain([first] if first is not None else [], sources[side])
+        for side, first in firsts.items()
+    }
     while sources:
         for side in list(sources):
             lines = next(sources[side], None)

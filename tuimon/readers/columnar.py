@@ -66,13 +66,13 @@ def read_csv_columns(path: Path, key: str | None = None) -> CsvColumns | None:
             steps, blocks = [], []
             while lines := fh.readlines(LINES):
                 block_steps, block = _block(lines, len(names), k)
-                steps += block_steps
+                steps.append(block_steps)
                 blocks.append(block)
     except (OSError, _NotUniform, ValueError):
         return None
     if not blocks:
         return None
-    return _columns(names, k, steps, blocks)
+    return _columns(names, k, np.concatenate(steps), blocks)
 
 
 def _names(header: bytes, key: str | None) -> list[str] | None:
@@ -92,7 +92,7 @@ def _names(header: bytes, key: str | None) -> list[str] | None:
     return [c.lower() if c.lower() in STEP_KEYS else c for c in columns]
 
 
-def _block(lines: list[bytes], width: int, k: int) -> tuple[list[int], np.ndarray]:
+def _block(lines: list[bytes], width: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """A block of data lines: their steps and their cells as a (rows x width) array;
     `_NotUniform` when a line is not a full row of plain numbers (or the last lacks its
     newline: `read_csv` reads a cut file row by row)."""
@@ -104,18 +104,24 @@ def _block(lines: list[bytes], width: int, k: int) -> tuple[list[int], np.ndarra
     commas = width - 1
     if data.count(b",") != commas * len(lines):
         raise _NotUniform  # a row of another width (each row is checked below by parsing)
-    try:
-        texts = [line.split(b",", k + 1)[k].strip() for line in lines]
-    except IndexError:
-        raise _NotUniform from None
-    if not all(t.removeprefix(b"-").isdigit() and len(t) <= 19 for t in texts):
-        raise _NotUniform
+    if len(_step_cell(k).findall(data)) != len(lines):
+        raise _NotUniform  # a step that is not an integer of at most 19 characters
     values = _cells(data).reshape(-1, width)
     if values.shape != (len(lines), width):
         raise _NotUniform  # a blank line (loadtxt skips it; `read_csv` does not)
     if np.isinf(values).any() or (np.abs(values) >= _MAX_STEP).any():
         raise _NotUniform  # an infinity, an overflow, a huge integer: `as_number` tells
-    return list(map(int, texts)), values
+    column = values[:, k]
+    if len(column) and float(np.abs(column).max()) < 2.0**53:  # the float is the integer
+        return column.astype(np.int64), values
+    return np.array([int(line.split(b",", k + 1)[k]) for line in lines], np.int64), values
+
+
+@lru_cache(maxsize=8)
+def _step_cell(k: int) -> re.Pattern[bytes]:
+    """A line whose cell `k` is an integer of at most 19 characters (what `read_csv` takes
+    as a step, give or take blanks other than spaces and tabs, left to it)."""
+    return re.compile(rb"(?m)^(?:[^,\n]*,){%d}[ \t]*(?:-[0-9]{1,18}|[0-9]{1,19})[ \t]*[,\n]" % k)
 
 
 def _cells(data: bytes) -> np.ndarray:
@@ -133,12 +139,12 @@ def _cells(data: bytes) -> np.ndarray:
 
 
 def _columns(
-    names: list[str], k: int, steps: list[int], blocks: list[np.ndarray]
+    names: list[str], k: int, steps: np.ndarray, blocks: list[np.ndarray]
 ) -> CsvColumns | None:
     """The blocks as `CsvColumns`: the last run of the file, metric and clock columns; None
     when steps repeat (merged or compared in order by the general reader)."""
     start, runs = _last_run(steps)
-    kept = np.array(steps[start:], dtype=np.int64)
+    kept = steps[start:]
     if len(np.unique(kept)) != len(kept):
         return None
     rows = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
@@ -161,14 +167,13 @@ def _clocks(names: tuple[str, ...]) -> list[bool]:
     return list(map(is_clock, names))
 
 
-def _last_run(steps: list[int]) -> tuple[int, int]:
+def _last_run(steps: np.ndarray) -> tuple[int, int]:
     """Where the last run of the file starts, and how many runs it holds (the rule of
     `tabular.last_run`: a step below the one before it and at or below its run's first)."""
     starts = [0]
-    first = steps[0] if steps else 0
-    arr = np.array(steps, dtype=np.int64)
-    for i in (np.flatnonzero(arr[1:] < arr[:-1]) + 1).tolist():
-        if steps[i] <= first:
+    first = int(steps[0]) if len(steps) else 0
+    for i in (np.flatnonzero(steps[1:] < steps[:-1]) + 1).tolist():
+        if int(steps[i]) <= first:
             starts.append(i)
-            first = steps[i]
+            first = int(steps[i])
     return starts[-1], len(starts)
