@@ -147,11 +147,10 @@ def _columns(
     kept = steps[start:]
     if len(np.unique(kept)) != len(kept):
         return None
-    rows = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
     clocks = _clocks(tuple(names))
     metric = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and not clocks[i]]
     clock = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and clocks[i]]
-    values = np.ascontiguousarray(rows[start:, metric].T)
+    values = _transposed(blocks, metric, start)
     note = None
     if runs > 1:
         note = Text(
@@ -159,6 +158,22 @@ def _columns(
             f"compared, the {start} rows before it are not"
         )
     return CsvColumns(kept, [names[i] for i in metric], [names[i] for i in clock], values, note)
+
+
+def _transposed(blocks: list[np.ndarray], columns: list[int], start: int) -> np.ndarray:
+    """The `columns` of the blocks' rows from `start` on, as one (columns x rows) array,
+    filled block by block (no whole copy of the rows in between)."""
+    pick: slice | list[int] = columns
+    if columns and columns[-1] - columns[0] == len(columns) - 1:
+        pick = slice(columns[0], columns[-1] + 1)  # the usual case: a view, not a copy
+    out = np.empty((len(columns), sum(len(b) for b in blocks) - start))
+    at = -start
+    for block in blocks:
+        skip = max(0, -at)
+        if skip < len(block):
+            out[:, at + skip : at + len(block)] = block[skip:, pick].T
+        at += len(block)
+    return out
 
 
 @lru_cache(maxsize=2)
