@@ -200,6 +200,10 @@ def report(
         parts.append(f"tuimon / pandas {med['tuimon'] / med['pandas']:.2f}x (target <= 0.35)")
     else:
         parts.append("pandas not installed: no pandas ratio")
+    if "before" in med:
+        parts.append(f"before / pandas {med['before'] / med['pandas']:.2f}x" if "pandas" in med
+                     else f"before {med['before']:.2f} s")  # fmt: skip
+        parts.append(f"before: peak / input {peak['before'] * 1024 / size:.2f}x")
     if "floor" in med:
         parts.append(f"tuimon / floor {med['tuimon'] / med['floor']:.2f}x (target <= 1.5)")
     parts.append(f"peak memory / input {peak['tuimon'] * 1024 / size:.2f}x (target <= 3)")
@@ -237,6 +241,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--big-mb", type=float, default=0, help="also two logs of M MB each")
     ap.add_argument("--wide", type=int, default=100_000, help="columns of the wide CSV (0: none)")
+    ap.add_argument(
+        "--before",
+        metavar="DIR",
+        help="also time `tuimon compare` of another checkout (its root on PYTHONPATH): a "
+        "before/after in the same run",
+    )
     args = ap.parse_args()
     py = sys.executable
     try:
@@ -260,6 +270,8 @@ def main() -> None:
         for label, (a, b, size, script) in formats(folder, args).items():
             (folder / "pandas_script.py").write_text(script)
             cmds = {"tuimon": [py, "-m", "tuimon", "compare", str(a), str(b)]}
+            if args.before:
+                cmds["before"] = ["env", f"PYTHONPATH={args.before}", *cmds["tuimon"]]
             if have_pandas:
                 cmds["pandas"] = [py, str(folder / "pandas_script.py"), str(a), str(b)]
             if label == "tuimon step log":

@@ -203,6 +203,7 @@ def test_csv_against_json_lines_and_in_small_blocks(tmp_path: Path, monkeypatch,
     import json
 
     monkeypatch.setattr(engine_compare, "TABLE_ROWS", rows)
+    monkeypatch.setattr(engine_compare, "TABLE_MIN", 1)
     steps = list(range(0, 120, 2))
     header = ["step", "loss", "acc"]
     a = write_csv(tmp_path / "a.csv", header, numeric_rows(steps, 2, 6, None))

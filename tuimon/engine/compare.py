@@ -57,7 +57,11 @@ from tuimon.store import PAIR_JSON, SIDES, PairDoc, RunDoc, SavedLogs
 CHUNK = 1 << 17
 """Bytes of lines parsed at a time (orjson needs about 10 times a block while it reads it)."""
 TABLE_ROWS = 4096
-"""Rows of a CSV read into columns judged at a time (the judge's arrays stay small)."""
+"""Rows of a CSV read into columns judged at a time, at most (the judge's arrays stay small)."""
+TABLE_VALUES = 1 << 18
+"""Values judged at a time, when a CSV is wide: fewer rows per block, down to `TABLE_MIN`."""
+TABLE_MIN = 64
+"""Rows judged at a time, at least (the judge's cost per block grows with the metrics)."""
 _FLOATS = frozenset({float})
 _NUMBERS = frozenset({float, int})
 _SKIP = frozenset({"type", "step"})
@@ -124,7 +128,7 @@ def _line_source(logs: SavedLogs, side: str, log: SideLog, keep: bool) -> Iterat
                 yield _PlainBlock(block)
         return
     if not keep and (table := _csv_columns(path, logs.reading, side)) is not None:
-        rows = max(TABLE_ROWS, 1)
+        rows = _rows_at_a_time(table)
         for start in range(0, len(table.steps), rows):
             yield _CsvBlock(table, start, start + rows)
         return
@@ -481,18 +485,26 @@ def _read_both(
 
 def _judge_tables(readers: dict[str, _BlockReader], a: CsvColumns, b: CsvColumns) -> None:
     """Two CSVs read into columns (steps unique in each), merged on the step and judged
-    `TABLE_ROWS` matched rows at a time: what `ColumnMatcher` does with their blocks, without
+    `_rows_at_a_time` matched rows at a time: what `ColumnMatcher` does with their blocks, without
     taking every metric's rows apart twice (a CSV of 100,000 columns)."""
     _, i, j = np.intersect1d(a.steps, b.steps, assume_unique=True, return_indices=True)
     aligner = readers["a"].aligner
     for side, table in (("a", a), ("b", b)):  # count every row, as the blocks would be
         readers[side].count_table(table)
-    for start in range(0, len(i), max(TABLE_ROWS, 1)):
-        rows = [_as_slice(i[start : start + TABLE_ROWS]), _as_slice(j[start : start + TABLE_ROWS])]
+    most = min(_rows_at_a_time(a), _rows_at_a_time(b))
+    for start in range(0, len(i), most):
+        rows = [_as_slice(i[start : start + most]), _as_slice(j[start : start + most])]
         x, y = (readers[s].table_rows(t, r) for s, t, r in zip(SIDES, (a, b), rows, strict=True))
         aligner.judge(x, y)
     aligner.unmatched_extra["a"] = len(a.steps) - len(i)
     aligner.unmatched_extra["b"] = len(b.steps) - len(j)
+
+
+def _rows_at_a_time(table: CsvColumns) -> int:
+    """Rows of a CSV judged at a time: `TABLE_VALUES` values, within `TABLE_MIN` and
+    `TABLE_ROWS` rows."""
+    rows = TABLE_VALUES // max(len(table.metrics), 1)
+    return max(1, min(max(rows, TABLE_MIN), TABLE_ROWS))
 
 
 def _as_slice(index: np.ndarray) -> slice | np.ndarray:
