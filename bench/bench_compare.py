@@ -134,6 +134,10 @@ def run(cmd: list[str]) -> tuple[float, int, int]:
     return float(wall), int(rss), int(code)
 
 
+ROOT = Path(__file__).resolve().parents[1]
+"""The checkout this bench belongs to: the tuimon it measures."""
+
+
 def make_pair(folder: Path, n: int, chunk: int = 200_000) -> tuple[Path, Path, int]:
     a, b = folder / "a.jsonl", folder / "b.jsonl"
     for side, path in (("a", a), ("b", b)):
@@ -262,16 +266,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         ENV["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
-        run([py, "-c", IMPORTS])
-        _, imports_kib, _ = run([py, "-c", IMPORTS])
+        os.chdir(folder)  # `python -m` looks in the working directory first: none there
+        run(["env", f"PYTHONPATH={ROOT}", py, "-c", IMPORTS])
+        _, imports_kib, _ = run(["env", f"PYTHONPATH={ROOT}", py, "-c", IMPORTS])
         print(f"interpreter + tuimon compare's imports alone: peak {imports_kib / 1024:.1f} MiB")
         (folder / "steplog").mkdir()
         (folder / "floor.py").write_text(FLOOR)
         for label, (a, b, size, script) in formats(folder, args).items():
             (folder / "pandas_script.py").write_text(script)
-            cmds = {"tuimon": [py, "-m", "tuimon", "compare", str(a), str(b)]}
+            tuimon = [py, "-m", "tuimon", "compare", str(a), str(b)]
+            cmds = {"tuimon": ["env", f"PYTHONPATH={ROOT}", *tuimon]}
             if args.before:
-                cmds["before"] = ["env", f"PYTHONPATH={args.before}", *cmds["tuimon"]]
+                cmds["before"] = ["env", f"PYTHONPATH={Path(args.before).resolve()}", *tuimon]
             if have_pandas:
                 cmds["pandas"] = [py, str(folder / "pandas_script.py"), str(a), str(b)]
             if label == "tuimon step log":
@@ -285,7 +291,8 @@ def main() -> None:
             for p in (a, b):
                 p.unlink()
             a, b, size = make_pair(folder / "steplog", n)
-            wall, rss, _ = run([py, "-m", "tuimon", "compare", str(a), str(b)])
+            wall, rss, _ = run(["env", f"PYTHONPATH={ROOT}", py, "-m", "tuimon", "compare",
+                                str(a), str(b)])  # fmt: skip
             print(f"2 logs x {n} steps, {size / 1e6:.0f} MB: tuimon compare {wall:.2f} s "
                   f"(target <= 10), peak {rss / 1024:.0f} MiB = {rss * 1024 / size:.2f}x the "
                   f"input (target <= 3)")  # fmt: skip
