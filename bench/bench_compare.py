@@ -130,7 +130,7 @@ def run(cmd: list[str]) -> tuple[float, float, int, int]:
     got = subprocess.run(
         [sys.executable, "-c", SPAWN, *cmd], capture_output=True, check=True, env=ENV
     )
-    wall, cpu, rss, code = got.stdout.split()
+    wall, cpu, rss, code = got.stdout.decode().split()
     if int(code) not in (0, 1, 3):
         sys.exit(f"{cmd[:3]} failed ({code}): {got.stderr.decode()}")
     return float(wall), float(cpu), int(rss), int(code)
