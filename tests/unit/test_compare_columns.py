@@ -218,3 +218,30 @@ def test_csv_against_json_lines_and_in_small_blocks(tmp_path: Path, monkeypatch,
     assert got["first_divergent_step"] == 60 and got["unmatched_a"] == 3
     got = same_both_ways(a, c)["summary"]
     assert got["first_divergent_step"] == 90 and got["steps_compared"] == len(steps)
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_two_objects_on_one_line_read_as_a_live_pair_reads_the_line(
+    tmp_path: Path, native: bool
+) -> None:
+    """Blocks of lines are parsed line by line: `{...}, {...}` on one line is not two rows
+    (as a block parsed as one JSON array would have it), it is what the line reader says."""
+    import json
+
+    from tuimon.engine.align import compare_steps
+    from tuimon.readers import load
+
+    def row(step: int, loss: float) -> str:
+        kind = {"type": "step"} if native else {}
+        return json.dumps({**kind, "step": step, "loss": loss})
+
+    head = ['{"type": "header", "format": "tuimon.steplog/1", "run": {}}'] if native else []
+    lines = [*head, *(row(s, 0.5 + s) for s in range(10))]
+    lines[5] = row(4, 4.5) + ", " + row(40, 9.0)
+    a = tmp_path / "a.jsonl"
+    a.write_text("\n".join(lines) + "\n")
+    got = engine_compare.judge(SavedLogs(a, a, reading=Reading()), 0.0).summary
+    _, aligner = compare_steps(load(a).steps, load(a).steps, 0.0)
+    want = aligner.summary()
+    assert (got.steps_compared, got.values_compared) == (want.steps_compared, want.values_compared)
+    assert got.steps_compared == 9 and got.accounts["a"]["skipped"] == {"unreadable": 1}
