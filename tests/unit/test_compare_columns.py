@@ -25,14 +25,16 @@ from tuimon.store import SavedLogs
 ODD_CELLS = ["nan", "-0", "1e400", "", "x", " 2.5", "1.", ".5", "inf", "-nan", "1_0", "+3"]
 
 
-def judged(a: Path, b: Path, fast: bool, select: MetricFilter | None = None) -> dict[str, Any]:
+def judged(
+    a: Path, b: Path, fast: bool, select: MetricFilter | None = None, reading: Reading | None = None
+) -> dict[str, Any]:
     """The summary and each side's counts of `compare` of two files, by the columns path
     when `fast` (where the file allows it), else by the general path only."""
     old = engine_compare.read_csv_columns
     if not fast:
         engine_compare.read_csv_columns = lambda *args: None  # type: ignore[assignment]
     try:
-        got = engine_compare.judge(SavedLogs(a, b, reading=Reading()), 0.0, select)
+        got = engine_compare.judge(SavedLogs(a, b, reading=reading or Reading()), 0.0, select)
     finally:
         engine_compare.read_csv_columns = old
     return {
@@ -41,12 +43,14 @@ def judged(a: Path, b: Path, fast: bool, select: MetricFilter | None = None) -> 
     }
 
 
-def same_both_ways(a: Path, b: Path, select: MetricFilter | None = None) -> dict[str, Any]:
+def same_both_ways(
+    a: Path, b: Path, select: MetricFilter | None = None, reading: Reading | None = None
+) -> dict[str, Any]:
     """Judge both ways, assert they agree, return the judgement (or the error line)."""
     results = []
     for fast in (True, False):
         try:
-            results.append(judged(a, b, fast, select))
+            results.append(judged(a, b, fast, select, reading))
         except engine_compare.CompareError as exc:
             results.append({"error": str(exc)})
     assert results[0] == results[1]
@@ -245,3 +249,18 @@ def test_two_objects_on_one_line_read_as_a_live_pair_reads_the_line(
     want = aligner.summary()
     assert (got.steps_compared, got.values_compared) == (want.steps_compared, want.values_compared)
     assert got.steps_compared == 9 and got.accounts["a"]["skipped"] == {"unreadable": 1}
+
+
+@pytest.mark.parametrize("key", [None, "iter", "Iter", "acc"])
+def test_a_step_column_that_is_not_first_and_step_key(tmp_path: Path, key: str | None) -> None:
+    steps = list(range(1, 50))
+    rows_a = [[r[1], r[0], r[2]] for r in numeric_rows(steps, 2, 7, None)]
+    rows_b = [[r[1], r[0], r[2]] for r in numeric_rows(steps, 2, 7, 30)]
+    header = ["loss", "Iter" if key == "Iter" else "iter", "acc"]
+    a = write_csv(tmp_path / "a.csv", header, rows_a)
+    b = write_csv(tmp_path / "b.csv", header, rows_b)
+    got = same_both_ways(a, b, reading=Reading(step_key=key) if key else None)
+    if key != "acc":  # acc holds no integers: no steps, the same error both ways
+        assert got["summary"]["first_divergent_step"] == 30
+    else:
+        assert "no training steps" in got["error"]

@@ -22,6 +22,7 @@ import orjson
 
 from tuimon.clocks import is_clock
 from tuimon.readers.rows import COUNTERS, STEP_KEYS
+from tuimon.readers.tabular import csv_columns, step_names
 from tuimon.steplog import Text
 
 LINES = 1 << 18
@@ -83,13 +84,11 @@ def _names(header: bytes, key: str | None) -> list[str] | None:
     text = header[:-1]
     if not text.isascii() or any(c in text for c in (b'"', b"\r", b"\x00")):
         return None
-    from tuimon.readers.tabular import csv_columns
-
     decoded = text.decode()
     if csv_columns(decoded.strip(), key) is None:
         return None
     columns = [c.strip() for c in next(csv.reader([decoded]))]
-    return [c.lower() if c.lower() in STEP_KEYS else c for c in columns]
+    return step_names(columns, key)
 
 
 def _block(lines: list[bytes], width: int, k: int) -> tuple[np.ndarray, np.ndarray]:

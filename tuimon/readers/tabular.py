@@ -33,6 +33,12 @@ def csv_columns(first_line: str, key: str | None = None) -> list[str] | None:
     return columns
 
 
+def step_names(columns: list[str], key: str | None) -> list[str]:
+    """Column names as rows carry them: a step key in any case is that key ("Step" is a
+    step), unless it is the one `--step-key` names as it is written."""
+    return [c.lower() if c.lower() in STEP_KEYS and c != key else c for c in columns]
+
+
 def read_csv(text: str, key: str | None = None) -> list[Record]:
     """Every row with a step as a record, rows of one step merged; a row without one is
     kept as skipped (`NO_STEP_KEY`). `key` names the step column (`--step-key`)."""
@@ -41,7 +47,7 @@ def read_csv(text: str, key: str | None = None) -> list[Record]:
     if header is None:
         return []
     columns = [c.strip() for c in header]
-    names = [c.lower() if c.lower() in STEP_KEYS else c for c in columns]  # "Step" is a step
+    names = step_names(columns, key)
     records: list[Record] = []
     cut = not text.endswith("\n")  # the last row may be cut short: not read, said
     rows = list(reader)
@@ -91,6 +97,8 @@ def uniform_rows(names: list[str], rows: list[list[str]], key: str | None) -> li
     width = len(names)
     where = key if key is not None else next((k for k in STEP_KEYS if k in names), None)
     if not rows or where is None or any(len(r) != width for r in rows):
+        return None
+    if where not in names:
         return None
     k = names.index(where)
     texts = [r[k].strip() for r in rows]
