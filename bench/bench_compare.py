@@ -255,6 +255,38 @@ def formats(folder: Path, args: argparse.Namespace) -> dict[str, tuple[Path, Pat
     return out
 
 
+def commands(
+    label: str, a: Path, b: Path, folder: Path, args: argparse.Namespace, have_pandas: bool
+) -> dict[str, list[str]]:
+    """What one format's row runs: tuimon (this checkout), `--before`'s, pandas, the floor."""
+    py = sys.executable
+    tuimon = [py, "-m", "tuimon", "compare", str(a), str(b)]
+    cmds = {"tuimon": ["env", f"PYTHONPATH={ROOT}", *tuimon]}
+    if args.before:
+        cmds["before"] = ["env", f"PYTHONPATH={Path(args.before).resolve()}", *tuimon]
+    if have_pandas:
+        cmds["pandas"] = [py, str(folder / "pandas_script.py"), str(a), str(b)]
+    if label == "tuimon step log":
+        cmds["floor"] = [py, str(folder / "floor.py"), str(a), str(b)]
+    return cmds
+
+
+def big_logs(folder: Path, megabytes: float) -> None:
+    """Two step logs of about `megabytes` MB each: one `tuimon compare`, timed."""
+    big = folder / "big"  # its own folder: `make_pair` appends to the logs it finds
+    big.mkdir()
+    a, b, size = make_pair(big, 1000)
+    n = int(megabytes * 1e6 / (size / 2000))
+    for p in (a, b):
+        p.unlink()
+    a, b, size = make_pair(big, n)
+    took, _, rss, _ = run(["env", f"PYTHONPATH={ROOT}", sys.executable, "-m", "tuimon",
+                           "compare", str(a), str(b)])  # fmt: skip
+    print(f"2 logs x {n} steps, {size / 1e6:.0f} MB: tuimon compare {took:.2f} s "
+          f"(target <= 10), peak {rss / 1024:.0f} MiB = {rss * 1024 / size:.2f}x the "
+          f"input (target <= 3)")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=25_000)
@@ -268,7 +300,6 @@ def main() -> None:
         "before/after in the same run",
     )
     args = ap.parse_args()
-    py = sys.executable
     try:
         import pandas  # noqa: F401
 
@@ -283,35 +314,19 @@ def main() -> None:
         folder = Path(tmp)
         ENV["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
         os.chdir(folder)  # `python -m` looks in the working directory first: none there
-        run(["env", f"PYTHONPATH={ROOT}", py, "-c", IMPORTS])
-        _, _, imports_kib, _ = run(["env", f"PYTHONPATH={ROOT}", py, "-c", IMPORTS])
+        imports = ["env", f"PYTHONPATH={ROOT}", sys.executable, "-c", IMPORTS]
+        run(imports)
+        _, _, imports_kib, _ = run(imports)
         print(f"interpreter + tuimon compare's imports alone: peak {imports_kib / 1024:.1f} MiB")
         (folder / "steplog").mkdir()
         (folder / "floor.py").write_text(FLOOR)
         for label, (a, b, size, script) in formats(folder, args).items():
             (folder / "pandas_script.py").write_text(script)
-            tuimon = [py, "-m", "tuimon", "compare", str(a), str(b)]
-            cmds = {"tuimon": ["env", f"PYTHONPATH={ROOT}", *tuimon]}
-            if args.before:
-                cmds["before"] = ["env", f"PYTHONPATH={Path(args.before).resolve()}", *tuimon]
-            if have_pandas:
-                cmds["pandas"] = [py, str(folder / "pandas_script.py"), str(a), str(b)]
-            if label == "tuimon step log":
-                cmds["floor"] = [py, str(folder / "floor.py"), str(a), str(b)]
+            cmds = commands(label, a, b, folder, args, have_pandas)
             wall, cpu, peak = measure(cmds, args.repeat)
             report(label, (wall, cpu), peak, size, imports_kib)
         if args.big_mb:
-            a, b, size = make_pair(folder / "steplog", 1)
-            per_step = size / 2
-            n = int(args.big_mb * 1e6 / per_step)
-            for p in (a, b):
-                p.unlink()
-            a, b, size = make_pair(folder / "steplog", n)
-            took, _, rss, _ = run(["env", f"PYTHONPATH={ROOT}", py, "-m", "tuimon", "compare",
-                                str(a), str(b)])  # fmt: skip
-            print(f"2 logs x {n} steps, {size / 1e6:.0f} MB: tuimon compare {took:.2f} s "
-                  f"(target <= 10), peak {rss / 1024:.0f} MiB = {rss * 1024 / size:.2f}x the "
-                  f"input (target <= 3)")  # fmt: skip
+            big_logs(folder, args.big_mb)
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (after)")
 
 
