@@ -110,20 +110,34 @@ proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subproce
 err = proc.stderr.read()
 _, status, usage = os.wait4(proc.pid, 0)
 wall = time.perf_counter() - t0
-print(wall, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
+cpu = usage.ru_utime + usage.ru_stime
+print(wall, cpu, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
 sys.stderr.buffer.write(err[-500:])
 """
 """Spawns one command from a small process, so its peak memory is its own (a child forked
 from this bench would count the bench's pages as well)."""
 
 
-def run(cmd: list[str]) -> tuple[float, int, int]:
-    """Wall seconds, peak resident KiB and exit code of one whole process."""
-    got = subprocess.run([sys.executable, "-c", SPAWN, *cmd], capture_output=True, check=True)
-    wall, rss, code = got.stdout.split()
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+"""Children compile tuimon's modules once (into PYTHONPYCACHEPREFIX, set in `main`), as an
+installed package is: with PYTHONDONTWRITEBYTECODE every run would compile ~50 modules from
+source (~0.1 s), which no user's run does and pandas' (compiled in site-packages) does not."""
+
+
+def run(cmd: list[str]) -> tuple[float, float, int, int]:
+    """Wall seconds, CPU seconds (user + system), peak resident KiB and exit code of one
+    whole process."""
+    got = subprocess.run(
+        [sys.executable, "-c", SPAWN, *cmd], capture_output=True, check=True, env=ENV
+    )
+    wall, cpu, rss, code = got.stdout.decode().split()
     if int(code) not in (0, 1, 3):
         sys.exit(f"{cmd[:3]} failed ({code}): {got.stderr.decode()}")
-    return float(wall), int(rss), int(code)
+    return float(wall), float(cpu), int(rss), int(code)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+"""The checkout this bench belongs to: the tuimon it measures."""
 
 
 def make_pair(folder: Path, n: int, chunk: int = 200_000) -> tuple[Path, Path, int]:
@@ -165,32 +179,63 @@ def write_csv(path: Path, n: int, side: str, width: int = len(METRICS)) -> int:
     return path.stat().st_size
 
 
-def measure(cmds: dict[str, list[str]], repeat: int) -> tuple[dict[str, float], dict[str, int]]:
-    """Median wall seconds and peak KiB of each command, run alternating `repeat` times."""
+Medians = dict[str, float]
+
+
+def measure(cmds: dict[str, list[str]], repeat: int) -> tuple[Medians, Medians, dict[str, int]]:
+    """Median wall and CPU seconds and peak KiB of each command, run alternating `repeat`
+    times after one run each that is not counted (bytecode written, files in the page
+    cache). CPU time is what other jobs on the machine disturb least."""
     times: dict[str, list[float]] = {k: [] for k in cmds}
+    cpus: dict[str, list[float]] = {k: [] for k in cmds}
     peak = dict.fromkeys(cmds, 0)
+    for cmd in cmds.values():
+        run(cmd)
     for _ in range(repeat):  # alternating, so load on the machine hits all alike
         for name, cmd in cmds.items():
-            wall, rss, _ = run(cmd)
+            wall, cpu, rss, _ = run(cmd)
             times[name].append(wall)
+            cpus[name].append(cpu)
             peak[name] = max(peak[name], rss)
-    return {k: statistics.median(v) for k, v in times.items()}, peak
+    median = statistics.median
+    return {k: median(v) for k, v in times.items()}, {k: median(v) for k, v in cpus.items()}, peak
 
 
-def report(label: str, med: dict[str, float], peak: dict[str, int], size: int) -> None:
-    """One format: the medians, the ratios against the targets, tuimon's peak memory."""
+def report(
+    label: str, med: tuple[Medians, Medians], peak: dict[str, int], size: int, imports_kib: int
+) -> None:
+    """One format: the medians (wall, CPU), the ratios against the targets (wall; CPU in
+    brackets), tuimon's peak memory against the input and above its imports alone."""
+    wall, cpu = med
     print(f"{label}: 2 logs, {size / 1e6:.1f} MB")
-    for name in med:
-        print(f"  {name:<7} {med[name]:6.3f} s   peak {peak[name] / 1024:7.1f} MiB")
+    for name in wall:
+        print(f"  {name:<7} {wall[name]:6.3f} s  cpu {cpu[name]:6.3f} s  "
+              f"peak {peak[name] / 1024:7.1f} MiB")  # fmt: skip
+
+    def ratio(x: str, y: str) -> str:
+        return f"{wall[x] / wall[y]:.2f}x (cpu {cpu[x] / cpu[y]:.2f}x)"
+
     parts = []
-    if "pandas" in med:
-        parts.append(f"tuimon / pandas {med['tuimon'] / med['pandas']:.2f}x (target <= 0.35)")
+    if "pandas" in wall:
+        parts.append(f"tuimon / pandas {ratio('tuimon', 'pandas')} (target <= 0.35)")
+        if "before" in wall:
+            parts.append(f"before / pandas {ratio('before', 'pandas')}")
     else:
         parts.append("pandas not installed: no pandas ratio")
-    if "floor" in med:
-        parts.append(f"tuimon / floor {med['tuimon'] / med['floor']:.2f}x (target <= 1.5)")
+    if "floor" in wall:
+        parts.append(f"tuimon / floor {ratio('tuimon', 'floor')} (target <= 1.5)")
     parts.append(f"peak memory / input {peak['tuimon'] * 1024 / size:.2f}x (target <= 3)")
+    if "before" in wall:
+        parts.append(f"before: {peak['before'] * 1024 / size:.2f}x")
+    over = (peak["tuimon"] - imports_kib) * 1024 / size
+    parts.append(f"above its imports alone {over:.2f}x")
     print("  " + "; ".join(parts))
+
+
+IMPORTS = (  # what `tuimon compare` imports, nothing read: the memory floor
+    "import tuimon.cli, tuimon.commands.compare, tuimon.engine.compare, tuimon.report.wording, "
+    "tuimon.engine.artifacts"
+)
 
 
 def formats(folder: Path, args: argparse.Namespace) -> dict[str, tuple[Path, Path, int, str]]:
@@ -210,14 +255,51 @@ def formats(folder: Path, args: argparse.Namespace) -> dict[str, tuple[Path, Pat
     return out
 
 
+def commands(
+    label: str, a: Path, b: Path, folder: Path, args: argparse.Namespace, have_pandas: bool
+) -> dict[str, list[str]]:
+    """What one format's row runs: tuimon (this checkout), `--before`'s, pandas, the floor."""
+    py = sys.executable
+    tuimon = [py, "-m", "tuimon", "compare", str(a), str(b)]
+    cmds = {"tuimon": ["env", f"PYTHONPATH={ROOT}", *tuimon]}
+    if args.before:
+        cmds["before"] = ["env", f"PYTHONPATH={Path(args.before).resolve()}", *tuimon]
+    if have_pandas:
+        cmds["pandas"] = [py, str(folder / "pandas_script.py"), str(a), str(b)]
+    if label == "tuimon step log":
+        cmds["floor"] = [py, str(folder / "floor.py"), str(a), str(b)]
+    return cmds
+
+
+def big_logs(folder: Path, megabytes: float) -> None:
+    """Two step logs of about `megabytes` MB each: one `tuimon compare`, timed."""
+    big = folder / "big"  # its own folder: `make_pair` appends to the logs it finds
+    big.mkdir()
+    a, b, size = make_pair(big, 1000)
+    n = int(megabytes * 1e6 / (size / 2000))
+    for p in (a, b):
+        p.unlink()
+    a, b, size = make_pair(big, n)
+    took, _, rss, _ = run(["env", f"PYTHONPATH={ROOT}", sys.executable, "-m", "tuimon",
+                           "compare", str(a), str(b)])  # fmt: skip
+    print(f"2 logs x {n} steps, {size / 1e6:.0f} MB: tuimon compare {took:.2f} s "
+          f"(target <= 10), peak {rss / 1024:.0f} MiB = {rss * 1024 / size:.2f}x the "
+          f"input (target <= 3)")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=25_000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--big-mb", type=float, default=0, help="also two logs of M MB each")
     ap.add_argument("--wide", type=int, default=100_000, help="columns of the wide CSV (0: none)")
+    ap.add_argument(
+        "--before",
+        metavar="DIR",
+        help="also time `tuimon compare` of another checkout (its root on PYTHONPATH): a "
+        "before/after in the same run",
+    )
     args = ap.parse_args()
-    py = sys.executable
     try:
         import pandas  # noqa: F401
 
@@ -227,30 +309,25 @@ def main() -> None:
     print(f"{platform.node()} · {os.cpu_count()} cores · {platform.python_version()} · "
           f"{time.strftime('%Y-%m-%d')} · {args.steps} steps · median of {args.repeat}, "
           "whole processes, alternating")  # fmt: skip
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (before)")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
+        ENV["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
+        os.chdir(folder)  # `python -m` looks in the working directory first: none there
+        imports = ["env", f"PYTHONPATH={ROOT}", sys.executable, "-c", IMPORTS]
+        run(imports)
+        _, _, imports_kib, _ = run(imports)
+        print(f"interpreter + tuimon compare's imports alone: peak {imports_kib / 1024:.1f} MiB")
         (folder / "steplog").mkdir()
         (folder / "floor.py").write_text(FLOOR)
         for label, (a, b, size, script) in formats(folder, args).items():
             (folder / "pandas_script.py").write_text(script)
-            cmds = {"tuimon": [py, "-m", "tuimon", "compare", str(a), str(b)]}
-            if have_pandas:
-                cmds["pandas"] = [py, str(folder / "pandas_script.py"), str(a), str(b)]
-            if label == "tuimon step log":
-                cmds["floor"] = [py, str(folder / "floor.py"), str(a), str(b)]
-            med, peak = measure(cmds, args.repeat)
-            report(label, med, peak, size)
+            cmds = commands(label, a, b, folder, args, have_pandas)
+            wall, cpu, peak = measure(cmds, args.repeat)
+            report(label, (wall, cpu), peak, size, imports_kib)
         if args.big_mb:
-            a, b, size = make_pair(folder / "steplog", 1)
-            per_step = size / 2
-            n = int(args.big_mb * 1e6 / per_step)
-            for p in (a, b):
-                p.unlink()
-            a, b, size = make_pair(folder / "steplog", n)
-            wall, rss, _ = run([py, "-m", "tuimon", "compare", str(a), str(b)])
-            print(f"2 logs x {n} steps, {size / 1e6:.0f} MB: tuimon compare {wall:.2f} s "
-                  f"(target <= 10), peak {rss / 1024:.0f} MiB = {rss * 1024 / size:.2f}x the "
-                  f"input (target <= 3)")  # fmt: skip
+            big_logs(folder, args.big_mb)
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (after)")
 
 
 if __name__ == "__main__":

@@ -81,6 +81,11 @@ def test_log_file_rewritten_as_a_whole_is_followed(tmp_path: Path, capsys) -> No
     assert code == 1 and out["first_divergent_step"] == 3
     assert out["steps_compared"] == 6
     assert saved(out)["summary"]["metric_max"]["val_loss"]["step"] >= 3  # merged rows read
+    files = [str(Path(out["pair"]) / f"{side}-metrics.csv") for side in "ab"]
+    capsys.readouterr()
+    assert main(["compare", *files, "--json"]) == 1  # the same bytes read whole: the same
+    whole = json.loads(capsys.readouterr().out)
+    assert (whole["first_divergent_step"], whole["steps_compared"]) == (3, 6)
 
 
 def test_a_run_printing_a_number_that_does_not_fit(tmp_path: Path, capsys) -> None:

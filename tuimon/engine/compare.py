@@ -1,7 +1,8 @@
 """`tuimon compare`: judge two existing logs (or a saved pair) at once, optionally save a pair.
 
-Logs are read block by block (`CHUNK` bytes of lines at a time, one orjson call per block),
-turned into columns without building a record per step, and matched on the step by
+Logs are read block by block (`CHUNK` bytes of lines at a time, each line parsed by orjson),
+turned into columns without building a record per step (a CSV of numbers straight into one
+array: `tuimon.readers.columnar`), and matched on the step by
 `align.ColumnMatcher` as they stream: memory holds the unmatched rows, not the logs. A log
 whose steps repeat, or a saved comparison (`--save`, which writes every aligned row), goes
 through `align.compare_steps` instead: the same judge, record by record.
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
+from itertools import chain, compress
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,7 @@ from tuimon.engine.fingerprints import env_diff
 from tuimon.engine.saved import resolve_logs
 from tuimon.errors import CompareError, ReplayError, StoreError
 from tuimon.readers import Account, LineParser, ReaderError, Reading, load, no_steps, to_line
+from tuimon.readers.columnar import CsvColumns, read_csv_columns
 from tuimon.readers.rows import COUNTERS, step_key
 from tuimon.steplog import (
     HUGE,
@@ -52,8 +55,16 @@ from tuimon.steplog import (
 )
 from tuimon.store import PAIR_JSON, SIDES, PairDoc, RunDoc, SavedLogs
 
-CHUNK = 1 << 20
-"""Bytes of lines parsed at a time."""
+CHUNK = 1 << 18
+"""Bytes of lines read at a time (each line parsed on its own: a block parsed as one JSON
+array needs about 10 times its size while orjson reads it, and takes `{...}, {...}` on one
+line for two rows)."""
+TABLE_ROWS = 4096
+"""Rows of a CSV read into columns judged at a time, at most (the judge's arrays stay small)."""
+TABLE_VALUES = 1 << 18
+"""Values judged at a time, when a CSV is wide: fewer rows per block, down to `TABLE_MIN`."""
+TABLE_MIN = 64
+"""Rows judged at a time, at least (the judge's cost per block grows with the metrics)."""
 _FLOATS = frozenset({float})
 _NUMBERS = frozenset({float, int})
 _SKIP = frozenset({"type", "step"})
@@ -99,9 +110,10 @@ def resolve(paths: list[str], reading: Reading | None) -> SavedLogs:
         raise CompareError(str(exc)) from None
 
 
-def _line_source(logs: SavedLogs, side: str, log: SideLog) -> Iterator[Block]:
-    """A log in blocks: a tuimon step log's lines straight from the file, any other format
-    as the records `tuimon.readers` reads."""
+def _line_source(logs: SavedLogs, side: str, log: SideLog, keep: bool) -> Iterator[Block]:
+    """A log in blocks: a tuimon step log's lines straight from the file, a CSV of numbers
+    as columns (unless its lines are kept), any other format as the records `tuimon.readers`
+    reads."""
     path: Path = getattr(logs, side)
     if not logs.reading.renames(side) and path.is_file():
         with open(path, "rb") as fh:
@@ -117,6 +129,11 @@ def _line_source(logs: SavedLogs, side: str, log: SideLog) -> Iterator[Block]:
         with open(path, "rb") as fh:
             while block := fh.readlines(CHUNK):
                 yield _PlainBlock(block)
+        return
+    if not keep and (table := _csv_columns(path, logs.reading, side)) is not None:
+        rows = _rows_at_a_time(table)
+        for start in range(0, len(table.steps), rows):
+            yield _CsvBlock(table, start, start + rows)
         return
     records = _records(path, logs.reading, side)
     for i in range(0, len(records), 4096):
@@ -141,6 +158,23 @@ def _plain_key(path: Path, reading: Reading, side: str) -> str | None:
     return step_key(row, reading.step_key)
 
 
+def _csv_columns(path: Path, reading: Reading, side: str) -> CsvColumns | None:
+    """A CSV of numbers straight into columns (`read_csv_columns`); None for any other file,
+    or when the reading renames or promotes names (the records path applies those)."""
+    if reading.renames(side) or reading.judge or not path.is_file():
+        return None
+    return read_csv_columns(path, reading.step_key)
+
+
+@dataclass
+class _CsvBlock:
+    """Rows `start:stop` of a CSV read into columns (`read_csv_columns`)."""
+
+    table: CsvColumns
+    start: int
+    stop: int
+
+
 class _PlainBlock(list):
     """A block of lines of plain JSON Lines (`_plain_key`)."""
 
@@ -149,7 +183,7 @@ class _RecordBlock(list):
     """A block of records a reader gave (not lines)."""
 
 
-Block = list[bytes] | _RecordBlock | _PlainBlock
+Block = list[bytes] | _RecordBlock | _PlainBlock | _CsvBlock
 
 
 class _BlockReader:
@@ -170,6 +204,8 @@ class _BlockReader:
         step)."""
         if isinstance(lines, _PlainBlock):
             return self._plain(lines)
+        if isinstance(lines, _CsvBlock):
+            return self._table(lines.table, lines.start, lines.stop)
         if isinstance(lines, _RecordBlock):
             if self.keep:
                 self.log.lines += [to_line(r) for r in lines]
@@ -179,8 +215,7 @@ class _BlockReader:
         if max(map(len, lines), default=0) > MAX_LINE:  # skipped as a live pair skips it
             return self._slow([parse_line(line) for line in lines if line.strip()])
         try:
-            rows = orjson.loads(b"[" + b",".join(lines) + b"]")
-            return self._rows(rows)
+            return self._rows(list(map(orjson.loads, lines)))
         except (orjson.JSONDecodeError, _Suspect):  # text lines, NaN tokens, huge numbers
             return self._slow([parse_line(line) for line in lines if line.strip()])
 
@@ -228,7 +263,7 @@ class _BlockReader:
         fast = None
         if max(map(len, lines), default=0) <= MAX_LINE:
             try:
-                fast = self._plain_columns(orjson.loads(b"[" + b",".join(lines) + b"]"))
+                fast = self._plain_columns(list(map(orjson.loads, lines)))
             except (orjson.JSONDecodeError, _Suspect, KeyError, TypeError):
                 fast = None
         if fast is None:
@@ -332,6 +367,44 @@ class _BlockReader:
             digests=digests,
         )
 
+    def _table(self, table: CsvColumns, start: int, stop: int) -> Columns:
+        """Rows `start:stop` of a CSV read into columns, counted (the whole table with its
+        first rows)."""
+        if start == 0:
+            self.count_table(table)
+        return self.table_rows(table, slice(start, stop))
+
+    def count_table(self, table: CsvColumns) -> None:
+        """A CSV read into columns, counted on this side as its records would be (`_slow`):
+        steps, judged and ignored names, clocks, the note on a file of several runs."""
+        if table.note is not None:
+            self._slow([table.note])
+        judged = list(map(self.select.judged, table.metrics))
+        self.aligner.names[self.side].update(compress(table.metrics, judged))
+        self.aligner.ignored.update(n for n, j in zip(table.metrics, judged, strict=True) if not j)
+        self.aligner.ignored.update(table.clocks)
+        n = len(table.steps)
+        self.log.steps += n
+        self.aligner.accounts[self.side].steps += n
+        self.aligner.top[self.side] = max(self.aligner.top[self.side], int(table.steps.max()))
+
+    def table_rows(self, table: CsvColumns, rows: slice | np.ndarray) -> Columns:
+        """Some rows of a CSV read into columns (a slice: views, no copy), its judged
+        metrics."""
+        judged = list(map(self.select.judged, table.metrics))
+        values = table.values if all(judged) else table.values[np.flatnonzero(judged)]
+        steps = table.steps[rows]
+        n = len(steps)
+        present = np.ones(n, bool)  # shared: every row has every metric (never written to)
+        names = list(compress(table.metrics, judged))
+        return Columns(
+            steps=steps,
+            occ=np.zeros(n, np.int64),
+            values=dict(zip(names, values[:, rows], strict=True)),
+            present=dict.fromkeys(names, present),
+            digest=np.empty(n, dtype=object),
+        )
+
     def _slow(self, records: list[Any]) -> Columns | None:
         steps = []
         for record in records:
@@ -385,12 +458,22 @@ class Judged:
 
 def _read_both(
     logs: SavedLogs, aligner: PairAligner, keep: bool
-) -> tuple[tuple[SideLog, SideLog], ColumnMatcher]:
-    """Stream both logs through a `ColumnMatcher`, a block of each side in turn."""
+) -> tuple[tuple[SideLog, SideLog], ColumnMatcher | None]:
+    """Stream both logs through a `ColumnMatcher`, a block of each side in turn; two CSVs
+    read into columns are matched whole (`_judge_tables`: no matcher, None)."""
     sides = {side: SideLog(getattr(logs, side)) for side in SIDES}
     readers = {side: _BlockReader(side, sides[side], aligner, keep, logs.reading) for side in SIDES}
     matcher = ColumnMatcher(aligner)
-    sources = {side: _line_source(logs, side, sides[side]) for side in SIDES}
+    sources = {side: _line_source(logs, side, sides[side], keep) for side in SIDES}
+    firsts = {side: next(sources[side], None) for side in SIDES}
+    a, b = firsts["a"], firsts["b"]
+    if isinstance(a, _CsvBlock) and isinstance(b, _CsvBlock):
+        _judge_tables(readers, a.table, b.table)
+        return (sides["a"], sides["b"]), None
+    sources = {
+        side: chain([first] if first is not None else [], sources[side])
+        for side, first in firsts.items()
+    }
     while sources:
         for side in list(sources):
             lines = next(sources[side], None)
@@ -400,6 +483,37 @@ def _read_both(
             if cols is not None and not matcher.repeated and not keep:
                 matcher.add(side, cols)
     return (sides["a"], sides["b"]), matcher
+
+
+def _judge_tables(readers: dict[str, _BlockReader], a: CsvColumns, b: CsvColumns) -> None:
+    """Two CSVs read into columns (steps unique in each), merged on the step and judged
+    `_rows_at_a_time` matched rows at a time: what `ColumnMatcher` does with their blocks, without
+    taking every metric's rows apart twice (a CSV of 100,000 columns)."""
+    _, i, j = np.intersect1d(a.steps, b.steps, assume_unique=True, return_indices=True)
+    aligner = readers["a"].aligner
+    for side, table in (("a", a), ("b", b)):  # count every row, as the blocks would be
+        readers[side].count_table(table)
+    most = min(_rows_at_a_time(a), _rows_at_a_time(b))
+    for start in range(0, len(i), most):
+        rows = [_as_slice(i[start : start + most]), _as_slice(j[start : start + most])]
+        x, y = (readers[s].table_rows(t, r) for s, t, r in zip(SIDES, (a, b), rows, strict=True))
+        aligner.judge(x, y)
+    aligner.unmatched_extra["a"] = len(a.steps) - len(i)
+    aligner.unmatched_extra["b"] = len(b.steps) - len(j)
+
+
+def _rows_at_a_time(table: CsvColumns) -> int:
+    """Rows of a CSV judged at a time: `TABLE_VALUES` values, within `TABLE_MIN` and
+    `TABLE_ROWS` rows."""
+    rows = TABLE_VALUES // max(len(table.metrics), 1)
+    return max(1, min(max(rows, TABLE_MIN), TABLE_ROWS))
+
+
+def _as_slice(index: np.ndarray) -> slice | np.ndarray:
+    """Rising consecutive row numbers as a slice (numpy takes views), others as they are."""
+    if len(index) and int(index[-1]) - int(index[0]) == len(index) - 1:
+        return slice(int(index[0]), int(index[-1]) + 1)
+    return index
 
 
 def judge(
@@ -416,15 +530,15 @@ def judge(
         if not log.steps:
             raise CompareError(_no_steps(log, logs.reading, aligner.accounts[side]))
     aligned: list[AlignedStep] = []
-    if keep or matcher.repeated:  # record by record, every row (repeats in order)
+    if keep or (matcher is not None and matcher.repeated):  # record by record, in order
         accounts = aligner.accounts
         aligned, aligner = _by_records(logs, tolerance, select, sides, keep)
         aligner.accounts = accounts
-    else:
+    elif matcher is not None:
         matcher.finish()
     reason, interrupted = _how_it_ended(logs, sides)
     summary = aligner.summary(complete=reason is None, reason=reason, interrupted=interrupted)
-    return Judged(summary, aligned, _doc(logs, sides, summary), sides)
+    return Judged(summary, aligned, _doc(logs, sides, summary, whole=keep), sides)
 
 
 def _by_records(
@@ -489,7 +603,11 @@ def _how_it_ended(logs: SavedLogs, sides: tuple[SideLog, SideLog]) -> tuple[str 
     return "; ".join(dict.fromkeys(reasons)) or None, interrupted
 
 
-def _doc(logs: SavedLogs, sides: tuple[SideLog, SideLog], summary: Summary) -> PairDoc:
+def _doc(
+    logs: SavedLogs, sides: tuple[SideLog, SideLog], summary: Summary, *, whole: bool = True
+) -> PairDoc:
+    """The pair document of a comparison; with its summary when `whole` (a comparison to be
+    saved; `save` adds it otherwise): the summary of 100,000 metrics takes seconds to write."""
     ha, hb = (log.header for log in sides)
     seed = ha.run.get("seed") if ha else None
     env_a, env_b = (h.env if h else {} for h in (ha, hb))
@@ -521,7 +639,7 @@ def _doc(logs: SavedLogs, sides: tuple[SideLog, SideLog], summary: Summary) -> P
         },
         env_diff=diff["env"],
         hyper_diff=diff["hyper"],
-        summary=summary.to_dict(),
+        summary=summary.to_dict() if whole else {},
     )
 
 
@@ -530,6 +648,8 @@ def save(judged: Judged, save_to: str | None) -> Path:
     from tuimon.store import PairWriter, resolve_store
 
     doc = judged.doc
+    if not doc.summary:
+        doc.summary = judged.summary.to_dict()
     writer = PairWriter.create(
         resolve_store(save_to), seed=doc.seed, devices=doc.devices or ("?", "?"), label="compare"
     )

@@ -41,7 +41,7 @@ def as_int(value: Any) -> int | None:
         return int(value) if in_int64(int(value)) else None
     if isinstance(value, str):
         text = value.strip()
-        if text.lstrip("-").isdigit() and len(text) <= 20 and in_int64(int(text)):
+        if text.removeprefix("-").isdecimal() and len(text) <= 20 and in_int64(int(text)):
             return int(text)
     return None
 

@@ -33,6 +33,12 @@ def csv_columns(first_line: str, key: str | None = None) -> list[str] | None:
     return columns
 
 
+def step_names(columns: list[str], key: str | None) -> list[str]:
+    """Column names as rows carry them: a step key in any case is that key ("Step" is a
+    step), unless it is the one `--step-key` names as it is written."""
+    return [c.lower() if c.lower() in STEP_KEYS and c != key else c for c in columns]
+
+
 def read_csv(text: str, key: str | None = None) -> list[Record]:
     """Every row with a step as a record, rows of one step merged; a row without one is
     kept as skipped (`NO_STEP_KEY`). `key` names the step column (`--step-key`)."""
@@ -41,7 +47,7 @@ def read_csv(text: str, key: str | None = None) -> list[Record]:
     if header is None:
         return []
     columns = [c.strip() for c in header]
-    names = [c.lower() if c.lower() in STEP_KEYS else c for c in columns]  # "Step" is a step
+    names = step_names(columns, key)
     records: list[Record] = []
     cut = not text.endswith("\n")  # the last row may be cut short: not read, said
     rows = list(reader)
@@ -92,9 +98,11 @@ def uniform_rows(names: list[str], rows: list[list[str]], key: str | None) -> li
     where = key if key is not None else next((k for k in STEP_KEYS if k in names), None)
     if not rows or where is None or any(len(r) != width for r in rows):
         return None
+    if where not in names:
+        return None
     k = names.index(where)
     texts = [r[k].strip() for r in rows]
-    if not all(t.lstrip("-").isdigit() and len(t) <= 19 for t in texts):
+    if not all(t.removeprefix("-").isdecimal() and len(t) <= 19 for t in texts):
         return None
     try:
         values = np.array(rows, dtype=np.float64)
@@ -125,7 +133,6 @@ def _why(row: dict[str, str], names: list[str], key: str | None) -> str | None:
         return None
     if any(as_float(v) is not None for v in row.values()):
         step = row.get(key or "") or next((row[k] for k in STEP_KEYS if k in row), None)
-        return (
-            STEP_RANGE if step is not None and step.strip().lstrip("-").isdigit() else NO_STEP_KEY
-        )
+        digits = step is not None and step.strip().removeprefix("-").isdecimal()
+        return STEP_RANGE if digits else NO_STEP_KEY
     return None

@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tuimon.argv import without_options
-from tuimon.engine.runner import exit_text
 from tuimon.readers.account import account_line
 from tuimon.sanitize import clean
 
@@ -178,6 +177,14 @@ def account_lines(summary: Summary) -> list[str]:
         f"  read {side}: {clean(account_line(account), 400)}"
         for side, account in summary.accounts.items()
     ]
+
+
+def exit_text(code: int | None) -> str:
+    """`tuimon.engine.runner.exit_text`, imported when a line needs it (the runner imports
+    asyncio: `tuimon compare` prints without it)."""
+    from tuimon.engine.runner import exit_text as text
+
+    return text(code)
 
 
 def metric_max_line(name: str, worst: Mapping[str, Any]) -> str:

@@ -1,0 +1,266 @@
+"""`compare`'s CSV columns path (`tuimon.readers.columnar`, `engine.compare._judge_tables`)
+gives exactly what the general path gives (records from `read_csv`, matched block by block):
+the same summary (verdict, first divergent step, counts, per-metric maxima) and the same
+account of every line, on generated CSVs with text cells, empty cells, repeated steps, a
+second run appended, a cut last line, blank lines, wide headers and steps on one side only."""
+
+from __future__ import annotations
+
+import math
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tuimon.engine import compare as engine_compare
+from tuimon.engine.align import MetricFilter
+from tuimon.readers import Reading
+from tuimon.readers.columnar import _cells, read_csv_columns
+from tuimon.store import SavedLogs
+
+ODD_CELLS = ["nan", "-0", "1e400", "", "x", " 2.5", "1.", ".5", "inf", "-nan", "1_0", "+3"]
+
+
+def judged(
+    a: Path, b: Path, fast: bool, select: MetricFilter | None = None, reading: Reading | None = None
+) -> dict[str, Any]:
+    """The summary and each side's counts of `compare` of two files, by the columns path
+    when `fast` (where the file allows it), else by the general path only."""
+    old = engine_compare.read_csv_columns
+    if not fast:
+        engine_compare.read_csv_columns = lambda *args: None  # type: ignore[assignment]
+    try:
+        got = engine_compare.judge(SavedLogs(a, b, reading=reading or Reading()), 0.0, select)
+    finally:
+        engine_compare.read_csv_columns = old
+    return {
+        "summary": got.summary.to_dict(),
+        "logs": [(log.steps, log.texts, log.first_text) for log in got.logs],
+    }
+
+
+def same_both_ways(
+    a: Path, b: Path, select: MetricFilter | None = None, reading: Reading | None = None
+) -> dict[str, Any]:
+    """Judge both ways, assert they agree, return the judgement (or the error line)."""
+    results = []
+    for fast in (True, False):
+        try:
+            results.append(judged(a, b, fast, select, reading))
+        except engine_compare.CompareError as exc:
+            results.append({"error": str(exc)})
+    assert results[0] == results[1]
+    return results[0]
+
+
+def write_csv(path: Path, header: list[str], rows: list[list[str]], end: str = "\n") -> Path:
+    path.write_text(",".join(header) + "\n" + "\n".join(",".join(r) for r in rows) + end)
+    return path
+
+
+def numeric_rows(steps: list[int], width: int, seed: int, part_at: int | None) -> list[list[str]]:
+    """A row per step, its values by the step (a step has the same values on both sides
+    until `part_at`)."""
+    table = np.random.default_rng(seed).random((max(steps) + 1, width))
+    rows = []
+    for step in steps:
+        row = table[step].tolist()
+        if part_at is not None and step >= part_at:
+            row = [v * (1 + 1e-9) for v in row]
+        rows.append([str(step), *map(repr, row)])
+    return rows
+
+
+@st.composite
+def csv_pairs(draw: st.DrawFn) -> tuple[list[str], list[list[str]], list[list[str]], dict]:
+    names = draw(
+        st.lists(
+            st.sampled_from(["loss", "acc", "lr", "time", "epoch", "global_step", "m1", "m2"]),
+            min_size=1,
+            max_size=4,
+            unique=True,
+        )
+    )
+    n = draw(st.integers(min_value=1, max_value=40))
+    steps = list(range(0, 10 * n, 10))
+    if draw(st.booleans()):  # a second run appended: the steps start again
+        steps = steps + steps[: draw(st.integers(min_value=1, max_value=n))]
+    if draw(st.booleans()):  # a step logged twice
+        at = draw(st.integers(min_value=0, max_value=len(steps) - 1))
+        steps.insert(at, steps[at])
+    part_at = draw(st.one_of(st.none(), st.sampled_from(steps)))
+    a = numeric_rows(steps, len(names), 1, None)
+    b = numeric_rows(steps, len(names), 1, part_at)
+    if draw(st.booleans()):  # steps on one side only
+        b = b[: draw(st.integers(min_value=1, max_value=len(b)))]
+    for rows in (a, b):
+        if draw(st.booleans()):  # an odd cell: text, empty, -0, an overflow, a spelling
+            row = draw(st.integers(min_value=0, max_value=len(rows) - 1))
+            col = draw(st.integers(min_value=0, max_value=len(names)))
+            rows[row][col] = draw(st.sampled_from(ODD_CELLS))
+    shape = {
+        "end": draw(st.sampled_from(["\n", "", "\n\n"])),  # a cut last line, a blank line
+        "blank": draw(st.booleans()),
+    }
+    return ["step", *names], a, b, shape
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(csv_pairs())
+def test_csv_columns_judge_as_the_general_path(tmp_path: Path, pair: Any) -> None:
+    header, rows_a, rows_b, shape = pair
+    if shape["blank"] and len(rows_a) > 2:
+        rows_a = [*rows_a[:2], [""], *rows_a[2:]]
+    a = write_csv(tmp_path / "a.csv", header, rows_a, shape["end"])
+    b = write_csv(tmp_path / "b.csv", header, rows_b)
+    same_both_ways(a, b)
+    same_both_ways(a, b, MetricFilter(ignore=("m*",)))
+
+
+def test_the_columns_path_is_taken_for_a_plain_csv_and_agrees(tmp_path: Path) -> None:
+    steps = list(range(0, 300, 3))
+    header = ["step", "train_loss", "test_loss", "lr", "step_time_ms", "epoch"]
+    a = write_csv(tmp_path / "a.csv", header, numeric_rows(steps, 5, 2, None))
+    b = write_csv(tmp_path / "b.csv", header, numeric_rows(steps[5:], 5, 2, 150))
+    table = read_csv_columns(a)
+    assert table is not None and table.metrics == ["train_loss", "test_loss", "lr", "epoch"]
+    assert table.clocks == ["step_time_ms"] and table.values.shape == (4, len(steps))
+    got = same_both_ways(a, b)["summary"]
+    assert got["verdict"] == "DIVERGED" and got["first_divergent_step"] == 150
+    assert (got["unmatched_a"], got["unmatched_b"]) == (5, 0)
+    assert "step_time_ms" in got["ignored"]
+
+
+@pytest.mark.parametrize("odd", [None, "x", ""])
+def test_a_wide_csv_judges_as_the_general_path(tmp_path: Path, odd: str | None) -> None:
+    width = 3000
+    header = ["step", *(f"m{i}" for i in range(width))]
+    rows_a = numeric_rows(list(range(6)), width, 3, None)
+    rows_b = numeric_rows(list(range(6)), width, 3, 4)
+    if odd is not None:
+        rows_b[2][1234] = odd
+    a = write_csv(tmp_path / "a.csv", header, rows_a)
+    b = write_csv(tmp_path / "b.csv", header, rows_b)
+    assert (read_csv_columns(b) is None) == (odd is not None)
+    got = same_both_ways(a, b)["summary"]
+    assert got["verdict"] == "DIVERGED" and got["first_divergent_step"] == 4
+    assert got["values_compared"] == 6 * width - (odd is not None)  # a text cell: no value
+
+
+def test_a_second_run_in_the_file_is_said_and_the_last_compared(tmp_path: Path) -> None:
+    header = ["step", "loss"]
+    rows = numeric_rows([0, 1, 2, 3, 0, 1, 2], 1, 4, None)
+    a = write_csv(tmp_path / "a.csv", header, rows)
+    table = read_csv_columns(a)
+    assert table is not None and table.steps.tolist() == [0, 1, 2]
+    assert table.note is not None and "holds 2 runs" in table.note.text
+    got = same_both_ways(a, a)
+    summary = got["summary"]
+    assert summary["steps_compared"] == 3 and "2 runs" in summary["accounts"]["a"]["notes"][0]
+
+
+def test_a_saved_csv_comparison_keeps_the_lines(tmp_path: Path) -> None:
+    header = ["step", "loss"]
+    a = write_csv(tmp_path / "a.csv", header, numeric_rows(list(range(20)), 1, 5, None))
+    b = write_csv(tmp_path / "b.csv", header, numeric_rows(list(range(20)), 1, 5, 7))
+    got = engine_compare.judge(SavedLogs(a, b, reading=Reading()), 0.0, keep=True)
+    assert [len(log.lines) for log in got.logs] == [20, 20]
+    assert got.summary.first_divergent_step == 7 and len(got.aligned) == 20
+    assert got.doc.summary["first_divergent_step"] == 7
+
+
+CELL = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.integers(min_value=-(2**70), max_value=2**70).map(str),
+    st.sampled_from([*ODD_CELLS, "-0.0", "-0e3", "1E5", "00", "0x10", "nan(1)", "\t3", "1e-400"]),
+    st.text(alphabet="0123456789.eE+-_ naif\t", max_size=8),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(CELL, min_size=1, max_size=6))
+def test_cells_read_as_float_reads_them_or_not_at_all(cells: list[str]) -> None:
+    line = (",".join(cells) + "\n").encode()
+    try:
+        want = [float(c) for c in cells]
+    except ValueError:
+        want = None
+    try:
+        got = _cells(line).tolist()
+    except ValueError:
+        return  # the general reader reads such a line (loadtxt reads a subset of float())
+    if len(got) != len(cells):
+        return  # a blank line: `_block` sees the count and leaves it to the general reader
+    assert want is not None
+    for x, y in zip(got, want, strict=True):
+        assert struct.pack("<d", x) == struct.pack("<d", y) or (math.isnan(x) and math.isnan(y))
+
+
+@pytest.mark.parametrize("rows", [7, 4096])
+def test_csv_against_json_lines_and_in_small_blocks(tmp_path: Path, monkeypatch, rows: int) -> None:
+    import json
+
+    monkeypatch.setattr(engine_compare, "TABLE_ROWS", rows)
+    monkeypatch.setattr(engine_compare, "TABLE_MIN", 1)
+    steps = list(range(0, 120, 2))
+    header = ["step", "loss", "acc"]
+    a = write_csv(tmp_path / "a.csv", header, numeric_rows(steps, 2, 6, None))
+    b = write_csv(tmp_path / "b.csv", header, numeric_rows(steps[3:], 2, 6, 60))
+    lines = [
+        json.dumps({"step": int(r[0]), "loss": float(r[1]), "acc": float(r[2])})
+        for r in numeric_rows(steps, 2, 6, 90)
+    ]
+    c = tmp_path / "c.jsonl"
+    c.write_text("\n".join(lines) + "\n")
+    got = same_both_ways(a, b)["summary"]
+    assert got["first_divergent_step"] == 60 and got["unmatched_a"] == 3
+    got = same_both_ways(a, c)["summary"]
+    assert got["first_divergent_step"] == 90 and got["steps_compared"] == len(steps)
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_two_objects_on_one_line_read_as_a_live_pair_reads_the_line(
+    tmp_path: Path, native: bool
+) -> None:
+    """Blocks of lines are parsed line by line: `{...}, {...}` on one line is not two rows
+    (as a block parsed as one JSON array would have it), it is what the line reader says."""
+    import json
+
+    from tuimon.engine.align import compare_steps
+    from tuimon.readers import load
+
+    def row(step: int, loss: float) -> str:
+        kind = {"type": "step"} if native else {}
+        return json.dumps({**kind, "step": step, "loss": loss})
+
+    head = ['{"type": "header", "format": "tuimon.steplog/1", "run": {}}'] if native else []
+    lines = [*head, *(row(s, 0.5 + s) for s in range(10))]
+    lines[5] = row(4, 4.5) + ", " + row(40, 9.0)
+    a = tmp_path / "a.jsonl"
+    a.write_text("\n".join(lines) + "\n")
+    got = engine_compare.judge(SavedLogs(a, a, reading=Reading()), 0.0).summary
+    _, aligner = compare_steps(load(a).steps, load(a).steps, 0.0)
+    want = aligner.summary()
+    assert (got.steps_compared, got.values_compared) == (want.steps_compared, want.values_compared)
+    assert got.steps_compared == 9 and got.accounts["a"]["skipped"] == {"unreadable": 1}
+
+
+@pytest.mark.parametrize("key", [None, "iter", "Iter", "acc"])
+def test_a_step_column_that_is_not_first_and_step_key(tmp_path: Path, key: str | None) -> None:
+    steps = list(range(1, 50))
+    rows_a = [[r[1], r[0], r[2]] for r in numeric_rows(steps, 2, 7, None)]
+    rows_b = [[r[1], r[0], r[2]] for r in numeric_rows(steps, 2, 7, 30)]
+    header = ["loss", "Iter" if key == "Iter" else "iter", "acc"]
+    a = write_csv(tmp_path / "a.csv", header, rows_a)
+    b = write_csv(tmp_path / "b.csv", header, rows_b)
+    got = same_both_ways(a, b, reading=Reading(step_key=key) if key else None)
+    if key != "acc":  # acc holds no integers: no steps, the same error both ways
+        assert got["summary"]["first_divergent_step"] == 30
+    else:
+        assert "no training steps" in got["error"]

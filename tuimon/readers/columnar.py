@@ -1,0 +1,193 @@
+"""A CSV of numbers straight into columns: `compare`'s fast path, no record per row.
+
+`read_csv_columns` reads a CSV whose every cell is a number (a step column of integers, no
+empty cell, no text, no quote, nothing beyond float64) a block of lines at a time into one
+float64 array, and gives its steps and metric columns. It gives exactly what
+`tuimon.readers.tabular.read_csv` gives for such a file (the same steps, values, clocks and
+the note on a file that holds several runs); for any other file, or one whose steps repeat,
+it gives None before anything is counted, and the caller reads it the general way.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from tuimon.clocks import is_clock
+from tuimon.readers.rows import COUNTERS, STEP_KEYS
+from tuimon.readers.tabular import csv_columns, step_names
+from tuimon.steplog import Text
+
+LINES = 1 << 18
+"""Bytes of lines parsed at a time."""
+_MAX_STEP = 2.0**63
+_JSON_CELL = b"0123456789.eE-, \t\n"
+"""The bytes of lines whose cells may all be JSON numbers."""
+_INT_NEG_ZERO = re.compile(rb"-0(?![0-9.eE])")
+"""`-0`: JSON reads it as the integer 0, `float()` as -0.0."""
+
+
+@dataclass
+class CsvColumns:
+    """A numeric CSV as columns: its steps (unique), metric and clock names, and the metric
+    values as one (metrics x rows) array; `note` when the file holds several runs (the last
+    is kept, as `tabular.last_run` keeps it)."""
+
+    steps: np.ndarray
+    metrics: list[str]
+    clocks: list[str]
+    values: np.ndarray
+    note: Text | None = None
+
+
+class _NotUniform(Exception):
+    """A line that the general reader must read (or a file it must)."""
+
+
+def read_csv_columns(path: Path, key: str | None = None) -> CsvColumns | None:
+    """The file at `path` as `CsvColumns` when it is a CSV of numbers with a step column
+    (`key` when given) whose steps do not repeat; None for anything else."""
+    try:
+        with open(path, "rb") as fh:
+            header = fh.readline(1 << 20)
+            names = _names(header, key)
+            if names is None:
+                return None
+            where = key if key is not None else next((k for k in STEP_KEYS if k in names), "")
+            if where not in names or len(set(names)) != len(names):
+                return None
+            k = names.index(where)
+            steps, blocks = [], []
+            while lines := fh.readlines(LINES):
+                block_steps, block = _block(lines, len(names), k)
+                steps.append(block_steps)
+                blocks.append(block)
+    except (OSError, _NotUniform, ValueError):
+        return None
+    if not blocks:
+        return None
+    return _columns(names, k, np.concatenate(steps), blocks)
+
+
+def _names(header: bytes, key: str | None) -> list[str] | None:
+    """The columns of a plain CSV header line, named as `read_csv` names them; None when the
+    file is not one this path reads (compressed, not ASCII, quoted, leading blanks...)."""
+    if not header.endswith(b"\n") or (not header[:1].isalpha() and header[:1] != b"_"):
+        return None
+    text = header[:-1]
+    if not text.isascii() or any(c in text for c in (b'"', b"\r", b"\x00")):
+        return None
+    decoded = text.decode()
+    if csv_columns(decoded.strip(), key) is None:
+        return None
+    columns = [c.strip() for c in next(csv.reader([decoded]))]
+    return step_names(columns, key)
+
+
+def _block(lines: list[bytes], width: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """A block of data lines: their steps and their cells as a (rows x width) array;
+    `_NotUniform` when a line is not a full row of plain numbers (or the last lacks its
+    newline: `read_csv` reads a cut file row by row)."""
+    data = b"".join(lines)
+    if not data.endswith(b"\n") or not data.isascii():
+        raise _NotUniform
+    if any(c in data for c in (b'"', b"\r", b"\x00")):
+        raise _NotUniform
+    commas = width - 1
+    if data.count(b",") != commas * len(lines):
+        raise _NotUniform  # a row of another width (each row is checked below by parsing)
+    if len(_step_cell(k).findall(data)) != len(lines):
+        raise _NotUniform  # a step that is not an integer of at most 19 characters
+    values = _cells(data).reshape(-1, width)
+    if values.shape != (len(lines), width):
+        raise _NotUniform  # a blank line (loadtxt skips it; `read_csv` does not)
+    if np.isinf(values).any() or (np.abs(values) >= _MAX_STEP).any():
+        raise _NotUniform  # an infinity, an overflow, a huge integer: `as_number` tells
+    column = values[:, k]
+    if len(column) and float(np.abs(column).max()) < 2.0**53:  # the float is the integer
+        return column.astype(np.int64), values
+    return np.array([int(line.split(b",", k + 1)[k]) for line in lines], np.int64), values
+
+
+@lru_cache(maxsize=8)
+def _step_cell(k: int) -> re.Pattern[bytes]:
+    """A line whose cell `k` is an integer of at most 19 characters (what `read_csv` takes
+    as a step, give or take blanks other than spaces and tabs, left to it)."""
+    return re.compile(rb"(?m)^(?:[^,\n]*,){%d}[ \t]*(?:-[0-9]{1,18}|[0-9]{1,19})[ \t]*[,\n]" % k)
+
+
+def _cells(data: bytes) -> np.ndarray:
+    """The cells of whole lines of plain numbers, in order: read by orjson as one JSON array
+    when every cell is a JSON number that reads as `float()` reads its text (not `-0`, which
+    JSON reads as the integer 0), else by `np.loadtxt` (which reads what `float()` reads, or
+    fails); ValueError when a cell is not a number."""
+    if not data.translate(None, _JSON_CELL) and not _INT_NEG_ZERO.search(data):
+        try:
+            return np.array(orjson.loads(b"[" + data[:-1].replace(b"\n", b",") + b"]"), np.float64)
+        except orjson.JSONDecodeError:
+            pass  # `1.`, `.5`, `1e400` ...: loadtxt reads them as float() does
+    text = io.StringIO(data.decode())
+    return np.loadtxt(text, delimiter=",", comments=None, dtype=np.float64).ravel()
+
+
+def _columns(
+    names: list[str], k: int, steps: np.ndarray, blocks: list[np.ndarray]
+) -> CsvColumns | None:
+    """The blocks as `CsvColumns`: the last run of the file, metric and clock columns; None
+    when steps repeat (merged or compared in order by the general reader)."""
+    start, runs = _last_run(steps)
+    kept = steps[start:]
+    if len(np.unique(kept)) != len(kept):
+        return None
+    clocks = _clocks(tuple(names))
+    metric = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and not clocks[i]]
+    clock = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and clocks[i]]
+    values = _transposed(blocks, metric, start)
+    note = None
+    if runs > 1:
+        note = Text(
+            f"tuimon: the file holds {runs} runs (the steps start again); the last is "
+            f"compared, the {start} rows before it are not"
+        )
+    return CsvColumns(kept, [names[i] for i in metric], [names[i] for i in clock], values, note)
+
+
+def _transposed(blocks: list[np.ndarray], columns: list[int], start: int) -> np.ndarray:
+    """The `columns` of the blocks' rows from `start` on, as one (columns x rows) array,
+    filled block by block (no whole copy of the rows in between)."""
+    pick: slice | list[int] = columns
+    if columns and columns[-1] - columns[0] == len(columns) - 1:
+        pick = slice(columns[0], columns[-1] + 1)  # the usual case: a view, not a copy
+    out = np.empty((len(columns), sum(len(b) for b in blocks) - start))
+    at = -start
+    for block in blocks:
+        skip = max(0, -at)
+        if skip < len(block):
+            out[:, at + skip : at + len(block)] = block[skip:, pick].T
+        at += len(block)
+    return out
+
+
+@lru_cache(maxsize=2)
+def _clocks(names: tuple[str, ...]) -> list[bool]:
+    """`is_clock` of each column, once for both sides of a pair (the same header)."""
+    return list(map(is_clock, names))
+
+
+def _last_run(steps: np.ndarray) -> tuple[int, int]:
+    """Where the last run of the file starts, and how many runs it holds (the rule of
+    `tabular.last_run`: a step below the one before it and at or below its run's first)."""
+    starts = [0]
+    first = int(steps[0]) if len(steps) else 0
+    for i in (np.flatnonzero(steps[1:] < steps[:-1]) + 1).tolist():
+        if int(steps[i]) <= first:
+            starts.append(i)
+            first = int(steps[i])
+    return starts[-1], len(starts)
