@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -47,6 +49,8 @@ WIDTHS = {
 RIGHT = frozenset({"seed", "steps", "1st div", "max div"})
 """Columns of numbers, aligned right."""
 REPLAY_SPEED = 50.0
+SELECTION_ACTIONS = ("open", "replay", "same_sweep", "delete", "clear_filter")
+"""The actions whose state depends on the pair under the cursor or the filter."""
 
 
 def when(created: str | None) -> str:
@@ -121,9 +125,25 @@ def normal_query(query: str) -> str:
     return " ".join(query.lower().split())
 
 
+def matching(hay: Sequence[Haystack], query: str) -> list[int]:
+    """The indexes of the haystacks `query` matches (as `Haystack.matches`), fast for one
+    word: a word is in the text whenever it is one of its words."""
+    query = normal_query(query)
+    if not query:
+        return list(range(len(hay)))
+    if " " not in query:
+        return [i for i, h in enumerate(hay) if query in h.text]
+    return [i for i, h in enumerate(hay) if h.matches_normal(query)]
+
+
 def matches(info: PairInfo, query: str) -> bool:
     """The query appears in the pair's text, or each of its words does (numbers whole)."""
     return Haystack.of(info).matches(query)
+
+
+def width(text: str) -> int:
+    """Cells that `text` takes on screen."""
+    return len(text) if text.isascii() else cell_len(text)
 
 
 def plain_row(info: PairInfo) -> tuple[str, ...]:
@@ -160,7 +180,7 @@ class Listing:
     @classmethod
     def of(cls, pairs: list[PairInfo]) -> Listing:
         plain = [plain_row(p) for p in pairs]
-        widths = [max(map(cell_len, column), default=0) for column in zip(*plain, strict=False)]
+        widths = [max(map(width, column), default=0) for column in zip(*plain, strict=False)]
         columns = [
             Column(
                 name,
@@ -237,6 +257,7 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         """Drawn rows by index in `listing`, for the theme in `_cells_theme` (a filter draws
         no row twice)."""
         self._cells_theme = ""
+        self._bindings_state: tuple[bool | None, ...] = ()
 
     @property
     def pairs(self) -> list[PairInfo]:
@@ -306,16 +327,19 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         """Show the pairs the filter matches; the table is given new rows only when that set
         changed (or `force`: the pairs were read again). Only the rows on screen are drawn."""
         old = self.selected()
-        query = normal_query(self.query_text)
-        shown = [i for i, hay in enumerate(self.listing.hay) if hay.matches_normal(query)]
+        shown = matching(self.listing.hay, self.query_text)
         if not force and shown == self._shown:
             self._show_status()  # the same rows: only the filter in the status line changed
             return
+        before = self._shown[self.query_one(PairTable).cursor_row] if old is not None else None
         self._shown = shown
         self.shown = [self.pairs[i] for i in shown]
         cursor = 0  # the cursor stays on the pair it was on, if it is still shown
-        if old is not None:
+        if old is not None and force:  # another listing: found by its path
             cursor = next((j for j, p in enumerate(self.shown) if p.path == old.path), 0)
+        elif before is not None:  # the same listing: found by its index (fast)
+            where = bisect_left(shown, before)
+            cursor = where if where < len(shown) and shown[where] == before else 0
         self.query_one(PairTable).set_rows(shown, cursor=cursor)
         self._show_status()
 
@@ -370,8 +394,15 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
 
     @on(PairTable.RowHighlighted)
     def _row_highlighted(self) -> None:
-        self.refresh_bindings()
+        self._refresh_bindings_if_changed()
         self._show_status()
+
+    def _refresh_bindings_if_changed(self) -> None:
+        """The footer again only when a key's state changed (it is made again: a layout)."""
+        state = tuple(self.check_action(action, ()) for action in SELECTION_ACTIONS)
+        if state != self._bindings_state:
+            self._bindings_state = state
+            self.refresh_bindings()
 
     def action_open(self) -> None:
         """The selected pair in the static pair view."""

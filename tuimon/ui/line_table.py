@@ -77,7 +77,6 @@ class LineTable(ScrollView, Generic[K], can_focus=True):
         background: $surface;
         color: $foreground;
         &:focus {
-            background-tint: $foreground 5%;
             & > .line-table--cursor {
                 background: $block-cursor-background;
                 color: $block-cursor-foreground;
@@ -123,10 +122,11 @@ class LineTable(ScrollView, Generic[K], can_focus=True):
         self.cells = cells
         self.keys: list[K] = []
         self._cursor = 0
+        self._laid_out: tuple[Size, ...] = ()
         self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
         """Drawn rows (full width, not scrolled) by key and look."""
-        self._texts: LRUCache[K, Text] = LRUCache(4096)
-        """A row's cells fitted to their columns and joined, by key."""
+        self._segments: LRUCache[object, list[Segment]] = LRUCache(4096)
+        """A row's cells fitted to their columns, as segments, by key (None: the header)."""
 
     # -- rows and columns -----------------------------------------------------------------------
 
@@ -153,17 +153,32 @@ class LineTable(ScrollView, Generic[K], can_focus=True):
         self.keys = list(keys)
         self._resize()
         self.move_cursor(row=self._cursor if cursor is None else cursor, force=True)
-        self.refresh()
+        self.refresh_rows()
 
     def forget(self, key: K | None = None) -> None:
         """Draw a row (or every row) again from its cells (they changed)."""
         if key is None:
             self._strips.clear()
-            self._texts.clear()
+            self._segments.clear()
         else:
-            self._texts.discard(key)
+            self._segments.discard(key)
             self._strips.clear()
-        self.refresh()
+        self.refresh_rows()
+
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
+        """A layout of the screen that changed none of this table's sizes changes nothing
+        (ScrollView would draw its scrollbars again: as much work as the rows)."""
+        sizes = (size, virtual_size, container_size, self.virtual_size)
+        if sizes == self._laid_out:
+            return False
+        self._laid_out = sizes
+        return super()._size_updated(size, virtual_size, container_size, layout)
+
+    def refresh_rows(self) -> None:
+        """Draw every row on screen again, not the scrollbars (drawing them costs as much)."""
+        self.refresh(self.size.region)
 
     def get_row_at(self, row: int) -> list[Text]:
         """The cells of row `row` (as `cells` gives them)."""
@@ -197,18 +212,23 @@ class LineTable(ScrollView, Generic[K], can_focus=True):
         row = max(0, min(row, len(self.keys) - 1)) if self.keys else 0
         if row == self._cursor and not force:
             return
-        self._cursor = row
-        self._scroll_to_cursor()
-        self.refresh()
+        old, self._cursor = self._cursor, row
+        if not self._scroll_to_cursor():  # only the two rows whose look changed are drawn
+            self.refresh_line(old + 1)
+            self.refresh_line(row + 1)
         self.post_message(self.RowHighlighted(self, row))
 
-    def _scroll_to_cursor(self) -> None:
+    def _scroll_to_cursor(self) -> bool:
+        """Scroll the cursor's row into view; True when that scrolled (all is drawn again)."""
         height = max(1, self.scrollable_content_region.height - 1)  # below the header
         top = round(self.scroll_y)
         if self._cursor < top:
             self.scroll_to(y=self._cursor, animate=False, immediate=True, force=True)
         elif self._cursor >= top + height:
             self.scroll_to(y=self._cursor - height + 1, animate=False, immediate=True, force=True)
+        else:
+            return False
+        return True
 
     def _page(self) -> int:
         return max(1, self.scrollable_content_region.height - 2)
@@ -262,49 +282,49 @@ class LineTable(ScrollView, Generic[K], can_focus=True):
         """A theme or focus change: draw the rows again (their cells too: colours may change)."""
         super().notify_style_update()
         self._strips.clear()
-        self._texts.clear()
+        self._segments.clear()
 
     def on_focus(self) -> None:
         """The cursor's row takes its focused look."""
-        self.refresh()
+        self.refresh_rows()
 
     def on_blur(self) -> None:
         """The cursor's row takes its unfocused look."""
-        self.refresh()
+        self.refresh_rows()
 
-    def _line_text(self, key: K) -> Text:
-        text = self._texts.get(key)
-        if text is None:
-            pad = " " * PADDING
-            text = Text(no_wrap=True, end="")
-            for column, cell in zip(self.columns, self.cells(key), strict=False):
-                text.append(pad)
-                text.append_text(fit_cell(cell, column.width, column.justify))
-                text.append(pad)
-            self._texts[key] = text
-        return text
+    def _cells_segments(self, cells: Sequence[Text]) -> list[Segment]:
+        """Cells fitted to their columns, padded, as segments (no style of the row yet)."""
+        console = self.app.console
+        pad = Segment(" " * PADDING)
+        segments: list[Segment] = []
+        for column, cell in zip(self.columns, cells, strict=False):
+            segments.append(pad)
+            plain, width = cell.plain, column.width
+            if not cell.spans and plain.isascii() and plain.isprintable() and len(plain) <= width:
+                room = " " * (width - len(plain))  # the common case, without Rich's layout
+                text = room + plain if column.justify == "right" else plain + room
+                style = cell.style
+                segments.append(Segment(text, console.get_style(style) if style else None))
+            else:
+                fitted = fit_cell(cell, width, column.justify)
+                segments.extend(fitted.render(console, end=""))
+            segments.append(pad)
+        return segments
 
-    def _header_text(self) -> Text:
-        pad = " " * PADDING
-        text = Text(no_wrap=True, end="")
-        for column in self.columns:
-            text.append(pad)
-            text.append_text(fit_cell(Text(column.label), column.width, column.justify))
-            text.append(pad)
-        return text
-
-    def _strip(self, key: object, look: str, draw: Callable[[], Text]) -> Strip:
+    def _strip(self, key: object, look: str, cells: Callable[[], Sequence[Text]]) -> Strip:
         """A row's full-width strip in `look` (its component class), drawn once."""
         cache_key = (key, look, self.has_focus)
         strip = self._strips.get(cache_key)
         if strip is None:
+            segments = self._segments.get(key)
+            if segments is None:
+                segments = self._segments[key] = self._cells_segments(cells())
             base = self.rich_style
             over = None  # the cursor's colours win over a cell's (as in DataTable)
             if look == "line-table--cursor":
                 over = self.get_component_rich_style(look)
             elif look:
                 base += self.get_component_rich_style(look)
-            segments = draw().render(self.app.console, end="")
             strip = Strip(list(Segment.apply_style(segments, base, over)), self._total_width())
             self._strips[cache_key] = strip
         return strip
@@ -315,7 +335,9 @@ class LineTable(ScrollView, Generic[K], can_focus=True):
         width = self.scrollable_content_region.width
         base = self.rich_style
         if y == 0:
-            strip = self._strip(None, "line-table--header", self._header_text)
+            strip = self._strip(
+                None, "line-table--header", lambda: [Text(c.label) for c in self.columns]
+            )
             return strip.crop_extend(scroll_x, scroll_x + width, base)
         row = scroll_y + y - 1
         if row >= len(self.keys):
@@ -325,5 +347,5 @@ class LineTable(ScrollView, Generic[K], can_focus=True):
             look = "line-table--cursor"
         else:
             look = "" if row % 2 else "line-table--even-row"
-        strip = self._strip(key, look, lambda: self._line_text(key))
+        strip = self._strip(key, look, lambda: self.cells(key))
         return strip.crop_extend(scroll_x, scroll_x + width, base)
