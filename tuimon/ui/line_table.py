@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -123,6 +124,7 @@ class LineTable(ScrollView, Generic[K], can_focus=True):
         self.keys: list[K] = []
         self._cursor = 0
         self._laid_out: tuple[Size, ...] = ()
+        self._frame_style: Style | None = None
         self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
         """Drawn rows (full width, not scrolled) by key and look."""
         self._segments: LRUCache[object, list[Segment]] = LRUCache(4096)
@@ -319,7 +321,7 @@ class LineTable(ScrollView, Generic[K], can_focus=True):
             segments = self._segments.get(key)
             if segments is None:
                 segments = self._segments[key] = self._cells_segments(cells())
-            base = self.rich_style
+            base = self._base()
             over = None  # the cursor's colours win over a cell's (as in DataTable)
             if look == "line-table--cursor":
                 over = self.get_component_rich_style(look)
@@ -329,11 +331,23 @@ class LineTable(ScrollView, Generic[K], can_focus=True):
             self._strips[cache_key] = strip
         return strip
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """One frame: the table's style is looked up once (a DOM walk per row otherwise)."""
+        self._frame_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame_style = None
+
+    def _base(self) -> Style:
+        """The table's own style (the frame's, while one is drawn)."""
+        return self._frame_style if self._frame_style is not None else self.rich_style
+
     def render_line(self, y: int) -> Strip:
         """Screen row `y`: the header at 0, then the rows from the scroll position."""
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width
-        base = self.rich_style
+        base = self._base()
         if y == 0:
             strip = self._strip(
                 None, "line-table--header", lambda: [Text(c.label) for c in self.columns]
