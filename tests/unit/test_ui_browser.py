@@ -10,8 +10,8 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from tuimon.commands.demo import DEMO_PAIRS, write_demo_pair, write_demo_store
-from tuimon.ui.app import TuimonApp
 from tuimon.store import PairInfo
+from tuimon.ui.app import TuimonApp
 from tuimon.ui.browser import BrowserScreen, Listing, PairTable
 from tuimon.ui.modals import ConfirmScreen
 from tuimon.ui.pair_screen import PairScreen, Shows
