@@ -19,7 +19,7 @@ from textual.binding import Binding
 from tuimon.engine.session import Batch, PairSession
 from tuimon.engine.sweep import Sweep
 from tuimon.report.sweep import print_result
-from tuimon.ui.browser import BrowserScreen, read_early
+from tuimon.ui.browser import BrowserScreen
 from tuimon.ui.confirm import REFUSED, CommandsScreen
 from tuimon.ui.footer_fit import FitsFooter
 from tuimon.ui.modals import HELP_TEXT, HelpScreen
@@ -69,9 +69,6 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
         self.confirm_lines: list[str] | None = None
         """Command lines read from a saved file, asked about before the sweep runs any."""
         self.refused = False
-        browsing = make_session is None and sweep is None
-        self._first_read = read_early(self.store) if browsing else None
-        """The browser's first read of the store, started now: it overlaps the app's start."""
 
     def deliver_screenshot(
         self, filename: str | None = None, path: str | None = None, time_format: str | None = None
@@ -97,7 +94,7 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
         elif self.make_session is not None:
             self.push_screen(PairScreen(make_session=self.make_session, replay=self.replay))
         else:
-            self.push_screen(BrowserScreen(self.store, self._first_read))
+            self.push_screen(BrowserScreen(self.store))
 
     def _confirmed(self, yes: bool | None) -> None:
         """The answer to `CommandsScreen`: the sweep runs, or the app ends with nothing run."""

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import re
-import threading
 from bisect import bisect_left
 from collections.abc import Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -204,25 +202,6 @@ class Listing:
         )
 
 
-def read_listing(store: Path) -> Listing:
-    """The store read and made ready to show."""
-    return Listing.of(list_pairs(store))
-
-
-def read_early(store: Path) -> Future[Listing]:
-    """Start reading the store in a thread now (while the terminal app starts)."""
-    future: Future[Listing] = Future()
-
-    def work() -> None:
-        try:
-            future.set_result(read_listing(Path(store)))
-        except Exception as exc:  # told by the worker that waits for it, as any read's failure
-            future.set_exception(exc)
-
-    threading.Thread(target=work, name="tuimon-store", daemon=True).start()
-    return future
-
-
 class PairTable(LineTable[int]):
     """The pairs, one per row (keys: indexes in the listing), drawn only where on screen;
     Enter (or a click on the selected row) opens one."""
@@ -266,11 +245,9 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
     ]
     COMMANDS = {ScreenActions}  # noqa: RUF012
 
-    def __init__(self, store: Path, first_read: Future[Listing] | None = None) -> None:
-        """`first_read`: the store's first read, started before the app (see `read_early`)."""
+    def __init__(self, store: Path) -> None:
         super().__init__()
         self.store = Path(store)
-        self._first_read = first_read
         self.listing = Listing.of([])
         self.shown: list[PairInfo] = []
         self._shown: list[int] = []
@@ -307,12 +284,11 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
             self.action_reload()
 
     def action_reload(self) -> None:
-        """Read the store again (the first time: wait for the read started early, if any)."""
-        store, early = self.store, self._first_read
-        self._first_read = None
+        """Read the store again."""
+        store = self.store
         read_then_show(
             self,
-            early.result if early is not None else lambda: read_listing(store),
+            lambda: Listing.of(list_pairs(store)),
             self._show_pairs,
             group="store",
             what=f"reading the store {store}",
