@@ -10,8 +10,9 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from tuimon.commands.demo import DEMO_PAIRS, write_demo_pair, write_demo_store
+from tuimon.store import PairInfo
 from tuimon.ui.app import TuimonApp
-from tuimon.ui.browser import BrowserScreen, PairTable
+from tuimon.ui.browser import BrowserScreen, Listing, PairTable
 from tuimon.ui.modals import ConfirmScreen
 from tuimon.ui.pair_screen import PairScreen, Shows
 
@@ -109,31 +110,86 @@ async def test_filter_narrows_and_escape_clears(store: Path) -> None:
         assert names(screen) == [NAMES[0]]
 
 
-async def test_filter_refills_only_when_the_rows_change_and_draws_no_row_twice(
+async def test_filter_gives_new_rows_only_when_they_change_and_draws_no_row_twice(
     store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     drawn: list[str] = []
-    added: list[str] = []
-    row, add = BrowserScreen._row, PairTable.add_row
+    given: list[int] = []
+    row, set_rows = BrowserScreen._row, PairTable.set_rows
     monkeypatch.setattr(
-        BrowserScreen, "_row", lambda s, info: drawn.append(info.name) or row(s, info)
+        BrowserScreen, "_row", lambda s, info, plain: drawn.append(info.name) or row(s, info, plain)
     )
     monkeypatch.setattr(
-        PairTable, "add_row", lambda s, *c, **k: added.append(k["key"]) or add(s, *c, **k)
+        PairTable,
+        "set_rows",
+        lambda s, keys, **k: given.append(len(keys)) or set_rows(s, keys, **k),
     )
     app = TuimonApp(store=store)
     async with app.run_test(size=SIZE) as pilot:
         screen = await loaded(pilot, app)
-        assert len(drawn) == 4 and len(added) == 4
+        await pilot.pause()
+        assert sorted(drawn) == sorted(p.name for p in screen.pairs) and given == [4]
         await pilot.press("slash", *"cpu")  # every pair runs on a cpu: the same rows, kept
-        assert len(added) == 4 and len(rows(screen)) == 4
+        assert given == [4] and len(rows(screen)) == 4
         assert "filter: cpu" in str(screen.query_one("#browser-status").render())
         await pilot.press(*" mps")
-        assert names(screen) == [NAMES[1]]
-        before = len(added)
+        assert names(screen) == [NAMES[1]] and given[-1] == 1  # "cpu m" gave 2 rows first
         await pilot.press("escape")
-        assert len(rows(screen)) == 4 and len(added) == before + 4
+        await pilot.pause()
+        assert len(rows(screen)) == 4 and given[-1] == 4
         assert len(drawn) == 4  # the rows shown again were drawn once, when the store was read
+
+
+def fake_pairs(count: int) -> list[PairInfo]:
+    """`count` pairs as the store would list them (no files behind them)."""
+    return [
+        PairInfo(
+            path=Path(f"/nowhere/p{i}"),
+            name=f"20260101-000000_s{i}_cpu-cpu_{i:04x}",
+            created="2026-01-01T00:00:00+00:00",
+            seed=i,
+            devices=("cpu", "cpu"),
+            status="finished",
+            verdict="DIVERGED" if i % 2 else "IDENTICAL",
+            steps=10,
+            first_divergent_step=2 if i % 2 else None,
+            max_divergence=0.5 if i % 2 else 0.0,
+            damaged=None,
+        )
+        for i in range(count)
+    ]
+
+
+async def test_many_pairs_draw_only_the_rows_on_screen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """5,000 pairs: only the rows on screen are drawn, on first paint, a filter, paging."""
+    drawn: list[int] = []
+    row = BrowserScreen._row
+    monkeypatch.setattr(
+        BrowserScreen, "_row", lambda s, info, plain: drawn.append(info.seed) or row(s, info, plain)
+    )
+    app = TuimonApp(store=tmp_path / "empty")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, BrowserScreen)
+        screen._show_pairs(Listing.of(fake_pairs(5000)))
+        await pilot.pause()
+        table = screen.query_one(PairTable)
+        height = table.size.height
+        assert table.row_count == 5000 and 0 < len(drawn) <= height
+        await pilot.press("end")
+        await pilot.pause()
+        assert table.cursor_row == 4999 and screen.selected() == screen.pairs[-1]
+        assert 4999 in drawn and len(drawn) <= 2 * height
+        await pilot.press("slash", *"s4321")
+        await pilot.pause()
+        assert [p.seed for p in screen.shown] == [4321]
+        # each of the 6 keys showed a screenful of other rows at most: never all 5,000
+        assert rows(screen)[0][1] == "4321" and len(drawn) <= 8 * height
+        await pilot.press("enter", "pageup", "home")
+        assert table.cursor_row == 0
 
 
 async def test_delete_asks_first(store: Path) -> None:

@@ -3,26 +3,31 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import Footer, Header, Input, Static
 
 from tuimon.engine.replay import replay_session
 from tuimon.engine.saved import resolve_logs
 from tuimon.errors import ReplayError
 from tuimon.store import PairInfo, StoreError, delete_pair, list_pairs
 from tuimon.ui.commands import ScreenActions
+from tuimon.ui.line_table import Column, LineTable
 from tuimon.ui.modals import ConfirmScreen
 from tuimon.ui.pair_screen import PairScreen
-from tuimon.ui.tables import RowTable
+from tuimon.ui.statics import show_text
 from tuimon.ui.text import clean, sci
 from tuimon.ui.workers import ReportsWorkerErrors, read_then_show
 
@@ -41,7 +46,11 @@ WIDTHS = {
     "status": max(map(len, STATUSES)),
 }
 """Columns whose width fits every word they may hold, so no state is ever cut."""
+RIGHT = frozenset({"seed", "steps", "1st div", "max div"})
+"""Columns of numbers, aligned right."""
 REPLAY_SPEED = 50.0
+SELECTION_ACTIONS = ("open", "replay", "same_sweep", "delete", "clear_filter")
+"""The actions whose state depends on the pair under the cursor or the filter."""
 
 
 def when(created: str | None) -> str:
@@ -102,11 +111,29 @@ class Haystack(NamedTuple):
 
     def matches(self, query: str) -> bool:
         """The query appears in the text, or each of its words does (numbers whole)."""
-        query = " ".join(query.lower().split())
+        return self.matches_normal(normal_query(query))
+
+    def matches_normal(self, query: str) -> bool:
+        """`matches` for a query already through `normal_query`."""
         if query in self.text:
             return True
-        words = query.split()
-        return all(w in self.tokens if w.isdigit() else w in self.text for w in words)
+        return all(w in self.tokens if w.isdigit() else w in self.text for w in query.split())
+
+
+def normal_query(query: str) -> str:
+    """A filter as matched: lower case, words separated by one space."""
+    return " ".join(query.lower().split())
+
+
+def matching(hay: Sequence[Haystack], query: str) -> list[int]:
+    """The indexes of the haystacks `query` matches (as `Haystack.matches`), fast for one
+    word: a word is in the text whenever it is one of its words."""
+    query = normal_query(query)
+    if not query:
+        return list(range(len(hay)))
+    if " " not in query:
+        return [i for i, h in enumerate(hay) if query in h.text]
+    return [i for i, h in enumerate(hay) if h.matches_normal(query)]
 
 
 def matches(info: PairInfo, query: str) -> bool:
@@ -114,8 +141,70 @@ def matches(info: PairInfo, query: str) -> bool:
     return Haystack.of(info).matches(query)
 
 
-class PairTable(RowTable):
-    """The pairs, one per row; Enter (or a click on the selected row) opens one."""
+def width(text: str) -> int:
+    """Cells that `text` takes on screen."""
+    return len(text) if text.isascii() else cell_len(text)
+
+
+def plain_row(info: PairInfo) -> tuple[str, ...]:
+    """A pair's cells as plain text, in `COLUMNS` order (styles are added when drawn)."""
+    devices = " vs ".join(info.devices) if info.devices else "?"
+    damaged = info.damaged and not info.running
+    note = f"{info.name} ({info.damaged})" if damaged else info.name
+    if info.sweep:
+        note += f" [sweep {info.sweep}]"
+    first = info.first_divergent_step
+    return (
+        when(info.created),
+        "–" if info.seed is None else str(info.seed),
+        clean(devices, 40),
+        "–" if info.steps is None else str(info.steps),
+        clean(verdict_of(info), 20),
+        clean(status_of(info), WIDTHS["status"]),
+        "–" if first is None else str(first),
+        sci(info.max_divergence),
+        clean(note),
+    )
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One read of the store, made ready to show (in the reading thread): the pairs, their
+    filter texts, their cells as plain text, and the columns that fit them."""
+
+    pairs: list[PairInfo]
+    hay: list[Haystack]
+    plain: list[tuple[str, ...]]
+    columns: list[Column]
+
+    @classmethod
+    def of(cls, pairs: list[PairInfo]) -> Listing:
+        plain = [plain_row(p) for p in pairs]
+        widths = [max(map(width, column), default=0) for column in zip(*plain, strict=False)]
+        columns = [
+            Column(
+                name,
+                WIDTHS.get(name) or max(cell_len(name), widths[i] if widths else 0),
+                "right" if name in RIGHT else "left",
+            )
+            for i, name in enumerate(COLUMNS)
+        ]
+        return cls(pairs, [Haystack.of(p) for p in pairs], plain, columns)
+
+    def without(self, path: Path) -> Listing:
+        """The same listing less the pair at `path` (deleted)."""
+        keep = [i for i, p in enumerate(self.pairs) if p.path != path]
+        return Listing(
+            [self.pairs[i] for i in keep],
+            [self.hay[i] for i in keep],
+            [self.plain[i] for i in keep],
+            self.columns,
+        )
+
+
+class PairTable(LineTable[int]):
+    """The pairs, one per row (keys: indexes in the listing), drawn only where on screen;
+    Enter (or a click on the selected row) opens one."""
 
     BINDINGS = [  # noqa: RUF012
         Binding("enter", "select_cursor", "Open", id="open", tooltip="Open the pair (static view)"),
@@ -159,30 +248,34 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
     def __init__(self, store: Path) -> None:
         super().__init__()
         self.store = Path(store)
-        self.pairs: list[PairInfo] = []
+        self.listing = Listing.of([])
         self.shown: list[PairInfo] = []
+        self._shown: list[int] = []
+        """The indexes in `listing` of the rows shown."""
         self.query_text = ""
-        self._hay: list[Haystack] = []
-        """`pairs`' filter texts, in the same order."""
-        self._cells: dict[Path, list[Text]] = {}
-        """Drawn rows by pair, for the theme in `_cells_theme` (a refill draws no row twice)."""
+        self._cells: dict[int, list[Text]] = {}
+        """Drawn rows by index in `listing`, for the theme in `_cells_theme` (a filter draws
+        no row twice)."""
         self._cells_theme = ""
+        self._bindings_state: tuple[bool | None, ...] = ()
+
+    @property
+    def pairs(self) -> list[PairInfo]:
+        """Every pair read from the store, newest first."""
+        return self.listing.pairs
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="≈")
         yield Input(placeholder="filter: devices, verdict, seed, name …", id="filter")
-        yield PairTable(id="pairs", cursor_type="row", zebra_stripes=True)
+        yield PairTable(self.listing.columns, self._cells_of, id="pairs")
         yield Static(Text(""), id="browser-status")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        """Columns now, rows when the store has been read (in a thread)."""
+        """The header now, rows when the store has been read (in a thread)."""
         self.sub_title = f"pairs in {self.store}"
-        table = self.query_one(PairTable)
-        for name in COLUMNS:
-            table.add_column(name, key=name, width=WIDTHS.get(name))
         self.query_one("#filter", Input).display = False
-        table.focus()
+        self.query_one(PairTable).focus()
         self.action_reload()
 
     def on_screen_resume(self) -> None:
@@ -192,78 +285,71 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
 
     def action_reload(self) -> None:
         """Read the store again."""
+        store = self.store
         read_then_show(
             self,
-            lambda: list_pairs(self.store),
+            lambda: Listing.of(list_pairs(store)),
             self._show_pairs,
             group="store",
-            what=f"reading the store {self.store}",
+            what=f"reading the store {store}",
         )
 
-    def _show_pairs(self, pairs: list[PairInfo]) -> None:
-        self.pairs = pairs
-        self._hay = [Haystack.of(p) for p in pairs]
+    def _show_pairs(self, listing: Listing) -> None:
+        self.listing = listing
         self._cells.clear()
+        table = self.query_one(PairTable)
+        table.set_columns(listing.columns)
+        table.forget()
         self._fill(force=True)
 
-    def _row(self, info: PairInfo) -> list[Text]:
+    def _row(self, info: PairInfo, plain: tuple[str, ...]) -> list[Text]:
         variables = self.app.theme_variables
-        verdict = clean(verdict_of(info), 20)
-        colour = VERDICT_COLOURS.get(verdict)
+        colour = VERDICT_COLOURS.get(plain[4])
         style = Style(color=variables.get(colour), bold=True) if colour else Style()
-        devices = " vs ".join(info.devices) if info.devices else "?"
-        status = status_of(info)
-        damaged = info.damaged and not info.running
-        note = f"{info.name} ({info.damaged})" if damaged else info.name
-        if info.sweep:
-            note += f" [sweep {info.sweep}]"
-        return [
-            Text(when(info.created)),
-            Text("–" if info.seed is None else str(info.seed), justify="right"),
-            Text(clean(devices, 40)),
-            Text("–" if info.steps is None else str(info.steps), justify="right"),
-            Text(verdict, style=style),
-            Text(clean(status, WIDTHS["status"]), style=Style(dim=status == "finished")),
-            Text(
-                "–" if info.first_divergent_step is None else str(info.first_divergent_step),
-                justify="right",
-            ),
-            Text(sci(info.max_divergence), justify="right"),
-            Text(clean(note), style=Style(dim=bool(damaged))),
-        ]
+        damaged = bool(info.damaged and not info.running)
+        cells = [Text(cell) for cell in plain]
+        cells[4].stylize(style)
+        cells[5].stylize(Style(dim=plain[5] == "finished"))
+        cells[-1].stylize(Style(dim=damaged))
+        return cells
 
-    def _cells_of(self, info: PairInfo) -> list[Text]:
+    def _cells_of(self, index: int) -> list[Text]:
         if self._cells_theme != self.app.theme:
             self._cells.clear()
             self._cells_theme = self.app.theme
-        cells = self._cells.get(info.path)
+        cells = self._cells.get(index)
         if cells is None:
-            cells = self._cells[info.path] = self._row(info)
+            listing = self.listing
+            cells = self._cells[index] = self._row(listing.pairs[index], listing.plain[index])
         return cells
 
     def _fill(self, *, force: bool = False) -> None:
-        """Show the pairs the filter matches; the table is refilled only when that set changed
-        (or `force`: the pairs were read again)."""
-        table = self.query_one(PairTable)
-        current = self.selected()
-        query = self.query_text
-        shown = [p for p, hay in zip(self.pairs, self._hay, strict=True) if hay.matches(query)]
-        if not force and [p.path for p in shown] == [p.path for p in self.shown]:
+        """Show the pairs the filter matches; the table is given new rows only when that set
+        changed (or `force`: the pairs were read again). Only the rows on screen are drawn."""
+        old = self.selected()
+        shown = matching(self.listing.hay, self.query_text)
+        if not force and shown == self._shown:
             self._show_status()  # the same rows: only the filter in the status line changed
             return
-        self.shown = shown
-        table.clear()
-        for info in shown:
-            table.add_row(*self._cells_of(info), key=str(info.path))
-        if current is not None and current in self.shown:
-            table.move_cursor(row=self.shown.index(current))
+        before = self._shown[self.query_one(PairTable).cursor_row] if old is not None else None
+        self._shown = shown
+        self.shown = [self.pairs[i] for i in shown]
+        cursor = 0  # the cursor stays on the pair it was on, if it is still shown
+        if old is not None and force:  # another listing: found by its path
+            cursor = next((j for j, p in enumerate(self.shown) if p.path == old.path), 0)
+        elif before is not None:  # the same listing: found by its index (fast)
+            where = bisect_left(shown, before)
+            cursor = where if where < len(shown) and shown[where] == before else 0
+        self.query_one(PairTable).set_rows(shown, cursor=cursor)
         self._show_status()
 
     def _show_status(self) -> None:
         """The count of pairs, the filter, and what the selected pair's state means, in full."""
         status = self.query_one("#browser-status", Static)
         if not self.pairs:
-            status.update(Text(f"No pairs in {self.store} yet: run `tuimon pair …` to make one."))
+            show_text(
+                status, Text(f"No pairs in {self.store} yet: run `tuimon pair …` to make one.")
+            )
             return
         text = f"{len(self.shown)} of {len(self.pairs)} pairs in {self.store}"
         if self.query_text:
@@ -277,7 +363,7 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
                 text += f": {info.damaged}"
             elif info.status not in (None, "finished"):
                 text += f": {info.status}"
-        status.update(Text(clean(text)))
+        show_text(status, Text(clean(text)))
 
     def selected(self) -> PairInfo | None:
         """The pair under the cursor."""
@@ -302,14 +388,21 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
             return bool(self.query_text) or self.query_one("#filter", Input).display
         return True
 
-    @on(DataTable.RowSelected)
-    def _row_selected(self, event: DataTable.RowSelected) -> None:
+    @on(PairTable.RowSelected)
+    def _row_selected(self, event: PairTable.RowSelected) -> None:
         self.action_open()
 
-    @on(DataTable.RowHighlighted)
+    @on(PairTable.RowHighlighted)
     def _row_highlighted(self) -> None:
-        self.refresh_bindings()
+        self._refresh_bindings_if_changed()
         self._show_status()
+
+    def _refresh_bindings_if_changed(self) -> None:
+        """The footer again only when a key's state changed (it is made again: a layout)."""
+        state = tuple(self.check_action(action, ()) for action in SELECTION_ACTIONS)
+        if state != self._bindings_state:
+            self._bindings_state = state
+            self.refresh_bindings()
 
     def action_open(self) -> None:
         """The selected pair in the static pair view."""
@@ -393,7 +486,7 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
                 self.notify(clean(exc), severity="error", markup=False)
                 return
             self.notify(f"deleted {clean(info.name)}", markup=False)
-            self._show_pairs([p for p in self.pairs if p.path != info.path])
+            self._show_pairs(self.listing.without(info.path))
 
         self.app.push_screen(
             ConfirmScreen(f"Delete the pair {info.name}?\n{info.path}", yes="Delete", no="Keep"),

@@ -49,7 +49,7 @@ from tuimon.ui.view_keys import ViewKeys
 from tuimon.ui.workers import ReportsWorkerErrors, read_then_show
 
 MAX_LINES = 2000
-DRAW_EVERY = 0.5
+DRAW_EVERY = 1.0
 """Seconds between two draws of a streaming pair (batches in between are taken, not drawn)."""
 STOP_QUESTION = "Stop both runs? The partial pair is saved."
 SessionFactory = Callable[[Callable[[Batch], None]], PairSession]

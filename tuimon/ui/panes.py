@@ -86,6 +86,7 @@ class StepPane(ScrollView, can_focus=True):
         self._columns_key = 0
         self.wide = False
         """Every digit (wide columns, scroll sideways) instead of what fits."""
+        self._frame_width: int | None = None
 
     # -- feeding ------------------------------------------------------------------------------
 
@@ -176,7 +177,8 @@ class StepPane(ScrollView, can_focus=True):
         same_bars = (old.width > view.width) == (size.width > view.width) and (
             old.height > view.height
         ) == (size.height > view.height)
-        if same_bars and self.is_mounted and view.area:
+        # while following the pane shows no scrollbars (`.following`): nothing to lay out
+        if (same_bars or self.follow) and self.is_mounted and view.area:
             # the scrollbars stay as they are: no layout of the whole screen, only the bars
             self.set_reactive(StepPane.virtual_size, size)
             self._scroll_update(size)
@@ -239,12 +241,23 @@ class StepPane(ScrollView, can_focus=True):
         return style
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        """One frame: styles are looked up afresh; a change of style forgets the drawn rows."""
+        """One frame: styles are looked up afresh; a change of style forgets the drawn rows;
+        the width is looked up once (it walks the DOM: a third of a row's cost)."""
         styles = self._styles
         self._styles = {}
         if styles and styles.get("") != self._style(""):
             self._strips.clear()
-        return super().render_lines(crop)
+        self._frame_width = self._content_width()
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame_width = None
+
+    def _content_width(self) -> int:
+        """The width rows are drawn in (the frame's, while one is drawn)."""
+        if self._frame_width is not None:
+            return self._frame_width
+        return self.scrollable_content_region.width or self.size.width
 
     def notify_style_update(self) -> None:
         """A theme or CSS change: draw every row afresh."""
@@ -275,7 +288,7 @@ class StepPane(ScrollView, can_focus=True):
         self, step: int, metrics: dict[str, float]
     ) -> tuple[str, list[tuple[int, int, Style]]]:
         """A step row as plain text and its styled spans (in order, never overlapping)."""
-        width = self.scrollable_content_region.width or self.size.width
+        width = self._content_width()
         col = self._column_width(width)
         sig = 17 if self.wide else max(3, min(10, col - 6))
         diff_style = self._style("step-pane--diff")
@@ -295,7 +308,7 @@ class StepPane(ScrollView, can_focus=True):
         return "".join(parts), spans
 
     def _header_text(self) -> Text:
-        width = self.scrollable_content_region.width or self.size.width
+        width = self._content_width()
         col = self._column_width(width)
         text = Text(f"{'step':>{STEP_WIDTH - 1}} ", no_wrap=True, end="")
         for name in self.columns:
@@ -310,7 +323,7 @@ class StepPane(ScrollView, can_focus=True):
         number cut at either edge shows "…" there, so a cut number never reads as a value.
         """
         scroll_x, scroll_y = self.scroll_offset
-        width = self.scrollable_content_region.width or self.size.width
+        width = self._content_width()
         base = self._style("")
         if y == 0:
             text = self._header_text()

@@ -1,4 +1,5 @@
-"""The one table of rows the views share: a DataTable that also moves with j / k."""
+"""The sweep's table of rows: a DataTable that also moves with j / k (the browser, which may
+hold 10,000 pairs, draws only the rows on screen: `line_table.LineTable`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from textual.widgets import DataTable
 
 
 class RowTable(DataTable[Text]):
-    """Rows of pairs (browser, sweep); j / k move the cursor as in a pager, Enter opens a row."""
+    """Rows of pairs (the sweep); j / k move the cursor as in a pager, Enter opens a row."""
 
     BINDINGS = [  # noqa: RUF012
         Binding("j", "cursor_down", show=False, id="down"),
