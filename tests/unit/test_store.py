@@ -746,3 +746,59 @@ def test_pair_doc_reads_wrong_types_as_missing() -> None:
     )
     assert doc.seed is None and doc.tolerance is None
     assert doc.run("a").command == "p -c" and doc.run("a").exit_code is None
+
+
+def test_list_pairs_index_gives_what_pair_json_gives(tmp_path: Path) -> None:
+    """A second listing comes from the store's index and equals the first; a changed pair.json
+    is read again; a deleted pair leaves the listing; a damaged index is ignored and rewritten."""
+    make_pair(tmp_path, "p", meta(format=PAIR_FORMAT))
+    make_pair(tmp_path, "q", meta(format=PAIR_FORMAT, seed=3, created="2026-12-01T00:00:00Z"))
+    make_pair(tmp_path, "bad", b"{not json")
+    first = list_pairs(tmp_path)
+    assert (tmp_path / store.index.INDEX_FILE).is_file()
+    assert list_pairs(tmp_path) == first
+    doc = meta(format=PAIR_FORMAT)
+    doc["summary"]["verdict"] = "IDENTICAL"
+    (tmp_path / "p" / "pair.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+    assert {i.name: i.verdict for i in list_pairs(tmp_path)}["p"] == "IDENTICAL"
+    delete_pair(tmp_path / "q")
+    assert sorted(i.name for i in list_pairs(tmp_path)) == ["bad", "p"]
+    (tmp_path / store.index.INDEX_FILE).write_bytes(b"\x00garbage")
+    again = list_pairs(tmp_path)
+    assert sorted((i.name, i.verdict, i.damaged) for i in again) == [
+        ("bad", None, "pair.json is not valid JSON"),
+        ("p", "IDENTICAL", None),
+    ]
+    assert orjson.loads((tmp_path / store.index.INDEX_FILE).read_bytes())["pairs"].keys() == {
+        "p",
+        "bad",
+    }
+
+
+def test_list_pairs_index_never_trusted_over_a_changed_or_linked_pair_json(
+    tmp_path: Path,
+) -> None:
+    """An index entry whose key no longer matches is read again (even one forged to say
+    otherwise); a pair.json that is a link is never cached; a read-only store still lists."""
+    make_pair(tmp_path, "p", meta(format=PAIR_FORMAT))
+    list_pairs(tmp_path)
+    index = tmp_path / store.index.INDEX_FILE
+    doc = orjson.loads(index.read_bytes())
+    doc["pairs"]["p"][2]["verdict"] = "IDENTICAL"  # forged, with the key of the real file
+    doc["pairs"]["p"][0][0] += 1  # ... but a key that no longer holds
+    index.write_bytes(orjson.dumps(doc))
+    [info] = list_pairs(tmp_path)
+    assert info.verdict == "DIVERGED"
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.json"
+    outside.write_bytes(orjson.dumps(meta(format=PAIR_FORMAT)))
+    linked = make_pair(tmp_path, "linked")
+    (linked / "pair.json").symlink_to(outside)
+    listed = {i.name: i for i in list_pairs(tmp_path)}
+    assert listed["linked"].damaged and "outside" in listed["linked"].damaged
+    assert "linked" not in orjson.loads(index.read_bytes())["pairs"]
+    index.unlink()
+    tmp_path.chmod(0o555)
+    try:
+        assert {i.name for i in list_pairs(tmp_path)} == {"p", "linked"}
+    finally:
+        tmp_path.chmod(0o755)

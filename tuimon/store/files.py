@@ -142,6 +142,9 @@ def _plain_name(name: object) -> bool:
 def _inside(path: Path, root: Path) -> tuple[Path, os.stat_result]:
     """The real path of ``path`` and its stat; StoreError unless it lies inside ``root``."""
     try:
+        info = os.lstat(path)
+        if not stat.S_ISLNK(info.st_mode):  # a plain name that is no link lies inside root
+            return path, info
         real = path.resolve(strict=True)
         if not real.is_relative_to(root.resolve(strict=True)):
             raise StoreError(f"{root}: {path.name} is a link that leads outside the pair directory")
@@ -319,13 +322,13 @@ def release_lock(fd: int | None) -> None:
             os.close(fd)
 
 
-def is_running(pair_dir: Path) -> bool:
+def is_running(pair_dir: str | os.PathLike[str]) -> bool:
     """True while the monitor writing ``pair_dir`` is alive (it holds the pair's lock)."""
     if fcntl is None:
         return False
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(Path(pair_dir) / LOCK_FILE, flags)
+        fd = os.open(os.path.join(pair_dir, LOCK_FILE), flags)
     except OSError:
         return False
     try:

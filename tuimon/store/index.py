@@ -1,17 +1,35 @@
-"""The store index: past pairs listed from their pair.json, loaded, deleted."""
+"""The store index: past pairs listed from their pair.json, loaded, deleted.
+
+Listing a large store reads every pair.json; what each gave is kept in the store's hidden
+`.tuimon-index` file, keyed by its pair.json's (mtime_ns, size, inode), so a later listing
+reads only the pair.json files that changed. The index is a cache: unreadable or damaged, it is
+ignored and written again; a pair.json that is a link or not a regular file is never cached."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import stat
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 from tuimon.errors import StoreError
 from tuimon.store.doc import PairDoc, _float, _int, _load, _str
-from tuimon.store.files import _NOT_A_PAIR, PAIR_JSON, SIDES, _reason, is_running
+from tuimon.store.files import (
+    _NOT_A_PAIR,
+    PAIR_JSON,
+    SIDES,
+    _read_regular,
+    _reason,
+    _write_atomic,
+    is_running,
+)
 
 try:  # POSIX: a running pair holds an flock on its lock file (released when the monitor dies)
     import fcntl
@@ -95,12 +113,103 @@ def _timestamp(created: str | None, fallback: float) -> float:
         return fallback
 
 
+INDEX_FILE = ".tuimon-index"
+_INDEX_FORMAT = "tuimon.index/1"
+_CACHED = (
+    "created", "seed", "devices", "status", "verdict", "steps", "first_divergent_step",
+    "max_divergence", "damaged", "sweep",
+)  # fmt: skip
+Key = list[int]
+"""A pair.json's (mtime_ns, size, inode): the index entry holds while these hold."""
+
+
+def _key(pair_dir: str) -> Key | None:
+    """The cache key of a pair directory's pair.json; None when it has none, or when it is a
+    link or not a regular file (never cached: read every time, as the listing says)."""
+    try:
+        info = os.lstat(os.path.join(pair_dir, PAIR_JSON))
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return [info.st_mtime_ns, info.st_size, info.st_ino]
+
+
+def _read_index(root: Path) -> dict[str, Any]:
+    """The index's entries by pair name ({} when missing, unreadable or not ours)."""
+    try:
+        doc = orjson.loads(_read_regular(root / INDEX_FILE))
+    except (StoreError, orjson.JSONDecodeError):
+        return {}
+    if not isinstance(doc, dict) or doc.get("format") != _INDEX_FORMAT:
+        return {}
+    pairs = doc.get("pairs")
+    return pairs if isinstance(pairs, dict) else {}
+
+
+def _cached(path: Path, entry: Any, key: Key) -> tuple[float, PairInfo] | None:
+    """(sort time, PairInfo) from an index entry that still holds for `key`, else None."""
+    if not (isinstance(entry, list) and len(entry) == 3 and entry[0] == key):
+        return None
+    when, fields = entry[1], entry[2]
+    if not isinstance(when, (int, float)) or not isinstance(fields, dict):
+        return None
+    devices = fields.get("devices")
+    pair = (
+        (devices[0], devices[1])
+        if isinstance(devices, list)
+        and len(devices) == 2
+        and all(isinstance(d, str) for d in devices)
+        else None
+    )
+    info = PairInfo(
+        path=path, name=path.name, created=_str(fields.get("created")),
+        seed=_int(fields.get("seed")), devices=pair, status=_str(fields.get("status")),
+        verdict=_str(fields.get("verdict")), steps=_int(fields.get("steps")),
+        first_divergent_step=_int(fields.get("first_divergent_step")),
+        max_divergence=_float(fields.get("max_divergence")), damaged=_str(fields.get("damaged")),
+        sweep=_str(fields.get("sweep")), running=is_running(path),
+    )  # fmt: skip
+    return float(when), info
+
+
+def _entry(key: Key, when: float, info: PairInfo) -> list[Any]:
+    """The index entry of a pair read from its pair.json."""
+    fields = {name: getattr(info, name) for name in _CACHED}
+    if info.devices is not None:
+        fields["devices"] = list(info.devices)  # as JSON gives it back
+    return [key, when, fields]
+
+
+def _write_index(root: Path, pairs: dict[str, Any]) -> None:
+    """Write the index (best effort: a read-only store is listed all the same)."""
+    doc = {"format": _INDEX_FORMAT, "pairs": pairs}
+    with contextlib.suppress(StoreError):
+        _write_atomic(root / INDEX_FILE, (orjson.dumps(doc),))
+
+
+_LOGS = tuple(f"{side}.jsonl" for side in SIDES)
+
+
+def _listed(entry: os.DirEntry[str]) -> tuple[bool, Key | None]:
+    """Whether a listed entry is a pair directory (pair.json, a.jsonl or b.jsonl inside), and
+    its pair.json's cache key."""
+    if entry.name.startswith(".") or not entry.is_dir():
+        return False, None
+    key = _key(entry.path)
+    if key is not None:
+        return True, key
+    found = any(os.path.exists(os.path.join(entry.path, f)) for f in (PAIR_JSON, *_LOGS))
+    return found, None
+
+
 def list_pairs(root: Path) -> list[PairInfo]:
     """Every pair directory in ``root`` (has pair.json, a.jsonl or b.jsonl), newest first.
 
-    Sorted by creation time, then name. Reads only each ``pair.json``. A missing root gives
-    ``[]``; a damaged pair is listed with ``damaged`` set. A root that exists but cannot be
-    listed (not a directory, no permission) raises StoreError.
+    Sorted by creation time, then name. Reads only each ``pair.json`` (those unchanged since
+    the last listing: from the store's index). A missing root gives ``[]``; a damaged pair is
+    listed with ``damaged`` set. A root that exists but cannot be listed (not a directory, no
+    permission) raises StoreError.
     """
     root = Path(root)
     try:
@@ -109,21 +218,28 @@ def list_pairs(root: Path) -> list[PairInfo]:
         return []
     except OSError as exc:
         raise StoreError(f"cannot list store {root}: {_reason(exc)}") from exc
+    old = _read_index(root)
+    new: dict[str, Any] = {}
     rows: list[tuple[float, str, PairInfo]] = []
     for entry in entries:
-        if entry.name.startswith("."):
-            continue
         try:
-            if not entry.is_dir():
+            listed, key = _listed(entry)
+            if not listed:
                 continue
             path = Path(entry.path)
-            if not any((path / f).exists() for f in (PAIR_JSON, "a.jsonl", "b.jsonl")):
-                continue
-            mtime = entry.stat().st_mtime
+            hit = None if key is None else _cached(path, old.get(entry.name), key)
+            if hit is None:
+                mtime = entry.stat().st_mtime
         except OSError:  # vanished or unreadable while listing
             continue
-        info = _info(path, mtime)
-        rows.append((_timestamp(info.created, mtime), info.name, info))
+        if hit is None:
+            info = _info(path, mtime)
+            hit = (_timestamp(info.created, mtime), info)
+        if key is not None:
+            new[entry.name] = _entry(key, hit[0], hit[1])
+        rows.append((hit[0], entry.name, hit[1]))
+    if new != old:
+        _write_index(root, new)
     rows.sort(key=lambda row: (row[0], row[1]), reverse=True)
     return [info for _, _, info in rows]
 
