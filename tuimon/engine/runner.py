@@ -602,7 +602,7 @@ class Run:
         environment is still known), and tell the watchdog of new ones."""
         if self.proc is None:
             return
-        self._tree.walk(self.proc.pid)
+        self._tree.walk(self.proc.pid, strays_age=WALK_EVERY)
         lines = self._tree.watchdog_lines()
         if self._watchdog is not None and len(lines) > self._told:
             self._watchdog.tell(lines[self._told :])
