@@ -22,6 +22,7 @@ from tuimon.engine.artifacts import compare_artifacts, describe
 from tuimon.engine.fingerprints import env_diff
 from tuimon.engine.hints import likely_causes
 from tuimon.engine.runner import (
+    TICK,
     Exited,
     LaunchError,
     Lines,
@@ -141,6 +142,8 @@ class LiveSource:
         self.specs = specs
         self.grace = grace
         self.runs: dict[str, Run] = {}
+        self.tick = TICK
+        """Seconds between two deliveries of a run's lines at least (`Run.tick`)."""
         self.writer: PairWriter | None = None
         """Where the pipe readers save raw bytes as they read them (the session sets it)."""
 
@@ -154,6 +157,7 @@ class LiveSource:
                 save=writer.raw_bytes if writer else None,
                 save_stderr=writer.stderr if writer else None,
             )
+            self.runs[spec.side].tick = self.tick
         for spec in self.specs:
             try:
                 await self.runs[spec.side].start()
@@ -286,6 +290,8 @@ class PairSession:
     async def run(self) -> Summary:
         """Run to the end; return the pair's summary."""
         queue: asyncio.Queue[SourceEvent] = asyncio.Queue()
+        if isinstance(self.source, LiveSource):  # lines more often than batches serve nobody
+            self.source.tick = max(TICK, self.options.batch_interval / 2)
         feeder = asyncio.create_task(self.source.run(queue))
         stopper = asyncio.create_task(self._stop_requested.wait())
         exited: set[str] = set()
