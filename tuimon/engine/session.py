@@ -10,7 +10,7 @@ import asyncio
 import signal
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -95,6 +95,19 @@ class Batch:
     pair_path: Path | None = None
     message: str | None = None
     """A status line; a later one replaces it."""
+
+
+def merge_batches(batches: Sequence[Batch]) -> Batch:
+    """Several batches of one session as one (data in order, the last batch's state and
+    summary, messages joined): a view that takes them late takes them at once."""
+    if len(batches) == 1:
+        return batches[0]
+    last = batches[-1]
+    records = {k: [r for b in batches for r in b.records.get(k, ())] for k in last.records}
+    stderr = {k: [t for b in batches for t in b.stderr.get(k, ())] for k in last.stderr}
+    message = "; ".join(b.message for b in batches if b.message) or None
+    aligned = [x for b in batches for x in b.aligned]
+    return replace(last, records=records, stderr=stderr, aligned=aligned, message=message)
 
 
 class Source(Protocol):
