@@ -192,7 +192,10 @@ class PipeHub(threading.Thread):
                     with contextlib.suppress(OSError):
                         os.read(self._wake_r, 4096)
                     continue
-                got = reader.read()
+                try:
+                    got = reader.read()
+                except Exception:  # one reader's failure must not stop the others
+                    got = 0
                 if not got:
                     self._drop(reader)
                 nap = nap or 0 < got < reader.small_read
