@@ -13,6 +13,7 @@ k-th of step s on the other (a key logged twice with other values is compared in
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from collections.abc import Iterable, Sequence
@@ -461,6 +462,10 @@ def digest_kind(digest: str) -> str:
     return tag if colon else ""
 
 
+_new_diff = functools.partial(tuple.__new__, MetricDiff)
+"""A `MetricDiff` from a tuple of its six fields, without a Python-level call (many per block)."""
+
+
 def aligned_steps(block: Block) -> list[AlignedStep]:
     """The block as `AlignedStep`s (both sides' records needed)."""
     ra, rb = block.a.records, block.b.records
@@ -468,8 +473,9 @@ def aligned_steps(block: Block) -> list[AlignedStep]:
     names = list(block.metrics)
     both = [m[0].tolist() for m in block.metrics.values()]
     cols = [
-        list(map(MetricDiff, block.a.values[name].tolist(), block.b.values[name].tolist(),
-                 eq.tolist(), absd.tolist(), rel.tolist(), ulps.tolist()))
+        list(map(_new_diff, zip(block.a.values[name].tolist(), block.b.values[name].tolist(),
+                                eq.tolist(), absd.tolist(), rel.tolist(), ulps.tolist(),
+                                strict=True)))
         for name, (_, eq, absd, rel, ulps) in block.metrics.items()
     ]  # fmt: skip
     everywhere = all(all(b) for b in both)
