@@ -7,7 +7,11 @@ do), then times, best of R:
 
   (a) compare_steps         the whole logs at once (numpy), as `tuimon compare` / replay do
   (b) PairAligner.feed      one record at a time, alternating sides
-  (b2) feed_batch           a tick's records of a side at once, as a live pair does
+  (b2) feed_batch           a tick's records of a side at once, as a live pair does (256 and
+                            4 per tick: a slow run's tick, judged in plain Python floats)
+  (e) headless replay       the engine alone (read + parse, then `PairSession` over a
+                            `ReplaySource`, flat out): `tuimon replay A B --headless` less
+                            the interpreter's start
   (c) parse_line            the 2 x N lines read back into records
   (d) pandas                (only if importable) the script a user would write instead:
                             read_json(lines=True) both, merge on step, rel diffs, first step
@@ -141,6 +145,21 @@ def run_ticks(a: list[Step], b: list[Step], tick: int = 256) -> int | None:
     return aligner.summary().first_divergent_step
 
 
+def run_replay(path_a: Path, path_b: Path) -> tuple[float, float, int | None]:
+    """A headless replay flat out: (seconds reading + parsing, seconds of the session, first
+    divergent step)."""
+    import asyncio
+
+    from tuimon.engine.replay import replay_session
+    from tuimon.engine.saved import resolve_logs
+
+    t0 = time.perf_counter()
+    session = replay_session(resolve_logs([str(path_a), str(path_b)]), speed=math.inf)
+    t1 = time.perf_counter()
+    summary = asyncio.run(session.run())
+    return t1 - t0, time.perf_counter() - t1, summary.first_divergent_step
+
+
 def pandas_script(path_a: Path, path_b: Path) -> Any:
     """What a user would write with pandas instead (defaults, as people write it)."""
     import pandas as pd
@@ -196,11 +215,13 @@ def main() -> None:
     mem_cmp = peak_memory(lambda: run_compare(a, b))
     mem_live = peak_memory(lambda: run_live(a, b))
     t_tick, first_tick = best_of(r, lambda: run_ticks(a, b))
+    t_tick4, first_tick4 = best_of(r, lambda: run_ticks(a, b, 4))
 
     rows = [
         ("(a) compare_steps (numpy)", t_cmp, first_cmp, mem_cmp),
         ("(b) PairAligner.feed per record", t_live, first_live, mem_live),
         ("(b2) feed_batch, 256 per tick", t_tick, first_tick, None),
+        ("(b2) feed_batch, 4 per tick", t_tick4, first_tick4, None),
         ("(c) parse_line, 2 x N lines", t_parse, None, None),
     ]
 
@@ -210,13 +231,18 @@ def main() -> None:
         import pandas as pd
     except ImportError:
         pd = None
-    if pd is not None:
-        with tempfile.TemporaryDirectory() as tmp:
-            path_a, path_b = Path(tmp, "a.jsonl"), Path(tmp, "b.jsonl")
-            path_a.write_bytes(b"".join(lines_a))
-            path_b.write_bytes(b"".join(lines_b))
+    with tempfile.TemporaryDirectory() as tmp:
+        path_a, path_b = Path(tmp, "a.jsonl"), Path(tmp, "b.jsonl")
+        path_a.write_bytes(b"".join(lines_a))
+        path_b.write_bytes(b"".join(lines_b))
+        replays = [run_replay(path_a, path_b) for _ in range(r)]
+        if pd is not None:
             t_pd, first_pd = best_of(r, lambda: pandas_script(path_a, path_b))
             inexact = pandas_inexact(path_a, a)
+    t_read, t_session, first_replay = min(replays, key=lambda x: x[0] + x[1])
+    rows.append(("(e) replay: session + aligner", t_session, first_replay, None))
+    rows.append(("(e) replay: read + parse + session", t_read + t_session, first_replay, None))
+    if pd is not None:
         rows.append((f"(d) pandas {pd.__version__} script", t_pd, first_pd, None))
 
     print("peak MB: tracemalloc peak; (a) returns all N aligned steps, (b) keeps none of them")
@@ -228,6 +254,10 @@ def main() -> None:
         )
     print()
     print(f"live feed / whole-log numpy:      {t_live / t_cmp:6.2f}x")
+    print(
+        f"headless replay, engine alone:    {n / t_session:,.0f} steps/s "
+        f"(with reading and parsing: {n / (t_read + t_session):,.0f}; target >= 20,000)"
+    )
     print(f"parse / compare:                  {t_parse / t_cmp:6.2f}x")
     print(f"tuimon parse + compare, total:    {t_parse + t_cmp:.4f} s")
     print(f"tuimon parse + live feed, total:  {t_parse + t_live:.4f} s")
@@ -240,7 +270,7 @@ def main() -> None:
             f"pandas read_json (defaults) changed {inexact[0]} of {inexact[1]} metric values "
             "of log a in the last bits (tuimon: 0, lossless)"
         )
-    firsts = {first_cmp, first_live} | ({first_pd} if t_pd is not None else set())
+    firsts = {first_cmp, first_live, first_replay} | ({first_pd} if t_pd is not None else set())
     print(f"first divergent step: {sorted(firsts, key=str)} (expected {DIVERGE_AT})")
 
 

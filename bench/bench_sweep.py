@@ -143,9 +143,9 @@ def measure(
 
 async def tui(store: Path, args: argparse.Namespace, base: float) -> dict[str, float]:
     from textual import events
-    from textual.widgets import DataTable
 
     from tuimon.ui.app import TuimonApp
+    from tuimon.ui.sweep_table import SweepTable
 
     sweep = make_sweep(store, args.pairs, args.rate, args.seconds)
     app = TuimonApp(store=store, sweep=sweep)
@@ -153,7 +153,7 @@ async def tui(store: Path, args: argparse.Namespace, base: float) -> dict[str, f
         await all_running(sweep, args.pairs)
         c0, t0 = cpu_s(), time.monotonic()
         lags = []
-        table = app.screen.query_one("#jobs", DataTable)
+        table = app.screen.query_one("#jobs", SweepTable)
         down = True
         for _ in range(args.keys):
             before = table.cursor_row

@@ -112,9 +112,13 @@ async def test_a_running_pair_opens_live_and_runs_on_after_esc(tmp_path):
         await wait_for(pilot, lambda: pane.virtual_size.height > 4)  # what it had, drawn
         drawn = pane.virtual_size.height
         await wait_for(pilot, lambda: pane.virtual_size.height > drawn + 3)  # and more, live
-        behind = len(pair.rows) - pair.rows.follow_end()  # rows of the side ahead, below
         assert pair.follow and pane.max_scroll_y > 0  # following the new rows
-        assert pane.scroll_y == max(0, pane.max_scroll_y - behind)
+
+        def following() -> bool:  # once drawn: the feed may hold a batch the view has not drawn
+            behind = len(pair.rows) - pair.rows.follow_end()  # rows of the side ahead, below
+            return pane.scroll_y == max(0, pane.max_scroll_y - behind)
+
+        await wait_for(pilot, following)
         await pilot.press("escape")  # back: the pair runs on, the table keeps filling in
         await wait_for(pilot, lambda: app.screen is screen)
         assert 0 in sweep.sessions and not sweep.sessions[0].interrupted
@@ -179,3 +183,40 @@ def test_after_the_sweep_tui_the_shell_keeps_its_table(tmp_path, capsys, monkeyp
     out = capsys.readouterr().out
     assert "IDENTICAL" in out and "never ran: seeds 1" in out and str(sweep.path) in out
     assert "a pair's own summary" not in out
+
+
+async def test_sweep_table_moves_updates_one_row_and_opens():
+    """The Line-API table: keys move the cursor (scrolling it into view), a row whose cells did
+    not change is not drawn again, a wider cell widens its column, Enter posts the row."""
+    from rich.text import Text
+    from textual.app import App, ComposeResult
+
+    selected: list[int] = []
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield SweepTable(["seed", "rep", "status"], id="jobs")
+
+        def on_sweep_table_selected(self, message: SweepTable.Selected) -> None:
+            selected.append(message.row)
+
+    app = One()
+    async with app.run_test(size=(40, 8)) as pilot:
+        table = app.query_one(SweepTable)
+        for i in range(30):
+            table.add_row([Text(str(i)), Text("1"), Text("pending")])
+        table.focus()
+        assert table.row_count == 30 and table.cursor_row == 0
+        await pilot.press("down", "down", "j", "k")
+        assert table.cursor_row == 2
+        await pilot.press("end")
+        assert table.cursor_row == 29 and table.scroll_offset.y > 0  # scrolled into view
+        await pilot.press("home", "enter")
+        await pilot.pause()
+        assert selected == [0]
+        same = [Text("3"), Text("1"), Text("pending")]
+        assert not table.update_row(3, same)  # nothing changed: nothing drawn
+        assert table.update_row(3, [Text("3"), Text("1"), Text("running 12/300 steps")])
+        assert table.widths[2] == len("running 12/300 steps")
+        await pilot.pause()
+        assert "running 12/300" in str(table.render_line(4).text)  # header, then rows 0..

@@ -44,3 +44,21 @@ def test_batches_align_as_one_by_one() -> None:
         got += batched.feed_batch(side, run)
     assert [x.to_dict() for x in got] == [x.to_dict() for x in expected]
     assert batched.summary().to_dict() == one.summary().to_dict()
+
+
+def test_batches_merged_keep_every_record_in_order_and_the_last_state() -> None:
+    from tuimon.engine.session import Batch, SideState, merge_batches
+
+    summary = PairAligner().summary(running=True)
+    sides = {s: SideState(s, "cpu", "x") for s in "ab"}
+    steps = log("a", 6)
+    batches = [
+        Batch({"a": steps[i : i + 2], "b": []}, {"a": [f"e{i}"], "b": []}, [i], sides, summary,
+              message=f"m{i}" if i != 2 else None)
+        for i in (0, 2, 4)
+    ]  # fmt: skip
+    one = merge_batches(batches)
+    assert one.records["a"] == steps and one.stderr["a"] == ["e0", "e2", "e4"]
+    assert one.aligned == [0, 2, 4] and one.message == "m0; m4"
+    assert one.sides is batches[-1].sides and one.summary is summary and not one.done
+    assert merge_batches(batches[:1]) is batches[0]

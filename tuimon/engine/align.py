@@ -13,6 +13,7 @@ k-th of step s on the other (a key logged twice with other values is compared in
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from collections.abc import Iterable, Sequence
@@ -259,6 +260,39 @@ def _ulps(a: np.ndarray, b: np.ndarray, equal: np.ndarray, nan: np.ndarray) -> n
     return signed
 
 
+_INT = struct.Struct("<q")
+_SIGN = 0x7FFFFFFFFFFFFFFF
+_INF = math.inf
+
+
+def _ordered_int(x: float) -> int:
+    """A float64's bit pattern as an int that orders like the floats (`_ordered`)."""
+    bits: int = _INT.unpack(_BITS.pack(x))[0]
+    return -(bits & _SIGN) if bits < 0 else bits
+
+
+def diff_floats(x: float, y: float) -> MetricDiff:
+    """`diff_arrays` for one pair of values, in plain Python floats: the same equality
+    (`same_bits`), abs, rel and ULPs, bit for bit (a small block's judge)."""
+    if x == y:
+        if x or math.copysign(1.0, x) == math.copysign(1.0, y):
+            return MetricDiff(x, y, True, 0.0, 0.0, 0)
+        return MetricDiff(x, y, False, 0.0, 0.0, 1)  # 0.0 against -0.0
+    nan_x, nan_y = x != x, y != y
+    if nan_x and nan_y:
+        return MetricDiff(x, y, True, 0.0, 0.0, 0)
+    if nan_x or nan_y:
+        return MetricDiff(x, y, False, _INF, _INF, -1)
+    dist = abs(_ordered_int(x) - _ordered_int(y)) or 1
+    if x in (_INF, -_INF) or y in (_INF, -_INF):
+        return MetricDiff(x, y, False, _INF, _INF, dist)
+    absd = abs(x - y)
+    scale = max(abs(x), abs(y))
+    # scale > 0 (x != y); where |x - y| overflowed, the ratio of scaled values
+    rel = abs(x / scale - y / scale) if absd == _INF else absd / scale
+    return MetricDiff(x, y, False, absd, rel, dist)
+
+
 # --- columns of a block of records -----------------------------------------------------------
 
 
@@ -412,14 +446,11 @@ def judge_block(a: Columns, b: Columns) -> Block:
     if a.digests is not None and b.digests is not None:
         tensors = []
         for i, (da, db) in enumerate(zip(a.digests, b.digests, strict=True)):
-            shared = [k for k in da if k in db]
-            differ = [k for k in shared if db[k] != da[k]]
-            other = [k for k in differ if digest_kind(da[k]) != digest_kind(db[k])]
+            differ, shared, other = _tensors_apart(da, db)
             if other:
                 apart[i] = True
-                differ = [k for k in differ if k not in other]
-            tensors.append(tuple(differ))
-            values[i] += len(shared) - len(other)
+            tensors.append(differ)
+            values[i] += shared - other
         equal &= np.fromiter((not t for t in tensors), bool, n)
     return Block(a, b, metrics, equal, values, divergence, digest_equal, tensors, apart)
 
@@ -431,6 +462,10 @@ def digest_kind(digest: str) -> str:
     return tag if colon else ""
 
 
+_new_diff = functools.partial(tuple.__new__, MetricDiff)
+"""A `MetricDiff` from a tuple of its six fields, without a Python-level call (many per block)."""
+
+
 def aligned_steps(block: Block) -> list[AlignedStep]:
     """The block as `AlignedStep`s (both sides' records needed)."""
     ra, rb = block.a.records, block.b.records
@@ -438,8 +473,9 @@ def aligned_steps(block: Block) -> list[AlignedStep]:
     names = list(block.metrics)
     both = [m[0].tolist() for m in block.metrics.values()]
     cols = [
-        list(map(MetricDiff, block.a.values[name].tolist(), block.b.values[name].tolist(),
-                 eq.tolist(), absd.tolist(), rel.tolist(), ulps.tolist()))
+        list(map(_new_diff, zip(block.a.values[name].tolist(), block.b.values[name].tolist(),
+                                eq.tolist(), absd.tolist(), rel.tolist(), ulps.tolist(),
+                                strict=True)))
         for name, (_, eq, absd, rel, ulps) in block.metrics.items()
     ]  # fmt: skip
     everywhere = all(all(b) for b in both)
@@ -465,6 +501,108 @@ def align_step(a: Step, b: Step, select: MetricFilter | None = None) -> AlignedS
     select = select or MetricFilter()
     block = judge_block(Columns.of_steps([a], [0], select), Columns.of_steps([b], [0], select))
     return aligned_steps(block)[0]
+
+
+SMALL_BLOCK = 32
+"""Matched steps up to which a tick's block is judged in plain Python floats (`judge_rows`):
+numpy's cost per call outweighs its gain per value on a few steps. The results are the
+same either way (a property test compares the two judges)."""
+
+
+@dataclass(slots=True)
+class Rows:
+    """A small block judged row by row (`judge_rows`): what `Tally.add_rows` counts."""
+
+    steps: list[AlignedStep]
+    equal: list[bool]
+    values: list[int]
+    """Values compared per row (as `Block.values`)."""
+    names: list[str]
+    """The block's metric names both sides have in some row, in the block's order."""
+    apart: int = 0
+    """Rows whose digests are of two formats (not judged)."""
+
+
+def _float(v: Any) -> float:
+    return v if type(v) is float else float(v)
+
+
+def judge_rows(pairs: Sequence[tuple[Step, Step, int]], select: MetricFilter) -> Rows:
+    """Judge a few matched records (a, b, occurrence) as `judge_block` judges their columns,
+    in plain Python (the same names, order, values and verdicts)."""
+    order = _row_names(pairs, select)
+    out = Rows([], [], [], [])
+    seen: set[str] = set()
+    for x, y, occ in pairs:
+        ma, mb = x.metrics, y.metrics
+        diffs = {}
+        equal, divergence = True, 0.0
+        for k in order:
+            va, vb = ma.get(k), mb.get(k)
+            if va is not None and vb is not None:
+                d = diffs[k] = diff_floats(_float(va), _float(vb))
+                if not d.equal:
+                    equal = False
+                    if d.rel > divergence:
+                        divergence = d.rel
+        seen.update(diffs)
+        values = len(diffs)
+        digest_equal, apart = _digest_equal(x.digest or None, y.digest or None)
+        tensors: tuple[str, ...] = ()
+        if x.digests and y.digests:
+            tensors, shared, other = _tensors_apart(x.digests, y.digests)
+            values += shared - other
+            apart = apart or other > 0
+        if digest_equal is not None:
+            values += 1
+            equal = equal and digest_equal
+        out.steps.append(AlignedStep(x.step, x, y, diffs, digest_equal, tensors, divergence, occ))
+        out.equal.append(equal and not tensors)
+        out.values.append(values)
+        out.apart += apart
+    out.names = [k for k in order if k in seen]
+    return out
+
+
+def _row_names(pairs: Sequence[tuple[Step, Step, int]], select: MetricFilter) -> list[str]:
+    """The judged names of side a's records that side b's have too, in a's order (the
+    metric columns `judge_block` would stack)."""
+    judged = select.judged
+    if len(pairs) == 1:
+        x, y, _ = pairs[0]
+        mb = y.metrics
+        return [k for k in x.metrics if k in mb and judged(k)]
+    names_b = {k for _, y, _ in pairs for k in y.metrics}
+    names_a = dict.fromkeys(chain.from_iterable(x.metrics for x, _, _ in pairs))
+    return [k for k in names_a if k in names_b and judged(k)]
+
+
+def _digest_equal(da: str | None, db: str | None) -> tuple[bool | None, bool]:
+    """The aggregate digests of a row: equal (None: a side has none, or two formats), and
+    whether they are of two formats."""
+    if da is None or db is None:
+        return None, False
+    if da == db:
+        return True, False
+    if digest_kind(da) != digest_kind(db):
+        return None, True
+    return False, False
+
+
+def _kinds_differ(x: str, y: str) -> bool:
+    """Two digests of different formats (`digest_kind`)."""
+    return (":" in x or ":" in y) and digest_kind(x) != digest_kind(y)
+
+
+def _tensors_apart(da: dict[str, str], db: dict[str, str]) -> tuple[tuple[str, ...], int, int]:
+    """Per-tensor digests of a row: the tensors that differ, how many are shared, how many
+    differ in format (not judged)."""
+    shared = [k for k in da if k in db]
+    differ = [k for k in shared if db[k] != da[k]]
+    other = [k for k in differ if _kinds_differ(da[k], db[k])]
+    if other:
+        differ = [k for k in differ if k not in other]
+    return tuple(differ), len(shared), len(other)
 
 
 @dataclass
@@ -554,6 +692,61 @@ class Tally:
                 absd = float(block.metrics[name][2][row])
                 self.metric_max[name] = {"rel": top, "abs": absd, "step": step}
 
+    def add_rows(self, rows: Rows) -> None:
+        """Count a small block judged row by row (`judge_rows`): the same counts and firsts
+        as `add` gives for the same rows as a `Block`."""
+        steps = rows.steps
+        if not steps:
+            return
+        order = sorted(steps, key=_row_key) if len(steps) > 1 else steps
+        at = {id(row): i for i, row in enumerate(steps)}
+        self.steps_compared += len(steps)
+        self.steps_equal += sum(rows.equal)
+        self.values_compared += sum(rows.values)
+        self.steps_without_values += rows.values.count(0)
+        self.digests_not_comparable += rows.apart
+        tolerance = self.tolerance
+        top, top_row = 0.0, None
+        for row in order:
+            key = _row_key(row)
+            if not rows.equal[at[id(row)]]:
+                self.beyond = self.beyond or tolerance == 0
+                if _before(key, self.first_divergent):
+                    self.first_divergent = key
+                    self.first_divergent_metrics = [n for n, d in row.diffs.items() if not d.equal]
+            if row.digest_equal is False and _before(key, self.first_digest):
+                self.first_digest = key
+            if row.tensors and _before(key, self.first_tensor):
+                self.first_tensor, self.first_tensors = key, row.tensors
+            if row.divergence > tolerance:
+                self.beyond = True
+            if row.divergence > top:
+                top, top_row = row.divergence, row
+        if top_row is not None and top >= self.max_divergence:
+            key = _row_key(top_row)
+            if top > self.max_divergence or _before(key, self.max_step):
+                self.max_divergence, self.max_step = top, key
+        for name in rows.names:
+            self._metric_top(name, order)
+
+    def _metric_top(self, name: str, order: Sequence[AlignedStep]) -> None:
+        """One metric's largest relative difference over ordered rows (`_metric_max`)."""
+        best: tuple[float, float, int] | None = None
+        for row in order:
+            d = row.diffs.get(name)
+            if d is not None and (best is None or d.rel > best[0]):
+                best = (d.rel, d.abs, row.step)
+        if best is None:
+            return
+        top, absd, step = best
+        cur: dict[str, Any] | None = self.metric_max.get(name)
+        if cur is None or top > cur["rel"] or (top == cur["rel"] and step < cur["step"]):
+            self.metric_max[name] = {"rel": top, "abs": absd, "step": step}
+
+
+def _row_key(row: AlignedStep) -> tuple[int, int]:
+    return row.step, row.occurrence
+
 
 def _key(steps: np.ndarray, occ: np.ndarray, i: int) -> tuple[int, int]:
     return int(steps[i]), int(occ[i])
@@ -617,6 +810,10 @@ class PairAligner:
                 pairs.append((record, match, occ) if side == "a" else (match, record, occ))
         if not pairs:
             return []
+        if len(pairs) <= SMALL_BLOCK:
+            rows = judge_rows(pairs, self.select)
+            self.tally.add_rows(rows)
+            return rows.steps
         occs = [p[2] for p in pairs]
         block = self.judge(
             Columns.of_steps([p[0] for p in pairs], occs, self.select),

@@ -145,18 +145,34 @@ def run_ended(*pids: int) -> bool:
     return _live == 0
 
 
-def strays() -> dict[int, int]:
+_last_strays: tuple[float, int, dict[int, int]] = (-1e9, -1, {})
+"""When `strays` last scanned, at which `_generation`, and what it found."""
+
+
+def strays(max_age: float = 0.0) -> dict[int, int]:
     """Children of this process it did not start (`spawned`): descendants of its runs that
-    came to it as their subreaper after their parent ended (pid -> start time)."""
+    came to it as their subreaper after their parent ended (pid -> start time).
+
+    With `max_age`, a scan made less than that many seconds ago (no start since) is reused:
+    the runs of one monitor walk their trees often, and one scan of this process's threads
+    serves them all (a scan costs a read per thread of the monitor)."""
+    global _last_strays
     before = _generation
     if _spawning:
         return {}
+    at, generation, found = _last_strays
+    now = time.monotonic()
+    if max_age > 0 and generation == before and now - at < max_age:
+        return dict(found)
     out = {}
     for pid in children(os.getpid()) - _ours:
         start = start_time(pid)
         if start is not None:
             out[pid] = start
-    return {} if _spawning or _generation != before else out
+    if _spawning or _generation != before:
+        return {}
+    _last_strays = (now, before, out)
+    return dict(out)
 
 
 class Tree:
@@ -169,8 +185,9 @@ class Tree:
         """Orphans that came to this process while the run ran (whose, unknown: ended when
         the last run of this process ends)."""
 
-    def walk(self, root: int) -> None:
-        """Remember every process now below `root` (pid and start time)."""
+    def walk(self, root: int, *, strays_age: float = 0.0) -> None:
+        """Remember every process now below `root` (pid and start time); the strays of a
+        scan at most `strays_age` seconds old (`strays`)."""
         todo, done = [root], set()
         while todo:
             pid = todo.pop()
@@ -182,7 +199,7 @@ class Tree:
                 if start is not None:
                     self.seen[child] = start
                     todo.append(child)
-        self.strays.update(strays())
+        self.strays.update(strays(strays_age))
 
     def alive(self, root: int | None = None, *, last: bool = False) -> set[int]:
         """The run's processes still there: tagged, seen (same start time), below `root`;

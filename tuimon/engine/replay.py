@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 from tuimon.engine.align import MetricFilter
 from tuimon.engine.runner import Exited, Lines, SourceEvent, Stderr
-from tuimon.engine.saved import read_lines, read_records, saved_select
+from tuimon.engine.saved import read_records, saved_select
 from tuimon.engine.session import Batch, PairOptions, PairSession, SideState
-from tuimon.steplog import End, Header, Record, Step, parse_line
+from tuimon.steplog import End, Header, Record, Step
 from tuimon.store import PAIR_JSON, SIDES, SavedLogs
 
 YIELD_EVERY = 64
@@ -69,6 +69,10 @@ class ReplaySource:
         self._records = {s: records for s, (_, records) in read.items()}
         self._exit = {side: self._exit_of(side) for side in SIDES}
 
+    def records(self, side: str) -> list[Record]:
+        """The records of a side's log, as read once for the replay."""
+        return self._records[side]
+
     def _exit_of(self, side: str) -> tuple[int | None, str]:
         pair_dir = self.logs.pair_dir
         if pair_dir is not None and not (pair_dir / PAIR_JSON).is_file():
@@ -76,7 +80,7 @@ class ReplaySource:
         run = self.logs.doc.run(side)
         if run.status is not None:
             return run.exit_code, run.status
-        ends = [r for r in map(parse_line, self._lines[side][-3:]) if isinstance(r, End)]
+        ends = [r for r in self._records[side][-3:] if isinstance(r, End)]
         if ends and ends[-1].status != "ok":
             return None, "failed"
         return 0, "finished"
@@ -199,16 +203,11 @@ class ReplaySource:
             await queue.put(Exited(side, code, "interrupted" if self._stopped else status))
 
 
-def _side_state(side: str, logs: SavedLogs) -> SideState:
+def _side_state(side: str, logs: SavedLogs, records: list[Record]) -> SideState:
+    """The state a replayed side starts from: its device and command (the pair's record, else
+    the log's header among its first records)."""
     run = logs.doc.run(side)
-    header = next(
-        (
-            r
-            for r in map(parse_line, read_lines(getattr(logs, side), logs.reading, side)[:3])
-            if isinstance(r, Header)
-        ),
-        None,
-    )
+    header = next((r for r in records[:3] if isinstance(r, Header)), None)
     device = run.device or (header.env.get("device") if header else None) or "?"
     command = run.command or str(getattr(logs, side))
     return SideState(side=side, device=str(device), command=command)
@@ -230,7 +229,10 @@ def replay_session(
     source = ReplaySource(logs, speed=speed, realtime=realtime)
     session = PairSession(
         source,
-        (_side_state("a", logs), _side_state("b", logs)),
+        (
+            _side_state("a", logs, source.records("a")),
+            _side_state("b", logs, source.records("b")),
+        ),
         options=PairOptions(tolerance=tolerance, select=select or saved_select(logs.doc)),
         on_batch=on_batch,
     )

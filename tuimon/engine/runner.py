@@ -1,10 +1,11 @@
 """Launching one training run as a subprocess and streaming what it writes.
 
 A run pushes source events (`Lines`, `Stderr`, `Exited`) onto an asyncio queue; the session
-consumes them. Each pipe is drained by its own thread (`PipeReader`), which only cuts lines and
-saves the bytes as it reads them, so a run never waits on parsing, judging or drawing; the lines
-are parsed once a tick. Children run in their own process group, so terminating a run reaches the
-whole group (a shell and what it started, dataloader workers ...), and die with tuimon (Linux).
+consumes them. The pipes of all runs are drained by one thread (`pipes.PipeHub`), which only
+cuts lines and saves the bytes as it reads them, so a run never waits on parsing, judging or
+drawing; a run's lines are parsed when some have come, at most once a tick (`Run.tick`).
+Children run in their own process group, so terminating a run reaches the whole group (a shell
+and what it started, dataloader workers ...), and die with tuimon (Linux).
 """
 
 from __future__ import annotations
@@ -14,12 +15,10 @@ import contextlib
 import functools
 import os
 import re
-import select
 import shlex
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from tuimon.engine.descendants import (
     spawned,
     spawning,
 )
+from tuimon.engine.pipes import PipeReader, waker
 from tuimon.engine.watchdog import Watchdog
 from tuimon.errors import LaunchError
 from tuimon.readers import LineParser, Reading, line_parser, streamable
@@ -45,14 +45,9 @@ from tuimon.steplog import Record, Step, too_long_note
 MAX_LINE = LINE_LIMIT
 """A line longer than this is saved whole and reported as too long to parse (`LineCutter`)."""
 CHUNK = 1 << 16
-READ_SIZE = 1 << 20
-"""Bytes a pipe reader takes per read."""
-PIPE_SIZE = 1 << 20
-"""Pipe capacity asked for (Linux): about 50 ms of a run printing flat out."""
-PIPE_NAP = 0.002
-"""Seconds a reader waits after a small read, so the next read takes more at once."""
 TICK = 0.05
-"""Seconds between two deliveries of what the readers took to the session."""
+"""Seconds between two deliveries of what the readers took to the session, at least (a run
+that writes nothing costs no delivery: its pump sleeps until a line comes)."""
 WALK_EVERY = 0.5
 """Seconds between two walks of a run's process tree (`descendants.Tree.walk`)."""
 PARSE_SLICE = 1024
@@ -215,79 +210,6 @@ class LineCutter:
         return [rest] if rest else []
 
 
-class PipeReader(threading.Thread):
-    """Drains one pipe of a run in its own thread, as fast as the run writes: bytes are cut into
-    lines and saved as they are read; the session takes the lines later (`take`). Reading never
-    waits on parsing, judging or drawing."""
-
-    def __init__(self, fd: int, name: str, *, save: Callable[[bytes], None] | None, lines: bool):
-        super().__init__(name=name, daemon=True)
-        self.fd = fd
-        self.lines = lines
-        self.last_read = time.monotonic()
-        self.eof = threading.Event()
-        self._save = save or (lambda data: None)
-        self._cutter = LineCutter(self._save) if lines else None
-        self._pending: list[bytes] = []
-        self._lock = threading.Lock()
-        self._halt = False
-        self._big_pipe = _grow_pipe(fd)
-
-    def run(self) -> None:
-        fd, cutter = self.fd, self._cutter
-        try:
-            poller = select.poll()
-            poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
-            while not self._halt:
-                if not poller.poll(200):
-                    continue
-                try:
-                    data = os.read(fd, READ_SIZE)
-                except OSError:
-                    break
-                if not data:
-                    break
-                self.last_read = time.monotonic()
-                if cutter is None:
-                    self._save(data)
-                    out = [data]
-                else:
-                    out = cutter.feed(data)
-                if out:
-                    with self._lock:
-                        self._pending += out
-                if self._big_pipe and len(data) < READ_SIZE // 8:
-                    time.sleep(PIPE_NAP)  # let the pipe fill: fewer, larger reads
-            if cutter is not None and (rest := cutter.flush()):
-                with self._lock:
-                    self._pending += rest
-        finally:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-            self.eof.set()
-
-    def take(self) -> list[bytes]:
-        """The lines (or stderr chunks) read since the last call."""
-        with self._lock:
-            out, self._pending = self._pending, []
-        return out
-
-    def stop(self) -> None:
-        """Stop reading (what holds the other end is not ours to wait for)."""
-        self._halt = True
-
-
-def _grow_pipe(fd: int) -> bool:
-    """Make the pipe hold `PIPE_SIZE` bytes (Linux), so a fast run never waits on a reader
-    that naps between reads; False where it cannot."""
-    try:
-        import fcntl
-
-        return fcntl.fcntl(fd, 1031, PIPE_SIZE) >= PIPE_SIZE  # F_SETPIPE_SZ
-    except (ImportError, OSError, ValueError):
-        return False
-
-
 def die_with_parent() -> Callable[[], None] | None:
     """A preexec function that makes the child get SIGKILL when tuimon dies (Linux), else None.
 
@@ -357,6 +279,8 @@ class Run:
         """The run's processes, also those that leave its group (`descendants`)."""
         self._told = 0
         self._tree_ended = False
+        self.tick = TICK
+        """Seconds between two deliveries at least (a sweep of many pairs takes longer ones)."""
 
     @property
     def last_output(self) -> float:
@@ -445,8 +369,9 @@ class Run:
         out_fd, err_fd = self._fds
         save_out = functools.partial(self._save, side) if self._save else None
         save_err = functools.partial(self._save_stderr, side) if self._save_stderr else None
-        out = PipeReader(out_fd, f"tuimon-{side}-stdout", save=save_out, lines=True)
-        err = PipeReader(err_fd, f"tuimon-{side}-stderr", save=save_err, lines=False)
+        cutter = LineCutter(save_out or (lambda data: None))
+        out = PipeReader(out_fd, f"tuimon-{side}-stdout", save=save_out, cutter=cutter)
+        err = PipeReader(err_fd, f"tuimon-{side}-stderr", save=save_err, cutter=None)
         self._readers = [out, err]
         for reader in self._readers:
             reader.start()
@@ -455,18 +380,15 @@ class Run:
     async def _drain(
         self, wait: asyncio.Task[int], out: PipeReader, err: PipeReader, parser: LineParser
     ) -> None:
-        """Deliver what the readers take, once a tick, until both pipes are closed. When the
-        child has exited (`wait` done) but a descendant still holds its pipes: after the grace
-        its process group is killed, a second later the readers stop."""
+        """Deliver what the readers take, at most once a tick and only when something came,
+        until both pipes are closed. When the child has exited (`wait` done) but a descendant
+        still holds its pipes: after the grace its process group is killed, a second later the
+        readers stop."""
         assert self.proc is not None
         exited_at: float | None = None
         killed = False
         walked = 0.0
         while True:
-            if wait.done():
-                await asyncio.sleep(TICK)
-            else:
-                await asyncio.wait({wait}, timeout=TICK)
             await self._deliver(out, err, parser)
             if time.monotonic() - walked > WALK_EVERY and not wait.done():
                 walked = time.monotonic()
@@ -483,6 +405,24 @@ class Run:
                 elif killed and now - exited_at > self.grace + 1.0:
                     for reader in self._readers:  # held outside the group: stop reading
                         reader.stop()
+            await self._next(wait, out, err)
+
+    async def _next(self, wait: asyncio.Task[int], out: PipeReader, err: PipeReader) -> None:
+        """Wait a tick (lines that come meanwhile go together), then until a reader has
+        something, the child exits, or it is time to walk the run's tree again."""
+        await asyncio.sleep(self.tick)
+        came = asyncio.Event()
+        wake = waker(came)
+        if not (out.notify(wake) and err.notify(wake)):
+            return
+        waits: set[asyncio.Future[Any]] = {asyncio.ensure_future(came.wait())}
+        if not wait.done():
+            waits.add(wait)
+        _, pending = await asyncio.wait(
+            waits, timeout=WALK_EVERY, return_when=asyncio.FIRST_COMPLETED
+        )
+        for task in pending - {wait}:
+            task.cancel()
 
     async def _deliver(self, out: PipeReader, err: PipeReader, parser: LineParser) -> None:
         """What the readers took since the last tick, parsed, onto the queue (in slices, so a
@@ -602,7 +542,7 @@ class Run:
         environment is still known), and tell the watchdog of new ones."""
         if self.proc is None:
             return
-        self._tree.walk(self.proc.pid)
+        self._tree.walk(self.proc.pid, strays_age=WALK_EVERY)
         lines = self._tree.watchdog_lines()
         if self._watchdog is not None and len(lines) > self._told:
             self._watchdog.tell(lines[self._told :])

@@ -10,7 +10,7 @@ import asyncio
 import signal
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,6 +22,7 @@ from tuimon.engine.artifacts import compare_artifacts, describe
 from tuimon.engine.fingerprints import env_diff
 from tuimon.engine.hints import likely_causes
 from tuimon.engine.runner import (
+    TICK,
     Exited,
     LaunchError,
     Lines,
@@ -96,6 +97,19 @@ class Batch:
     """A status line; a later one replaces it."""
 
 
+def merge_batches(batches: Sequence[Batch]) -> Batch:
+    """Several batches of one session as one (data in order, the last batch's state and
+    summary, messages joined): a view that takes them late takes them at once."""
+    if len(batches) == 1:
+        return batches[0]
+    last = batches[-1]
+    records = {k: [r for b in batches for r in b.records.get(k, ())] for k in last.records}
+    stderr = {k: [t for b in batches for t in b.stderr.get(k, ())] for k in last.stderr}
+    message = "; ".join(b.message for b in batches if b.message) or None
+    aligned = [x for b in batches for x in b.aligned]
+    return replace(last, records=records, stderr=stderr, aligned=aligned, message=message)
+
+
 class Source(Protocol):
     """Where a session's lines come from: live runs or a replay."""
 
@@ -141,6 +155,8 @@ class LiveSource:
         self.specs = specs
         self.grace = grace
         self.runs: dict[str, Run] = {}
+        self.tick = TICK
+        """Seconds between two deliveries of a run's lines at least (`Run.tick`)."""
         self.writer: PairWriter | None = None
         """Where the pipe readers save raw bytes as they read them (the session sets it)."""
 
@@ -154,6 +170,7 @@ class LiveSource:
                 save=writer.raw_bytes if writer else None,
                 save_stderr=writer.stderr if writer else None,
             )
+            self.runs[spec.side].tick = self.tick
         for spec in self.specs:
             try:
                 await self.runs[spec.side].start()
@@ -286,6 +303,8 @@ class PairSession:
     async def run(self) -> Summary:
         """Run to the end; return the pair's summary."""
         queue: asyncio.Queue[SourceEvent] = asyncio.Queue()
+        if isinstance(self.source, LiveSource):  # lines more often than batches serve nobody
+            self.source.tick = max(TICK, self.options.batch_interval / 2)
         feeder = asyncio.create_task(self.source.run(queue))
         stopper = asyncio.create_task(self._stop_requested.wait())
         exited: set[str] = set()

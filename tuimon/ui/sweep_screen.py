@@ -1,7 +1,9 @@
 """The sweep view: one row per pair (seed, repeat), filling in live; Enter opens a pair.
 
 Each running pair feeds a `PairFeed` from its first batch, so Enter on it opens its live view
-with everything seen so far; Esc comes back and the pair runs on.
+with everything seen so far; Esc comes back and the pair runs on. A pair's batches only mark its
+row; the rows marked are redrawn together a few times a second (`ROW_REFRESH`), each cell only
+when its text changed, so a sweep of many live pairs leaves the event loop free for keys.
 """
 
 from __future__ import annotations
@@ -11,17 +13,17 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import Footer, Header, Static
 
+from tuimon.engine.session import Batch, merge_batches
 from tuimon.engine.sweep import COLUMNS, Sweep, hint_lines, row
 from tuimon.store import is_pair_dir
 from tuimon.ui.commands import ScreenActions
 from tuimon.ui.modals import ConfirmScreen
 from tuimon.ui.pair_model import PairFeed
 from tuimon.ui.pair_screen import MAX_LINES, PairScreen
-from tuimon.ui.tables import RowTable
+from tuimon.ui.sweep_table import SweepTable
 from tuimon.ui.text import clean
 from tuimon.ui.workers import ReportsWorkerErrors
 
@@ -31,15 +33,12 @@ VERDICT_COLOURS = {
     "DIVERGED": "error",
     "INCOMPLETE": "warning",
 }
+FEED_EVERY = 8
+"""Batches of a running pair nobody watches that wait to be taken by its feed together (one
+model update, not eight); a pair opened, watched or ended is taken at once."""
+ROW_REFRESH = 0.25
+"""Seconds between two redraws of the rows that changed (and of the status line)."""
 STOP_QUESTION = "Stop the sweep? Running pairs are saved as interrupted; --resume runs the rest."
-
-
-class JobChanged(Message):
-    """A job of the sweep started, moved on or ended."""
-
-    def __init__(self, index: int) -> None:
-        super().__init__()
-        self.index = index
 
 
 class SweepPairScreen(PairScreen):
@@ -48,14 +47,6 @@ class SweepPairScreen(PairScreen):
     async def action_quit(self) -> None:  # type: ignore[override]
         """Quit as the app does: a running sweep asks first."""
         await self.app.action_quit()
-
-
-class SweepTable(RowTable):
-    """The pairs of the sweep; Enter opens one."""
-
-    BINDINGS = [  # noqa: RUF012
-        Binding("enter", "select_cursor", "Open", id="open", tooltip="Open the pair"),
-    ]
 
 
 class SweepScreen(ReportsWorkerErrors, Screen[None]):
@@ -75,10 +66,15 @@ class SweepScreen(ReportsWorkerErrors, Screen[None]):
         self.quitting = False
         self.feeds: dict[int, PairFeed] = {}
         """The running pairs' models and rows, by job index (fed from each one's first batch)."""
+        self._waiting: dict[int, list[Batch]] = {}
+        """Batches of each running pair its feed has not taken yet (`FEED_EVERY`)."""
+        self._status_lines: list[str] = []
+        self._dirty: set[int] = set()
+        """Jobs whose row may have changed since the last redraw."""
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="≈")
-        yield SweepTable(id="jobs", cursor_type="row", zebra_stripes=True)
+        yield SweepTable(COLUMNS, id="jobs")
         yield Static(Text(""), id="sweep-status")
         yield Footer(compact=True)
 
@@ -86,18 +82,17 @@ class SweepScreen(ReportsWorkerErrors, Screen[None]):
         """Columns and rows now; the sweep runs in a worker on the app's loop."""
         self.sub_title = f"sweep {self.sweep.id}"
         table = self.query_one(SweepTable)
-        for name in COLUMNS:
-            table.add_column(name, key=name)
         for index in range(len(self.sweep.jobs)):
-            table.add_row(*self._cells(index), key=str(index))
+            table.add_row(self._cells(index))
         table.focus()
 
         def changed(index: int) -> None:
             self._feed(index)
-            self.post_message(JobChanged(index))
+            self._dirty.add(index)
 
         self.sweep.on_change = changed
         self._status()
+        self.set_interval(ROW_REFRESH, self._redraw, name="sweep rows")
         self.run_worker(
             self._run(),
             name="sweep",
@@ -112,6 +107,7 @@ class SweepScreen(ReportsWorkerErrors, Screen[None]):
             await self.sweep.run()
         finally:
             self.done = True
+            self._redraw()
             self._status()
             self.refresh_bindings()
             if self.quitting:
@@ -122,9 +118,26 @@ class SweepScreen(ReportsWorkerErrors, Screen[None]):
         session = self.sweep.sessions.get(index)
         if session is None:
             self.feeds.pop(index, None)
-        elif index not in self.feeds:
-            feed = self.feeds[index] = PairFeed(MAX_LINES)
-            session.listen(feed.take)
+            self._waiting.pop(index, None)
+            return
+        if index in self.feeds:
+            return
+        self.feeds[index] = PairFeed(MAX_LINES)
+        waiting = self._waiting[index] = []
+
+        def take(batch: Batch) -> None:
+            waiting.append(batch)
+            if batch.done or len(waiting) >= FEED_EVERY or len(session.listeners) > 1:
+                self._catch_up(index)  # ended, enough waited, or a view watches it
+
+        session.listen(take)
+
+    def _catch_up(self, index: int) -> None:
+        """The feed of a pair takes the batches that waited, as one."""
+        waiting, feed = self._waiting.get(index), self.feeds.get(index)
+        if waiting and feed is not None:
+            feed.take(merge_batches(waiting))
+            waiting.clear()
 
     def _cells(self, index: int) -> list[Text]:
         job = self.sweep.jobs[index]
@@ -135,11 +148,15 @@ class SweepScreen(ReportsWorkerErrors, Screen[None]):
         cells[0].justify = cells[1].justify = "right"
         return cells
 
-    @on(JobChanged)
-    def _job_changed(self, message: JobChanged) -> None:
+    def _redraw(self) -> None:
+        """The rows marked since the last redraw (a row whose cells did not change is not
+        drawn again), then the status line."""
+        if not self._dirty:
+            return
+        dirty, self._dirty = self._dirty, set()
         table = self.query_one(SweepTable)
-        for name, cell in zip(COLUMNS, self._cells(message.index), strict=True):
-            table.update_cell(str(message.index), name, cell, update_width=True)
+        for index in sorted(dirty):
+            table.update_row(index, self._cells(index))
         self._status()
 
     def _status(self) -> None:
@@ -153,10 +170,10 @@ class SweepScreen(ReportsWorkerErrors, Screen[None]):
             text += f" · exit code {self.sweep.exit_code()}"
             if self.sweep.todo():
                 text += f" · `tuimon sweep --resume {self.sweep.id}` runs the rest"
-        lines = [text, *hint_lines(jobs)[:3]]
-        self.query_one("#sweep-status", Static).update(
-            Text("\n").join(Text(clean(line, 400)) for line in lines)
-        )
+        lines = [clean(line, 400) for line in [text, *hint_lines(jobs)[:3]]]
+        if lines != self._status_lines:  # an update lays the screen out again: only a change
+            self._status_lines = lines
+            self.query_one("#sweep-status", Static).update(Text("\n").join(map(Text, lines)))
 
     # -- actions ------------------------------------------------------------------------------
 
@@ -166,9 +183,9 @@ class SweepScreen(ReportsWorkerErrors, Screen[None]):
             return not self.done and not self.sweep.stopping
         return True
 
-    @on(DataTable.RowSelected)
-    def _row_selected(self, event: DataTable.RowSelected) -> None:
-        self.open_job(self.query_one(SweepTable).cursor_row)
+    @on(SweepTable.Selected)
+    def _row_selected(self, event: SweepTable.Selected) -> None:
+        self.open_job(event.row)
 
     def open_job(self, index: int) -> None:
         """The pair of a job: live while it runs (Esc leaves it running), else saved."""
@@ -177,6 +194,7 @@ class SweepScreen(ReportsWorkerErrors, Screen[None]):
         job = self.sweep.jobs[index]
         session, feed = self.sweep.sessions.get(index), self.feeds.get(index)
         if session is not None and feed is not None:
+            self._catch_up(index)
             self.app.push_screen(SweepPairScreen(watch=session, feed=feed, can_go_back=True))
             return
         path = self.sweep.pair_path(index)
