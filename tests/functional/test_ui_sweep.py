@@ -197,8 +197,8 @@ async def test_sweep_table_moves_updates_one_row_and_opens():
         def compose(self) -> ComposeResult:
             yield SweepTable(["seed", "rep", "status"], id="jobs")
 
-        def on_sweep_table_selected(self, message: SweepTable.Selected) -> None:
-            selected.append(message.row)
+        def on_line_table_row_selected(self, message: SweepTable.RowSelected) -> None:
+            selected.append(message.cursor_row)
 
     app = One()
     async with app.run_test(size=(40, 8)) as pilot:

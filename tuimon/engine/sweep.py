@@ -503,6 +503,7 @@ class Sweep:
                 job.first_step = batch.summary.first_divergent_step
                 job.first_tensors = list(batch.summary.first_tensors)
                 job.max_divergence = batch.summary.max_divergence
+                job.steps_compared = batch.summary.steps_compared
                 self.on_change(index)
 
         try:
@@ -582,11 +583,18 @@ def row(job: Job) -> list[str]:
         _verdict(job),
         "–" if job.first_step is None else str(job.first_step),
         ", ".join(job.first_tensors) or "–",
-        "–" if job.max_divergence is None else f"{job.max_divergence:.3g}",
+        _max_divergence(job),
         job.key_frequencies or "–",
         ", ".join(h.get("tag", "?") for h in job.hints) or "–",
         job.pair or "–",
     ]
+
+
+def _max_divergence(job: Job) -> str:
+    """The largest divergence seen; "–" while no step was compared (a failed or new pair)."""
+    if job.max_divergence is None or not job.steps_compared:
+        return "–"
+    return f"{job.max_divergence:.3g}"
 
 
 def _verdict(job: Job) -> str:

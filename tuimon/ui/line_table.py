@@ -167,6 +167,15 @@ class LineTable(ScrollView, Generic[K], can_focus=True):
             self._strips.clear()
         self.refresh_rows()
 
+    def redraw_row(self, row: int) -> None:
+        """Draw row `row` again from its cells (they changed): only its line."""
+        key = self.keys[row]
+        self._segments.discard(key)
+        for look in ("line-table--cursor", "line-table--even-row", ""):
+            for focus in (False, True):
+                self._strips.discard((key, look, focus))
+        self.refresh_line(row + 1)
+
     def _size_updated(
         self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
     ) -> bool:

@@ -183,9 +183,9 @@ class SweepScreen(ReportsWorkerErrors, Screen[None]):
             return not self.done and not self.sweep.stopping
         return True
 
-    @on(SweepTable.Selected)
-    def _row_selected(self, event: SweepTable.Selected) -> None:
-        self.open_job(event.row)
+    @on(SweepTable.RowSelected)
+    def _row_selected(self, event: SweepTable.RowSelected) -> None:
+        self.open_job(event.cursor_row)
 
     def open_job(self, index: int) -> None:
         """The pair of a job: live while it runs (Esc leaves it running), else saved."""
