@@ -30,6 +30,7 @@ from tuimon.store import (
     delete_pair,
     is_pair_dir,
     is_running,
+    list_newest,
     list_pairs,
     read_pair,
     resolve_store,
@@ -802,3 +803,30 @@ def test_list_pairs_index_never_trusted_over_a_changed_or_linked_pair_json(
         assert {i.name for i in list_pairs(tmp_path)} == {"p", "linked"}
     finally:
         tmp_path.chmod(0o755)
+
+
+def test_list_newest_is_the_head_of_list_pairs_and_reads_what_the_index_lacks(
+    tmp_path: Path,
+) -> None:
+    base = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    for i in range(30):  # names in no time order: the index's times rank the candidates
+        created = (base + timedelta(minutes=(i * 7) % 30)).isoformat()
+        make_pair(tmp_path, f"pair{i:03d}", meta(format=PAIR_FORMAT, created=created, seed=i))
+    assert list_newest(tmp_path, 30) is None  # no more than 30 entries: list them whole
+    no_index = list_newest(tmp_path, 5)  # no index yet: the last names, in time order
+    assert no_index is not None and [p.name for p in no_index] == [
+        "pair025", "pair029", "pair028", "pair027", "pair026"
+    ]  # fmt: skip
+    assert not (tmp_path / ".tuimon-index").exists()  # a preview writes no index
+    list_pairs(tmp_path)
+    assert list_newest(tmp_path, 5) == list_pairs(tmp_path)[:5]  # from the index's times
+    later = (base + timedelta(hours=1)).isoformat()  # new since the index: read, shown first
+    make_pair(tmp_path, "a-new-one", meta(format=PAIR_FORMAT, created=later, seed=99))
+    newest = list_newest(tmp_path, 5)
+    assert newest is not None and newest == list_pairs(tmp_path)[:5]
+    assert newest[0].name == "a-new-one"
+    (tmp_path / "pair017" / "pair.json").write_bytes(b"{not json")  # changed: read again
+    newest = list_newest(tmp_path, 5)
+    assert newest is not None and newest[0].name == "pair017" and newest[0].damaged
+    assert list_newest(tmp_path, 31) is None
+    assert list_newest(tmp_path / "missing", 5) is None

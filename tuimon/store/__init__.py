@@ -36,6 +36,7 @@ __all__ = [
     "hold_lock",
     "is_pair_dir",
     "is_running",
+    "list_newest",
     "list_pairs",
     "open_regular",
     "pair_file",
@@ -71,5 +72,5 @@ from tuimon.store.files import (
     special,
     write_json_atomic,
 )
-from tuimon.store.index import PairInfo, delete_pair, is_pair_dir, list_pairs
+from tuimon.store.index import PairInfo, delete_pair, is_pair_dir, list_newest, list_pairs
 from tuimon.store.writer import PairWriter

@@ -203,6 +203,45 @@ def _listed(entry: os.DirEntry[str]) -> tuple[bool, Key | None]:
     return found, None
 
 
+Row = tuple[float, str, PairInfo]
+"""A listed pair: its sort time, its directory's name, what its pair.json gave."""
+
+
+def _scan(root: Path) -> list[os.DirEntry[str]]:
+    """The store's entries ([] when it does not exist); StoreError when it cannot be listed."""
+    try:
+        return list(os.scandir(root))
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise StoreError(f"cannot list store {root}: {_reason(exc)}") from exc
+
+
+def _row(entry: os.DirEntry[str], old: dict[str, Any]) -> tuple[Key | None, Row] | None:
+    """A listed entry's cache key and row (from the index while its key holds), or None when
+    it is no pair directory (or vanished or became unreadable while listed)."""
+    try:
+        listed, key = _listed(entry)
+        if not listed:
+            return None
+        path = Path(entry.path)
+        hit = None if key is None else _cached(path, old.get(entry.name), key)
+        if hit is None:
+            mtime = entry.stat().st_mtime
+    except OSError:
+        return None
+    if hit is None:
+        info = _info(path, mtime)
+        hit = (_timestamp(info.created, mtime), info)
+    return key, (hit[0], entry.name, hit[1])
+
+
+def _newest_first(rows: list[Row]) -> list[PairInfo]:
+    """The pairs by creation time, then name, newest first."""
+    rows.sort(key=lambda row: (row[0], row[1]), reverse=True)
+    return [info for _, _, info in rows]
+
+
 def list_pairs(root: Path) -> list[PairInfo]:
     """Every pair directory in ``root`` (has pair.json, a.jsonl or b.jsonl), newest first.
 
@@ -212,36 +251,59 @@ def list_pairs(root: Path) -> list[PairInfo]:
     permission) raises StoreError.
     """
     root = Path(root)
-    try:
-        entries = list(os.scandir(root))
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise StoreError(f"cannot list store {root}: {_reason(exc)}") from exc
+    entries = _scan(root)
     old = _read_index(root)
     new: dict[str, Any] = {}
-    rows: list[tuple[float, str, PairInfo]] = []
+    rows: list[Row] = []
     for entry in entries:
-        try:
-            listed, key = _listed(entry)
-            if not listed:
-                continue
-            path = Path(entry.path)
-            hit = None if key is None else _cached(path, old.get(entry.name), key)
-            if hit is None:
-                mtime = entry.stat().st_mtime
-        except OSError:  # vanished or unreadable while listing
+        found = _row(entry, old)
+        if found is None:
             continue
-        if hit is None:
-            info = _info(path, mtime)
-            hit = (_timestamp(info.created, mtime), info)
+        key, row = found
         if key is not None:
-            new[entry.name] = _entry(key, hit[0], hit[1])
-        rows.append((hit[0], entry.name, hit[1]))
+            new[entry.name] = _entry(key, row[0], row[2])
+        rows.append(row)
     if new != old:
         _write_index(root, new)
-    rows.sort(key=lambda row: (row[0], row[1]), reverse=True)
-    return [info for _, _, info in rows]
+    return _newest_first(rows)
+
+
+def _indexed_time(entry: Any) -> float | None:
+    """The sort time an index entry holds (None when it holds none)."""
+    if isinstance(entry, list) and len(entry) == 3 and isinstance(entry[1], (int, float)):
+        return float(entry[1])
+    return None
+
+
+def list_newest(root: Path, count: int) -> list[PairInfo] | None:
+    """About the newest `count` pairs of a large store, fast: a first screenful to show while
+    :func:`list_pairs` reads the rest (it is exact; this is a preview).
+
+    Candidates: the `count` newest by the times in the store's index (which a pair's rewrite
+    does not change), and of the directories the index lacks, the `count` last by name (a
+    pair's name starts with its time). Each candidate is listed as `list_pairs` lists it
+    (checked against its pair.json's key); the index is not written. None when the store
+    holds no more than `count` entries (`list_pairs` reads it as fast). Raises as `list_pairs`.
+    """
+    root = Path(root)
+    old = _read_index(root)
+    known: list[tuple[float, str, os.DirEntry[str]]] = []
+    unknown: list[os.DirEntry[str]] = []
+    for entry in _scan(root):
+        if entry.name.startswith("."):
+            continue
+        when = _indexed_time(old.get(entry.name))
+        if when is None:
+            unknown.append(entry)
+        else:
+            known.append((when, entry.name, entry))
+    if len(known) + len(unknown) <= count:
+        return None
+    known.sort(key=lambda item: (item[0], item[1]), reverse=True)
+    unknown.sort(key=lambda entry: entry.name, reverse=True)
+    candidates = [entry for _, _, entry in known[:count]] + unknown[:count]
+    rows = [found[1] for entry in candidates if (found := _row(entry, old)) is not None]
+    return _newest_first(rows)[:count]
 
 
 def is_pair_dir(path: Path) -> bool:

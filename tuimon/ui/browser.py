@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
@@ -22,7 +22,7 @@ from textual.widgets import Footer, Header, Input, Static
 from tuimon.engine.replay import replay_session
 from tuimon.engine.saved import resolve_logs
 from tuimon.errors import ReplayError
-from tuimon.store import PairInfo, StoreError, delete_pair, list_pairs
+from tuimon.store import PairInfo, StoreError, delete_pair, list_newest, list_pairs
 from tuimon.ui.commands import ScreenActions
 from tuimon.ui.line_table import Column, LineTable
 from tuimon.ui.modals import ConfirmScreen
@@ -51,6 +51,8 @@ RIGHT = frozenset({"seed", "steps", "1st div", "max div"})
 REPLAY_SPEED = 50.0
 SELECTION_ACTIONS = ("open", "replay", "same_sweep", "delete", "clear_filter")
 """The actions whose state depends on the pair under the cursor or the filter."""
+PREVIEW = 200
+"""Pairs shown first, while the rest of a large store is read (more than a screen holds)."""
 
 
 def when(created: str | None) -> str:
@@ -170,15 +172,17 @@ def plain_row(info: PairInfo) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class Listing:
     """One read of the store, made ready to show (in the reading thread): the pairs, their
-    filter texts, their cells as plain text, and the columns that fit them."""
+    filter texts, their cells as plain text, and the columns that fit them; not `complete`
+    when it is the newest pairs only, shown while the rest of the store is read."""
 
     pairs: list[PairInfo]
     hay: list[Haystack]
     plain: list[tuple[str, ...]]
     columns: list[Column]
+    complete: bool = True
 
     @classmethod
-    def of(cls, pairs: list[PairInfo]) -> Listing:
+    def of(cls, pairs: list[PairInfo], *, complete: bool = True) -> Listing:
         plain = [plain_row(p) for p in pairs]
         widths = [max(map(width, column), default=0) for column in zip(*plain, strict=False)]
         columns = [
@@ -189,7 +193,7 @@ class Listing:
             )
             for i, name in enumerate(COLUMNS)
         ]
-        return cls(pairs, [Haystack.of(p) for p in pairs], plain, columns)
+        return cls(pairs, [Haystack.of(p) for p in pairs], plain, columns, complete)
 
     def without(self, path: Path) -> Listing:
         """The same listing less the pair at `path` (deleted)."""
@@ -199,6 +203,7 @@ class Listing:
             [self.hay[i] for i in keep],
             [self.plain[i] for i in keep],
             self.columns,
+            self.complete,
         )
 
 
@@ -258,6 +263,8 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         no row twice)."""
         self._cells_theme = ""
         self._bindings_state: tuple[bool | None, ...] = ()
+        self._deleted: set[Path] = set()
+        """Pairs deleted since the read in progress began (it may still list them)."""
 
     @property
     def pairs(self) -> list[PairInfo]:
@@ -284,17 +291,32 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
             self.action_reload()
 
     def action_reload(self) -> None:
-        """Read the store again."""
-        store = self.store
+        """Read the store again; on the first read, the newest pairs are shown first (a large
+        store paints its first screen before the rest is read)."""
+        store, preview = self.store, not self.pairs
+        self._deleted.clear()
+
+        def read() -> Listing:
+            newest = list_newest(store, PREVIEW) if preview else None
+            if newest is not None:
+                self.app.call_from_thread(self._show_pairs, Listing.of(newest, complete=False))
+            return Listing.of(list_pairs(store))
+
         read_then_show(
             self,
-            lambda: Listing.of(list_pairs(store)),
+            read,
             self._show_pairs,
             group="store",
             what=f"reading the store {store}",
         )
 
     def _show_pairs(self, listing: Listing) -> None:
+        for path in self._deleted:
+            listing = listing.without(path)
+        if listing.complete and not self.listing.complete and listing.pairs == self.pairs:
+            self.listing = replace(self.listing, complete=True)  # the newest were all of them
+            self._show_status()
+            return
         self.listing = listing
         self._cells.clear()
         table = self.query_one(PairTable)
@@ -352,6 +374,9 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
             )
             return
         text = f"{len(self.shown)} of {len(self.pairs)} pairs in {self.store}"
+        if not self.listing.complete:
+            text = f"{len(self.shown)} of the newest {len(self.pairs)} pairs in {self.store}"
+            text += " (reading the rest …)"
         if self.query_text:
             text += f" · filter: {self.query_text}"
         info = self.selected()  # its whole name (the column may be cut) and what its state means
@@ -486,6 +511,7 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
                 self.notify(clean(exc), severity="error", markup=False)
                 return
             self.notify(f"deleted {clean(info.name)}", markup=False)
+            self._deleted.add(info.path)
             self._show_pairs(self.listing.without(info.path))
 
         self.app.push_screen(
