@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from textual.widgets import Input
 
 from tuimon.commands.demo import DEMO_PAIRS, write_demo_pair, write_demo_store
 from tuimon.store import PairInfo
+from tuimon.ui import browser
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.browser import BrowserScreen, Listing, PairTable
 from tuimon.ui.modals import ConfirmScreen
@@ -283,3 +285,31 @@ async def test_a_running_pair_is_running_and_kept(store: Path, tmp_path: Path) -
         assert fifo_row[4:6] == ["DAMAGED", "damaged"]
         assert "pair.json is a FIFO" in fifo_row[-1]
     writer.close()
+
+
+async def test_a_large_store_shows_its_newest_pairs_first_then_all(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More pairs than the first screenful: the newest are shown while the rest is read (here
+    held until released); a pair deleted meanwhile stays deleted when the rest arrives."""
+    release = threading.Event()
+    whole = browser.list_pairs
+
+    def held(root: Path) -> list[PairInfo]:
+        assert release.wait(30)
+        return whole(root)
+
+    monkeypatch.setattr(browser, "PREVIEW", 2)
+    monkeypatch.setattr(browser, "list_pairs", held)
+    app = TuimonApp(store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await loaded(pilot, app)
+        assert names(screen) == list(NAMES[:2]) and not screen.listing.complete
+        status = str(screen.query_one("#browser-status").render())
+        assert "2 of the newest 2 pairs" in status and "reading the rest" in status
+        await pilot.press("d", "y")
+        await wait_for(pilot, lambda: not (store / NAMES[0]).exists())
+        release.set()
+        await wait_for(pilot, lambda: screen.listing.complete)
+        assert len(names(screen)) == 3 and names(screen)[:2] == [NAMES[1], NAMES[2]]
+        assert "3 of 3 pairs" in str(screen.query_one("#browser-status").render())
