@@ -313,3 +313,24 @@ async def test_a_large_store_shows_its_newest_pairs_first_then_all(
         await wait_for(pilot, lambda: screen.listing.complete)
         assert len(names(screen)) == 3 and names(screen)[:2] == [NAMES[1], NAMES[2]]
         assert "3 of 3 pairs" in str(screen.query_one("#browser-status").render())
+
+
+async def test_the_rest_of_a_large_store_unreadable_is_said(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The newest pairs are shown, then the rest of the store cannot be read: they stay, and the
+    status line says why instead of "reading the rest"."""
+
+    def broken(root: Path) -> list[PairInfo]:
+        raise browser.StoreError(f"cannot list store {root}: Permission denied")
+
+    monkeypatch.setattr(browser, "PREVIEW", 2)
+    monkeypatch.setattr(browser, "list_pairs", broken)
+    app = TuimonApp(store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await loaded(pilot, app)
+        status = screen.query_one("#browser-status")
+        await wait_for(pilot, lambda: "could not be read" in str(status.render()))
+        assert names(screen) == list(NAMES[:2])
+        assert "Permission denied" in str(status.render())
+        assert "reading the rest" not in str(status.render())

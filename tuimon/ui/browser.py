@@ -265,6 +265,8 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         self._bindings_state: tuple[bool | None, ...] = ()
         self._deleted: set[Path] = set()
         """Pairs deleted since the read in progress began (it may still list them)."""
+        self._rest_failed: str | None = None
+        """Why the rest of the store could not be read after its newest pairs were shown."""
 
     @property
     def pairs(self) -> list[PairInfo]:
@@ -295,12 +297,18 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         store paints its first screen before the rest is read)."""
         store, preview = self.store, not self.pairs
         self._deleted.clear()
+        self._rest_failed = None
 
         def read() -> Listing:
             newest = list_newest(store, PREVIEW) if preview else None
             if newest is not None:
                 self.app.call_from_thread(self._show_pairs, Listing.of(newest, complete=False))
-            return Listing.of(list_pairs(store))
+            try:
+                return Listing.of(list_pairs(store))
+            except StoreError as exc:
+                if newest is not None:
+                    self.app.call_from_thread(self._rest_not_read, str(exc))
+                raise
 
         read_then_show(
             self,
@@ -323,6 +331,11 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         table.set_columns(listing.columns)
         table.forget()
         self._fill(force=True)
+
+    def _rest_not_read(self, reason: str) -> None:
+        """The newest pairs stay shown; the status line says the rest could not be read."""
+        self._rest_failed = reason
+        self._show_status()
 
     def _row(self, info: PairInfo, plain: tuple[str, ...]) -> list[Text]:
         variables = self.app.theme_variables
@@ -376,7 +389,10 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         text = f"{len(self.shown)} of {len(self.pairs)} pairs in {self.store}"
         if not self.listing.complete:
             text = f"{len(self.shown)} of the newest {len(self.pairs)} pairs in {self.store}"
-            text += " (reading the rest …)"
+            if self._rest_failed is None:
+                text += " (reading the rest …)"
+            else:
+                text += f" (the rest could not be read: {self._rest_failed}; F5 reads again)"
         if self.query_text:
             text += f" · filter: {self.query_text}"
         info = self.selected()  # its whole name (the column may be cut) and what its state means
