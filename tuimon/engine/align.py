@@ -601,12 +601,20 @@ def _tensors_apart(da: dict[str, str], db: dict[str, str]) -> tuple[tuple[str, .
     differ in format (not judged)."""
     if da == db:  # the common case, in one comparison
         return (), len(da), 0
-    shared = [k for k in da if k in db]
-    differ = [k for k in shared if db[k] != da[k]]
-    other = [k for k in differ if _kinds_differ(da[k], db[k])]
-    if other:
-        differ = [k for k in differ if k not in other]
-    return tuple(differ), len(shared), len(other)
+    differ: list[str] = []
+    shared = other = 0
+    for k, x in da.items():  # one pass, in a's order
+        if k not in db:
+            continue
+        shared += 1
+        y = db[k]
+        if x == y:
+            continue
+        if _kinds_differ(x, y):
+            other += 1
+        else:
+            differ.append(k)
+    return tuple(differ), shared, other
 
 
 @dataclass
