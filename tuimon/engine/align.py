@@ -523,10 +523,6 @@ class Rows:
     """Rows whose digests are of two formats (not judged)."""
 
 
-def _float(v: Any) -> float:
-    return v if type(v) is float else float(v)
-
-
 def judge_rows(pairs: Sequence[tuple[Step, Step, int]], select: MetricFilter) -> Rows:
     """Judge a few matched records (a, b, occurrence) as `judge_block` judges their columns,
     in plain Python (the same names, order, values and verdicts)."""
@@ -539,12 +535,18 @@ def judge_rows(pairs: Sequence[tuple[Step, Step, int]], select: MetricFilter) ->
         equal, divergence = True, 0.0
         for k in order:
             va, vb = ma.get(k), mb.get(k)
-            if va is not None and vb is not None:
-                d = diffs[k] = diff_floats(_float(va), _float(vb))
-                if not d.equal:
-                    equal = False
-                    if d.rel > divergence:
-                        divergence = d.rel
+            if va is None or vb is None:
+                continue
+            if type(va) is not float or type(vb) is not float:
+                va, vb = float(va), float(vb)
+            if va == vb and va:  # bitwise equal (not NaN, not 0.0 against -0.0): no diff
+                diffs[k] = _new_diff((va, vb, True, 0.0, 0.0, 0))
+                continue
+            d = diffs[k] = diff_floats(va, vb)
+            if not d.equal:
+                equal = False
+                if d.rel > divergence:
+                    divergence = d.rel
         seen.update(diffs)
         values = len(diffs)
         digest_equal, apart = _digest_equal(x.digest or None, y.digest or None)
@@ -597,12 +599,22 @@ def _kinds_differ(x: str, y: str) -> bool:
 def _tensors_apart(da: dict[str, str], db: dict[str, str]) -> tuple[tuple[str, ...], int, int]:
     """Per-tensor digests of a row: the tensors that differ, how many are shared, how many
     differ in format (not judged)."""
-    shared = [k for k in da if k in db]
-    differ = [k for k in shared if db[k] != da[k]]
-    other = [k for k in differ if _kinds_differ(da[k], db[k])]
-    if other:
-        differ = [k for k in differ if k not in other]
-    return tuple(differ), len(shared), len(other)
+    if da == db:  # the common case, in one comparison
+        return (), len(da), 0
+    differ: list[str] = []
+    shared = other = 0
+    for k, x in da.items():  # one pass, in a's order
+        if k not in db:
+            continue
+        shared += 1
+        y = db[k]
+        if x == y:
+            continue
+        if _kinds_differ(x, y):
+            other += 1
+        else:
+            differ.append(k)
+    return tuple(differ), shared, other
 
 
 @dataclass

@@ -59,9 +59,8 @@ def new_tag() -> str:
 def start_time(pid: int) -> int | None:
     """A process's start time (clock ticks since boot, /proc/PID/stat field 22), or None when
     it is gone or a zombie. With the pid it names one process, also after pids are reused."""
-    try:
-        raw = (_PROC / str(pid) / "stat").read_bytes()
-    except OSError:
+    raw = _read(f"/proc/{pid}/stat")
+    if raw is None:
         return None
     fields = raw[raw.rfind(b")") + 2 :].split()
     if len(fields) < 20 or fields[0] == b"Z":
@@ -92,14 +91,27 @@ def tagged(tag: str) -> set[int]:
 def children(pid: int) -> set[int]:
     """The children of `pid` (every thread's), from /proc; empty where there is none."""
     out: set[int] = set()
+    base = f"/proc/{pid}/task"
     try:
-        tasks = list(os.scandir(_PROC / str(pid) / "task"))
+        tids = os.listdir(base)
     except OSError:
         return out
-    for task in tasks:
-        with contextlib.suppress(OSError, ValueError):
-            out.update(int(c) for c in Path(task.path, "children").read_text().split())
+    for tid in tids:
+        raw = _read(f"{base}/{tid}/children")
+        if raw:
+            with contextlib.suppress(ValueError):
+                out.update(map(int, raw.split()))
     return out
+
+
+def _read(path: str) -> bytes | None:
+    """A small /proc file's bytes, or None when it cannot be read (plain strings and one
+    read: the runs' trees are walked twice a second each, so this is on a hot path)."""
+    try:
+        with open(path, "rb", buffering=0) as fh:
+            return fh.read()
+    except OSError:
+        return None
 
 
 _ours: set[int] = set()
