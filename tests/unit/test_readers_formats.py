@@ -14,6 +14,7 @@ import pytest
 
 from tuimon.cli import main
 from tuimon.readers import load
+from tuimon.readers.lines import BOM, LineParser
 
 
 def compare(capsys, *args: str) -> tuple[int, dict[str, Any]]:
@@ -281,3 +282,20 @@ def test_a_short_text_log_without_a_final_newline_against_itself(tmp_path: Path,
     whole.write_text(text + "\n")
     code, out = compare(capsys, str(whole), str(cut))
     assert (code, out["verdict"]) == (3, "INCOMPLETE")
+
+
+def test_a_byte_order_mark_is_not_data(tmp_path: Path, capsys, fmt) -> None:
+    """A file a Windows tool saved with UTF-8's byte-order mark reads as the same file without
+    it (every format), and a live line that starts with one reads as the line without it."""
+    writer, _, name = FORMATS[fmt]
+    a = tmp_path / "a" / name
+    a.parent.mkdir()
+    a.write_text(writer(base))
+    marked = tmp_path / "marked" / name
+    marked.parent.mkdir()
+    marked.write_bytes(BOM + a.read_bytes())
+    code, out = compare(capsys, str(a), str(marked))
+    assert (code, out["verdict"]) == (0, "IDENTICAL"), out["reason"]
+    assert not any(account["skipped"] for account in out["accounts"].values())
+    line = b'{"step": 3, "loss": 0.5}\n'
+    assert LineParser().parse(BOM + line) == LineParser().parse(line)

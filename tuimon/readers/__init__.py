@@ -30,7 +30,7 @@ import orjson
 from tuimon.clocks import is_clock
 from tuimon.readers.account import Account
 from tuimon.readers.documents import cut_document, read_document
-from tuimon.readers.lines import LineParser, load_document
+from tuimon.readers.lines import BOM, LineParser, load_document
 from tuimon.readers.reading import Reading, parse_map
 from tuimon.readers.rows import renamed, step_key
 from tuimon.readers.tabular import csv_columns, read_csv
@@ -139,7 +139,7 @@ def _load(path: Path, reading: Reading, side: str) -> Loaded:
         if not event_dirs(path):
             raise ReaderError(f"{path}: a directory without TensorBoard event files ({HELP})")
         return _as_asked(Loaded("tensorboard", read_events(path)), reading, side)
-    data = read_bytes(path)
+    data = read_bytes(path).removeprefix(BOM)
     if b"brain.Event:" in data[:256] or ("tfevents" in path.name and b"\x00" in data[:64]):
         return _as_asked(Loaded("tensorboard", read_events(path)), reading, side)
     document = _json_document(path, data, reading)

@@ -43,6 +43,9 @@ from tuimon.steplog import (
     why_not_step,
 )
 
+BOM = b"\xef\xbb\xbf"
+"""UTF-8's byte-order mark, which Windows tools put before a file's first line: not data."""
+
 
 def _loads(data: bytes) -> Any:
     try:
@@ -106,6 +109,8 @@ class LineParser:
         return self.reading.promote(record), complete
 
     def _parse(self, line: bytes) -> tuple[Record, bool]:
+        if line.startswith(BOM):
+            line = line[len(BOM) :]
         if too_long(line):
             return parse_line(line), False
         stripped = line.strip()
