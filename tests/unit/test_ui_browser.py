@@ -334,3 +334,20 @@ async def test_the_rest_of_a_large_store_unreadable_is_said(
         assert names(screen) == list(NAMES[:2])
         assert "Permission denied" in str(status.render())
         assert "reading the rest" not in str(status.render())
+
+
+async def test_keys_typed_in_a_burst_after_slash_reach_the_filter(store: Path) -> None:
+    """`/` then `d12` arriving together (a fast typist, a paste): every key goes to the filter,
+    none is lost and none is taken as a command (`d` would ask to delete)."""
+    from textual import events
+
+    app = TuimonApp(store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await loaded(pilot, app)
+        for key, char in (("slash", "/"), ("d", "d"), ("1", "1"), ("2", "2")):
+            event = events.Key(key, char)
+            event.set_sender(app)
+            app._driver.send_message(event)  # type: ignore[union-attr]  # as a terminal sends
+        field = screen.query_one("#filter", Input)
+        await wait_for(pilot, lambda: field.value == "d12")
+        assert app.screen is screen  # no delete question

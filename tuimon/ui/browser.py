@@ -231,6 +231,7 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
             key_display="/",
             id="filter",
             tooltip="Filter by devices, verdict, seed or name",
+            priority=True,  # at once, so the keys typed right after it reach the filter
         ),
         Binding("d", "delete", "Delete", id="delete", tooltip="Delete the pair (asks first)"),
         Binding(
@@ -487,7 +488,7 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         """Show the filter input."""
         field = self.query_one("#filter", Input)
         field.display = True
-        field.focus()
+        self.set_focus(field)  # at once: the keys typed right behind `/` go to it
         self.refresh_bindings()
 
     @on(Input.Changed, "#filter")
