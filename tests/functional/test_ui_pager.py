@@ -188,3 +188,30 @@ def test_replaying_an_explained_pair_headless_says_what_explain_found(tmp_path, 
     (pair / "pair.json").write_text(json.dumps(doc))
     assert main(["replay", str(pair), "--headless"]) == 0
     assert "explain: the reruns did not diverge" in capsys.readouterr().out
+
+
+async def test_keys_typed_in_a_burst_after_colon_or_slash_reach_the_question(
+    tmp_path: Path,
+) -> None:
+    """`:12⏎` and `/pixny⏎` arriving together (a fast typist, a paste): every key goes to the
+    question, none is lost and none is taken as the view's own key (p, i, x, n, y are)."""
+    from textual import events
+
+    pair = write_demo_pair(tmp_path / "store", "p", steps=40, diverge=5)
+    app = TuimonApp(store=tmp_path / "store")
+
+    def burst(keys: list[tuple[str, str]]) -> None:
+        for key, char in keys:
+            event = events.Key(key, char)
+            event.set_sender(app)
+            app._driver.send_message(event)  # type: ignore[union-attr]  # as a terminal sends
+
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = PairScreen(saved=pair)
+        await app.push_screen(screen)
+        await wait_for(pilot, lambda: screen.model.done and len(screen.rows) > 0)
+        burst([("colon", ":"), ("1", "1"), ("2", "2"), ("enter", "\r")])
+        await wait_for(pilot, lambda: screen.pager.cursor_step() == 12)
+        burst([("slash", "/"), *((c, c) for c in "pixny"), ("enter", "\r")])
+        await wait_for(pilot, lambda: screen.pager.query == "pixny")
+        assert app.screen is screen and not (pair / "aligned.csv").exists()

@@ -13,8 +13,10 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+from textual import events
 from textual.app import App
 from textual.binding import Binding
+from textual.widgets import Input
 
 from tuimon.engine.session import Batch, PairSession
 from tuimon.engine.sweep import Sweep
@@ -104,6 +106,15 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
         else:
             self.refused = True
             self.exit(2, return_code=2)
+
+    def on_key(self, event: events.Key) -> None:
+        """A printable key that reaches the app while an input has the focus was typed before
+        that input took it (`:12` or `/loss` in one burst: the keys were already on their way
+        to the view): it goes to the input, not lost. (An input keeps the keys it gets.)"""
+        field = self.focused
+        if isinstance(field, Input) and event.is_printable and event.character:
+            field.insert_text_at_cursor(event.character)
+            event.stop()
 
     def on_unmount(self) -> None:
         """Give the signals back."""
