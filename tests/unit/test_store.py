@@ -830,3 +830,67 @@ def test_list_newest_is_the_head_of_list_pairs_and_reads_what_the_index_lacks(
     assert newest is not None and newest[0].name == "pair017" and newest[0].damaged
     assert list_newest(tmp_path, 31) is None
     assert list_newest(tmp_path / "missing", 5) is None
+
+
+_HOLDER = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+os.pwrite(fd, sys.argv[2].encode() + b"\\n", 0)
+print("held", flush=True)
+time.sleep(float(sys.argv[3]))
+"""
+
+
+def _hold_elsewhere(path: Path, owner: str, seconds: float) -> Any:
+    """A process that holds ``path``'s flock for ``seconds``, the file naming ``owner``."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(path), owner, str(seconds)], stdout=subprocess.PIPE
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == b"held\n"
+    return proc
+
+
+def test_a_lock_left_by_a_dead_owners_child_is_taken_once_free(tmp_path: Path) -> None:
+    """A monitor killed while a child of it was between fork and exec: the child shares the
+    lock a moment longer; the file names the dead monitor, so the lock is waited for."""
+    import socket
+    import subprocess
+    import sys
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    path = tmp_path / "x.lock"
+    holder = _hold_elsewhere(path, f"pid {gone.pid} on {socket.gethostname()}", 0.3)
+    try:
+        fd = store.hold_lock(path, store.lock_owner())
+        assert fd is not None
+        assert path.read_text() == store.lock_owner() + "\n"
+        store.release_lock(fd)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.parametrize("whose", ["alive", "other host", "no owner"])
+def test_a_lock_held_by_a_live_or_unknown_owner_is_refused(tmp_path: Path, whose: str) -> None:
+    import socket
+
+    owner = {
+        "alive": store.lock_owner(),  # this very process: alive
+        "other host": f"pid 1 on not-{socket.gethostname()}",
+        "no owner": "",
+    }[whose]
+    path = tmp_path / "x.lock"
+    holder = _hold_elsewhere(path, owner, 30)
+    try:
+        with pytest.raises(store.LockHeld) as held:
+            store.hold_lock(path, store.lock_owner(), settle=0.5)
+        assert str(held.value) == (owner or "another process")
+        assert holder.poll() is None  # still holding: refused while it held
+    finally:
+        holder.kill()
+        holder.wait()

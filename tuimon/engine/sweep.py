@@ -15,7 +15,6 @@ import dataclasses
 import os
 import re
 import secrets
-import socket
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -38,6 +37,7 @@ from tuimon.store import (
     LockHeld,
     StoreError,
     hold_lock,
+    lock_owner,
     read_regular,
     release_lock,
     write_json_atomic,
@@ -321,7 +321,7 @@ class Sweep:
         if not running:
             return
         try:
-            fd = hold_lock(self.lock_path, monitor_owner())
+            fd = hold_lock(self.lock_path, lock_owner())
         except LockHeld as held:
             self.running_elsewhere = str(held)
             return
@@ -341,12 +341,12 @@ class Sweep:
             return
         try:
             self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-            self._lock = hold_lock(self.lock_path, monitor_owner())
+            self._lock = hold_lock(self.lock_path, lock_owner())
         except LockHeld as held:
             raise SweepError(f"sweep {self.id} is running in another tuimon ({held})") from None
         except (StoreError, OSError) as exc:
             raise SweepError(f"cannot lock {self.lock_path}: {exc}") from None
-        self.monitor = monitor_owner()
+        self.monitor = lock_owner()
 
     def release(self) -> None:
         """Let go of the sweep's lock (the record is final)."""
@@ -542,11 +542,6 @@ class Sweep:
         """The pair directory of a job, once it has one."""
         name = self.jobs[index].pair
         return self.store / name if name else None
-
-
-def monitor_owner() -> str:
-    """This monitor, as a sweep record names it: `pid 123 on host`."""
-    return f"pid {os.getpid()} on {socket.gethostname()}"
 
 
 def list_sweeps(store: Path) -> list[str]:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
+import socket
 import stat
 import tempfile
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -283,13 +286,48 @@ class LockHeld(StoreError):
     """Another live process holds the lock."""
 
 
-def hold_lock(path: Path, owner: str) -> int | None:
+def hold_lock(path: Path, owner: str, settle: float = 2.0) -> int | None:
     """Take the flock of ``path`` (created if missing) for as long as this process lives or
     until `release_lock`: a process killed with SIGKILL lets go of it with its last breath.
     ``owner`` is written into it. LockHeld when another live process holds it; None where
-    there is no flock."""
+    there is no flock.
+
+    A holder killed a moment ago may have left a child between fork and exec that still
+    shares the lock for a few milliseconds: when the owner the file names is a pid of this
+    host that is gone, this waits up to ``settle`` seconds for the lock to come free."""
     if fcntl is None:
         return None
+    deadline = time.monotonic() + settle
+    while True:
+        try:
+            return _try_lock(path, owner)
+        except LockHeld as held:
+            if time.monotonic() >= deadline or not _owner_gone(str(held)):
+                raise
+        time.sleep(0.05)
+
+
+def lock_owner() -> str:
+    """This process, as a lock file (and a sweep record) names it: `pid 123 on host`."""
+    return f"pid {os.getpid()} on {socket.gethostname()}"
+
+
+def _owner_gone(owner: str) -> bool:
+    """True when ``owner`` (see `lock_owner`) names a process of this host that is gone."""
+    found = re.fullmatch(r"pid (\d+) on (\S+)", owner.strip())
+    if found is None or found[2] != socket.gethostname():
+        return False
+    try:
+        os.kill(int(found[1]), 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError):
+        return False
+    return False
+
+
+def _try_lock(path: Path, owner: str) -> int | None:
+    """One try at `hold_lock`."""
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags, 0o644)
