@@ -377,3 +377,21 @@ async def test_footer_at_80_columns_keeps_help_and_quit(tmp_path: Path) -> None:
         await pilot.pause()
         keys = {k.key for k in pilot.app.screen.query(FooterKey)}
         assert {"w", "e", "m", "q", "colon", "right_square_bracket", "i"} <= keys
+
+
+async def test_a_frame_with_nothing_new_draws_no_pane(tmp_path: Path) -> None:
+    """An idle batch (a quiet run: nothing new) costs no pane redraw; a new row does."""
+    app = replay_app(tmp_path, steps=12)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = pair_screen(app)
+        await wait_for(pilot, lambda: screen.model.done)
+        await pilot.pause()
+        drawn: list[str] = []
+        for side in ("a", "b"):
+            pane = screen.pane(side)
+            pane.refresh = lambda *a, _side=side, **k: drawn.append(_side)  # type: ignore[method-assign]
+        screen._draw()
+        assert drawn == []
+        screen.feed.add({"a": [Step(12, {"train_loss": 1.0})]}, {})
+        screen._draw()
+        assert sorted(set(drawn)) == ["a", "b"]

@@ -16,9 +16,10 @@ from tuimon.store import PAIR_JSON, SIDES, SavedLogs
 
 YIELD_EVERY = 64
 """Steps fed between two yields to the event loop when the pace needs no sleep."""
-TICK = 0.05
-"""Seconds between two feeds at most 20 a second: the steps due in between go together (one
-event, one judge of a block), so a paced replay costs per tick, not per step."""
+TICK = 0.125
+"""Seconds between two feeds at most 8 a second (half a batch interval): the steps due in
+between go together (one event, one judge of a block), so a paced replay costs per tick, not
+per step."""
 
 
 class _Clock:

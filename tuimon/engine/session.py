@@ -205,7 +205,9 @@ class PairOptions:
     """Which metrics are judged (`--ignore`, `--only`); clocks never are."""
     stall_timeout: float | None = None
     stop_on_fail: bool = False
-    batch_interval: float = 0.1
+    batch_interval: float = 0.25
+    """Seconds between two batches at most while lines arrive (a view draws at most once a
+    second while steps stream: more batches cost the monitor without showing more)."""
     totals: tuple[int | None, int | None] = (None, None)
     meta: dict[str, Any] = field(default_factory=dict)
     """pair.json fields of the launch: seed, devices, commands, label ... (see `PairDoc`)."""

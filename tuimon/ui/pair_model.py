@@ -108,6 +108,8 @@ class PairRows:
         that is behind, so both panes show the steps they share."""
         self.auto_scrolling = False
         """Set while a pane scrolls both panes itself (not the user)."""
+        self.changes = 0
+        """Counts the batches that changed the rows (a view with nothing new draws nothing)."""
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -170,6 +172,8 @@ class PairRows:
     def add(self, side: str, records: Sequence[Record], stderr: Sequence[str] = ()) -> int:
         """Append one batch of a side's records then stderr lines; the rows dropped."""
         before = self.start
+        if records or stderr:
+            self.changes += 1
         if len(records) > self.max_lines:  # a huge batch: only its tail can stay
             records = records[-self.max_lines :]
         for rec in records:
@@ -202,6 +206,7 @@ class PairRows:
 
     def clear(self) -> None:
         """Forget every row (the absolute count goes on)."""
+        self.changes += 1
         self.start += len(self.entries)
         self.entries.clear()
         self.rows_of.clear()

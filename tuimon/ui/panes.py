@@ -77,6 +77,9 @@ class StepPane(ScrollView, can_focus=True):
         self.partner: StepPane | None = None
         self.marked: int | None = None
         """A step whose number is marked (the first divergence)."""
+        self._seen: tuple[int, int | None, int] | None = None
+        """The rows' change count, the marked step and the sides running when `rows_added` last
+        drew."""
         self.cursor: int | None = None
         """Absolute index (`PairRows.start` based) of the row under the pager's cursor."""
         self._styles: dict[str, Style] = {}
@@ -115,7 +118,12 @@ class StepPane(ScrollView, can_focus=True):
         self.set_class(follow, "following")
 
     def rows_added(self, dropped: int) -> None:
-        """The shared rows grew (and lost `dropped` old rows): follow or hold the view."""
+        """The shared rows grew (and lost `dropped` old rows): follow or hold the view. Nothing
+        new (no row changed, none dropped, the same step marked): nothing to draw."""
+        seen = (self.rows.changes, self.marked, len(self.rows.running))
+        if not dropped and seen == self._seen:
+            return
+        self._seen = seen
         self._resize_virtual()
         if self.follow:  # now (forced: scrollbars may not be laid out yet) and after layout
             self.scroll_follow()
