@@ -236,3 +236,19 @@ def test_pane_titles_leave_out_bookkeeping_and_side_letters() -> None:
     mine, theirs = ["t.py", "--side", "a", "--lr", "1"], ["t.py", "--side", "b", "--lr", "2"]
     assert differing_words(mine, theirs) == ["--lr", "1"]
     assert title_words("python my_train.py --device cpu") == ["my_train.py", "--device", "cpu"]
+
+
+def test_export_never_writes_through_a_link_in_a_saved_pair(tmp_path: Path) -> None:
+    """A pair folder is data: an `aligned.csv` there that is a link (even one pointing nowhere)
+    is never written through; the export takes the next free name."""
+    from tuimon.ui.pager import write_csv
+
+    elsewhere = tmp_path / "elsewhere.txt"
+    (tmp_path / "aligned.csv").symlink_to(elsewhere)
+    (tmp_path / "aligned-1.csv").write_text("kept")
+    (tmp_path / "aligned-2.csv").mkdir()
+    written = write_csv(tmp_path / "aligned.csv", "step,a\n1,2\n")
+    assert written == tmp_path / "aligned-3.csv"
+    assert written.read_text() == "step,a\n1,2\n"
+    assert not elsewhere.exists()
+    assert (tmp_path / "aligned-1.csv").read_text() == "kept"

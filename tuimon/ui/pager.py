@@ -208,13 +208,18 @@ def _csv_value(value: float | None) -> str:
 
 
 def write_csv(path: Path, text: str) -> Path:
-    """Write `text` to `path` (a new file; an existing one gets a numbered name)."""
+    """Write `text` to `path` as a new file; when that name is taken (a file, a folder, a link,
+    even one that points nowhere: a saved pair is data, never a way to write elsewhere), the
+    first free numbered name."""
     target, n = path, 1
-    while target.exists():
-        target = path.with_name(f"{path.stem}-{n}{path.suffix}")
-        n += 1
-    target.write_text(text, encoding="utf-8")
-    return target
+    while True:
+        try:
+            with open(target, "x", encoding="utf-8") as fh:  # O_EXCL: never through a link
+                fh.write(text)
+            return target
+        except (FileExistsError, IsADirectoryError):
+            target = path.with_name(f"{path.stem}-{n}{path.suffix}")
+            n += 1
 
 
 def export_rows(
