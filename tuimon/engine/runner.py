@@ -50,10 +50,10 @@ TICK = 0.05
 that writes nothing costs no delivery: its pump sleeps until a line comes)."""
 WALK_EVERY = 0.5
 """Seconds between two walks of a run's process tree (`descendants.Tree.walk`), at least."""
-WALK_TICKS = 4
-"""A run delivering every `Run.tick` walks its tree at most once in this many ticks (a sweep
-of many pairs, whose runs tick every 0.25 s, walks each tree every second: the walks of 128
-runs were ~5% of the monitor's CPU)."""
+WALK_TICKS = 2
+"""A run delivering every `Run.tick` walks its tree at most once in this many ticks: a pair's
+runs, ticking every 0.25 s, every 0.5 s (`WALK_EVERY`); a sweep of many pairs, whose runs tick
+every 0.5 s, every second (the walks of 128 runs at 0.5 s were ~5% of the monitor's CPU)."""
 PARSE_SLICE = 1024
 """Lines parsed between two yields to the event loop (a view stays responsive)."""
 

@@ -306,7 +306,7 @@ class PairSession:
         """Run to the end; return the pair's summary."""
         queue: asyncio.Queue[SourceEvent] = asyncio.Queue()
         if isinstance(self.source, LiveSource):  # lines more often than batches serve nobody
-            self.source.tick = max(TICK, self.options.batch_interval / 2)
+            self.source.tick = max(TICK, self.options.batch_interval)
         feeder = asyncio.create_task(self.source.run(queue))
         stopper = asyncio.create_task(self._stop_requested.wait())
         exited: set[str] = set()
