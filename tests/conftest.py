@@ -18,3 +18,11 @@ def pytest_collection_modifyitems(items: list) -> None:
     for item in items:
         if "functional" in item.path.parts:
             item.add_marker(pytest.mark.functional)
+
+
+def pytest_runtest_teardown(item: object) -> None:
+    """A pair view freezes what lives while it shows (`gc.freeze`); a test that ends with one
+    open leaves nothing frozen for the next."""
+    import gc
+
+    gc.unfreeze()

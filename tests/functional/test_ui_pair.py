@@ -397,16 +397,24 @@ async def test_a_frame_with_nothing_new_draws_no_pane(tmp_path: Path) -> None:
         assert sorted(set(drawn)) == ["a", "b"]
 
 
-def test_a_replays_logs_are_kept_out_of_the_cyclic_collector(tmp_path: Path) -> None:
-    """The parsed logs live as long as the replay: a full collection over them would stall the
-    view (~90 ms at 25,000 steps), so they are frozen once read."""
+async def test_the_view_keeps_what_lives_as_long_as_it_out_of_the_cyclic_collector(
+    tmp_path: Path,
+) -> None:
+    """What exists once the view's session starts (the app, a replay's parsed logs) lives as long
+    as the view: frozen, a full collection over it (~90 ms at 25,000 steps) does not stall keys;
+    once the view closes, it is collectable again."""
     import gc
 
-    a, b = write_demo(tmp_path / "logs", steps=300)
     gc.unfreeze()
+    app = replay_app(tmp_path, steps=300, speed=1.0)
     try:
-        source = ReplaySource(resolve_logs([str(a), str(b)]))
-        frozen = gc.get_freeze_count()
-        assert frozen > sum(len(source.records(side)) for side in ("a", "b"))
+        async with app.run_test(size=SIZE) as pilot:
+            screen = pair_screen(app)
+            await wait_for(pilot, lambda: screen.session is not None)
+            source = screen.session.source
+            assert isinstance(source, ReplaySource)
+            records = sum(len(source.records(side)) for side in ("a", "b"))
+            assert gc.get_freeze_count() > records
+        assert gc.get_freeze_count() == 0  # the view closed: all of it may be collected again
     finally:
         gc.unfreeze()

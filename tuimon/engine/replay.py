@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import time
 from collections.abc import Callable
 
@@ -70,10 +69,6 @@ class ReplaySource:
         self._lines = {s: lines for s, (lines, _) in read.items()}
         self._records = {s: records for s, (_, records) in read.items()}
         self._exit = {side: self._exit_of(side) for side in SIDES}
-        # both logs, read, live as long as the replay and hold no cycles: out of the cyclic
-        # collector's sight, a full collection over them (~90 ms at 25,000 steps) no longer
-        # stalls the view while it replays
-        gc.freeze()
 
     def records(self, side: str) -> list[Record]:
         """The records of a side's log, as read once for the replay."""
