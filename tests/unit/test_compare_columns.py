@@ -264,3 +264,27 @@ def test_a_step_column_that_is_not_first_and_step_key(tmp_path: Path, key: str |
         assert got["summary"]["first_divergent_step"] == 30
     else:
         assert "no training steps" in got["error"]
+
+
+def test_a_wide_csv_parting_everywhere_is_told_in_one_short_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every one of 3,000 columns parts at one step: the headline names a few and counts the
+    rest (it listed all of them: a line of 1.2 MB at 100,000 columns); --json keeps them all."""
+    import json
+
+    from tuimon.cli import main
+
+    header = ",".join(["step", *(f"m{i}" for i in range(3000))])
+    for side, bump in (("a", 0.0), ("b", 1e-9)):
+        rows = [f"{s}," + ",".join(str(1.0 + (bump if s == 2 else 0.0)) for _ in range(3000))
+                for s in range(4)]  # fmt: skip
+        (tmp_path / f"{side}.csv").write_text("\n".join([header, *rows]) + "\n")
+    a, b = str(tmp_path / "a.csv"), str(tmp_path / "b.csv")
+    assert main(["compare", a, b]) == 1
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("DIVERGED: first divergent step 2 (m0, m1,")
+    assert "and 2,992 more)" in first and len(first) < 300
+    assert main(["compare", a, b, "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["first_divergent_metrics"]) == 3000

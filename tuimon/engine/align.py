@@ -411,6 +411,11 @@ class Block:
     """Rows whose two sides' digests are of different formats (not judged)."""
 
 
+JUDGE_VALUES = 1 << 18
+"""Values a block's metrics are diffed in at a time (metrics x rows): the diff's temporaries
+stay a few MiB however wide the log (a CSV of 100,000 columns); a live block is one group."""
+
+
 def judge_block(a: Columns, b: Columns) -> Block:
     """Judge matched rows: per-metric diffs, per-row equality, divergence, values compared."""
     n = len(a)
@@ -419,17 +424,19 @@ def judge_block(a: Columns, b: Columns) -> Block:
     divergence = np.zeros(n, np.float64)
     metrics: dict[str, tuple[np.ndarray, ...]] = {}
     names = [k for k in a.values if k in b.values]
-    if names:  # every shared metric in one (metrics x rows) diff
-        both = np.stack([a.present[k] & b.present[k] for k in names])
+    per = max(1, JUDGE_VALUES // max(n, 1))
+    for start in range(0, len(names), per):  # shared metrics, (metrics x rows) at a time
+        group = names[start : start + per]
+        both = np.stack([a.present[k] & b.present[k] for k in group])
         eq, absd, rel, ulps = diff_arrays(
-            np.stack([a.values[k] for k in names]), np.stack([b.values[k] for k in names])
+            np.stack([a.values[k] for k in group]), np.stack([b.values[k] for k in group])
         )
         eq |= ~both
-        rel = np.where(both, rel, 0.0)
+        rel[~both] = 0.0
         equal &= eq.all(axis=0)
         values += both.sum(axis=0)
         np.maximum(divergence, rel.max(axis=0), out=divergence)
-        for i, name in enumerate(names):
+        for i, name in enumerate(group):
             if both[i].any():
                 metrics[name] = (both[i], eq[i], absd[i], rel[i], ulps[i])
     has = (a.digest != None) & (b.digest != None)  # noqa: E711 - elementwise on objects

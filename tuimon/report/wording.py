@@ -24,9 +24,16 @@ NO_ETA = "--:--"
 WAITING = "waiting for the first step"
 
 
+NAMES_SHOWN = 8
+"""Names a line lists at most (a CSV of 100,000 columns parting at one step: the rest are
+counted; `--json` and pair.json keep them all)."""
+
+
 def names(items: Sequence[str]) -> str:
-    """Names from a run (metrics, tensors), cleaned and joined."""
-    return ", ".join(clean(x, 80) for x in items)
+    """Names from a run (metrics, tensors), cleaned and joined; past `NAMES_SHOWN`, counted."""
+    shown = ", ".join(clean(x, 80) for x in items[:NAMES_SHOWN])
+    rest = len(items) - NAMES_SHOWN
+    return f"{shown} and {rest:,} more" if rest > 0 else shown
 
 
 def count(step: int | None, total: int | None) -> str:
