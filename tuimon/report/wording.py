@@ -24,9 +24,9 @@ NO_ETA = "--:--"
 WAITING = "waiting for the first step"
 
 
-NAMES_SHOWN = 8
-"""Names a line lists at most (a CSV of 100,000 columns parting at one step: the rest are
-counted; `--json` and pair.json keep them all)."""
+NAMES_SHOWN = 12
+"""Names a line lists at most (the reference model's 9 tensors fit; of a CSV of 100,000
+columns parting at one step the rest are counted; `--json` and pair.json keep them all)."""
 
 
 def names(items: Sequence[str]) -> str:
