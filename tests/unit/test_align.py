@@ -768,3 +768,48 @@ def test_a_wide_block_judged_a_few_metrics_at_a_time_is_judged_the_same(
     assert whole.divergence.tolist() == parts.divergence.tolist() or np.array_equal(
         whole.divergence, parts.divergence, equal_nan=True
     )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    values=st.lists(st.lists(_VALUE, min_size=6, max_size=6), min_size=2, max_size=2),
+    width=st.integers(1, 5),
+    per=st.integers(1, 20),
+)
+def test_two_tables_of_the_same_columns_are_judged_as_their_metrics_would_be(
+    values: list[list[float]], width: int, per: int
+) -> None:
+    """A CSV read into one array a side (`RowTable`: rows taken as they are, no view per
+    metric) gives the block the same values as per-metric columns give."""
+    import tuimon.engine.align as align
+
+    rows = 6 // width
+    names = [f"m{i}" for i in range(width)]
+    tables = [np.array(side[: rows * width], dtype=float).reshape(width, rows) for side in values]
+    steps = np.arange(rows)
+
+    def columns(table: np.ndarray, as_table: bool) -> align.Columns:
+        present = np.ones(rows, bool)
+        return align.Columns(
+            steps=steps,
+            occ=np.zeros(rows, np.int64),
+            values=align.RowTable(names, table)
+            if as_table
+            else dict(zip(names, table, strict=True)),
+            present=dict.fromkeys(names, present),
+            digest=np.empty(rows, dtype=object),
+        )
+
+    saved = align.JUDGE_VALUES
+    align.JUDGE_VALUES = per
+    try:
+        fast = align.judge_block(*(columns(t, True) for t in tables))
+        slow = align.judge_block(*(columns(t, False) for t in tables))
+    finally:
+        align.JUDGE_VALUES = saved
+    assert list(fast.metrics) == list(slow.metrics) == names
+    for name in names:
+        for x, y in zip(fast.metrics[name], slow.metrics[name], strict=True):
+            assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f")
+    assert fast.equal.tolist() == slow.equal.tolist()
+    assert np.array_equal(fast.divergence, slow.divergence, equal_nan=True)

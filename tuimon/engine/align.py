@@ -16,10 +16,10 @@ from __future__ import annotations
 import functools
 import math
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from fnmatch import fnmatchcase
-from itertools import chain
+from itertools import chain, compress
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -296,6 +296,56 @@ def diff_floats(x: float, y: float) -> MetricDiff:
 # --- columns of a block of records -----------------------------------------------------------
 
 
+class RowTable(Mapping[str, np.ndarray]):
+    """name -> its values, as rows of one (metrics x rows) array: a row is made when asked for
+    (a CSV of 100,000 columns holds one array per block, not 100,000 views)."""
+
+    def __init__(self, names: list[str], table: np.ndarray) -> None:
+        self.names = names
+        self.table = table
+        self._index: dict[str, int] | None = None
+
+    @property
+    def _row(self) -> dict[str, int]:
+        """name -> its row, made when first needed (judging a table against a table with the
+        same names needs none)."""
+        if self._index is None:
+            self._index = dict(zip(self.names, range(len(self.names)), strict=True))
+        return self._index
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.table[self._row[name]]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._row
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def rows(self, names: Sequence[str]) -> np.ndarray:
+        """The rows of `names`, stacked (a copy)."""
+        return self.table[[self._row[name] for name in names]]
+
+
+def _same_tables(
+    a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray]
+) -> tuple[RowTable, RowTable] | None:
+    """Both sides' values as `RowTable`s of the same names in the same order, else None."""
+    if isinstance(a, RowTable) and isinstance(b, RowTable) and a.names == b.names:
+        return a, b
+    return None
+
+
+def _stacked(values: Mapping[str, np.ndarray], names: Sequence[str]) -> np.ndarray:
+    """The values of `names` as one (metrics x rows) array."""
+    if isinstance(values, RowTable):
+        return values.rows(names)
+    return np.stack([values[k] for k in names])
+
+
 @dataclass
 class Columns:
     """A block of records of one side as columns: step, occurrence, each metric (NaN where a
@@ -303,7 +353,8 @@ class Columns:
 
     steps: np.ndarray
     occ: np.ndarray
-    values: dict[str, np.ndarray]
+    values: Mapping[str, np.ndarray]
+    """name -> its values (a dict, or a `RowTable` of a CSV read into one array)."""
     present: dict[str, np.ndarray]
     digest: np.ndarray
     digests: list[dict[str, str]] | None = None
@@ -392,14 +443,61 @@ def _pick(items: list[Any], index: np.ndarray) -> list[Any]:
 # --- judging matched rows --------------------------------------------------------------------
 
 
+class MetricDiffs(Mapping[str, tuple[np.ndarray, ...]]):
+    """name -> (both present, equal, abs, rel, ulps) of a block's shared metrics, kept as the
+    (metrics x rows) arrays they were diffed in: a metric's five rows are made when asked for
+    (a block of 100,000 metrics holds a few arrays, not 500,000 views)."""
+
+    def __init__(self) -> None:
+        self.groups: list[tuple[list[str], tuple[np.ndarray, ...]]] = []
+        """(names, (both, equal, abs, rel, ulps)): row i of each array is names[i]'s."""
+        self._index: dict[str, tuple[int, int]] | None = None
+
+    def add(self, names: list[str], arrays: tuple[np.ndarray, ...]) -> None:
+        """A group of metrics diffed together."""
+        self.groups.append((names, arrays))
+        self._index = None
+
+    @property
+    def _at(self) -> dict[str, tuple[int, int]]:
+        """name -> (group, row), made when a metric is first asked for by name."""
+        if self._index is None:
+            self._index = {
+                name: (g, i)
+                for g, (names, _) in enumerate(self.groups)
+                for i, name in enumerate(names)
+            }
+        return self._index
+
+    def __getitem__(self, name: str) -> tuple[np.ndarray, ...]:
+        group, i = self._at[name]
+        return tuple(array[i] for array in self.groups[group][1])
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._at
+
+    def __iter__(self) -> Iterator[str]:
+        return chain.from_iterable(names for names, _ in self.groups)
+
+    def __len__(self) -> int:
+        return sum(len(names) for names, _ in self.groups)
+
+    def parted(self, row: int) -> list[str]:
+        """The metrics present on both sides whose values differ at `row`, in order."""
+        out: list[str] = []
+        for names, (both, equal, *_) in self.groups:
+            out += compress(names, (both[:, row] & ~equal[:, row]).tolist())
+        return out
+
+
 @dataclass
 class Block:
     """Matched rows of both sides judged: row i of `a` against row i of `b`."""
 
     a: Columns
     b: Columns
-    metrics: dict[str, tuple[np.ndarray, ...]]
-    """name -> (both present, equal, abs, rel, ulps), for the metrics both blocks have."""
+    metrics: MetricDiffs
+    """The diffs of the metrics both blocks have (present on both sides in some row)."""
     equal: np.ndarray
     values: np.ndarray
     """Values compared per row (shared metrics, digests, per-tensor digests)."""
@@ -422,23 +520,30 @@ def judge_block(a: Columns, b: Columns) -> Block:
     equal = np.ones(n, bool)
     values = np.zeros(n, np.int64)
     divergence = np.zeros(n, np.float64)
-    metrics: dict[str, tuple[np.ndarray, ...]] = {}
-    names = [k for k in a.values if k in b.values]
+    metrics = MetricDiffs()
+    tables = _same_tables(a.values, b.values)
+    names = tables[0].names if tables else [k for k in a.values if k in b.values]
     per = max(1, JUDGE_VALUES // max(n, 1))
     for start in range(0, len(names), per):  # shared metrics, (metrics x rows) at a time
         group = names[start : start + per]
         both = np.stack([a.present[k] & b.present[k] for k in group])
-        eq, absd, rel, ulps = diff_arrays(
-            np.stack([a.values[k] for k in group]), np.stack([b.values[k] for k in group])
-        )
+        if tables:  # two CSVs with the same columns: their rows, as they are
+            va, vb = (t.table[start : start + per] for t in tables)
+        else:
+            va, vb = _stacked(a.values, group), _stacked(b.values, group)
+        eq, absd, rel, ulps = diff_arrays(va, vb)
         eq |= ~both
         rel[~both] = 0.0
         equal &= eq.all(axis=0)
         values += both.sum(axis=0)
         np.maximum(divergence, rel.max(axis=0), out=divergence)
-        for i, name in enumerate(group):
-            if both[i].any():
-                metrics[name] = (both[i], eq[i], absd[i], rel[i], ulps[i])
+        keep = both.any(axis=1)  # a metric neither side has in these rows is not judged here
+        arrays = (both, eq, absd, rel, ulps)
+        if not keep.all():
+            group = list(compress(group, keep.tolist()))
+            arrays = tuple(array[keep] for array in arrays)
+        if group:
+            metrics.add(group, arrays)
     has = (a.digest != None) & (b.digest != None)  # noqa: E711 - elementwise on objects
     same = a.digest == b.digest
     apart = np.zeros(n, bool)  # digests of two formats: never judged
@@ -671,9 +776,7 @@ class Tally:
             (k := _key(steps, occ, i)), self.first_divergent
         ):
             self.first_divergent = k
-            self.first_divergent_metrics = [
-                name for name, m in block.metrics.items() if m[0][i] and not m[1][i]
-            ]
+            self.first_divergent_metrics = block.metrics.parted(i)
         digest_differs = block.digest_equal == False  # noqa: E712 - elementwise on objects
         if (i := least(digest_differs)) is not None and _before(
             (k := _key(steps, occ, i)), self.first_digest
@@ -698,18 +801,16 @@ class Tally:
     def _metric_max(self, block: Block, order: np.ndarray) -> None:
         """Each metric's largest relative difference (the least step among ties), all metrics
         of the block at once."""
-        names = list(block.metrics)
-        both = np.stack([block.metrics[k][0] for k in names])
-        rel = np.stack([block.metrics[k][3] for k in names])
-        masked = np.where(both, rel, -1.0)[:, order]
-        tops = masked.max(axis=1)
-        rows = order[(masked == tops[:, None]).argmax(axis=1)]
-        steps = block.a.steps[rows].tolist()
-        for name, top, row, step in zip(names, tops.tolist(), rows.tolist(), steps, strict=True):
-            cur = self.metric_max.get(name)
-            if cur is None or top > cur["rel"] or (top == cur["rel"] and step < cur["step"]):
-                absd = float(block.metrics[name][2][row])
-                self.metric_max[name] = {"rel": top, "abs": absd, "step": step}
+        for names, (both, _, absd, rel, _) in block.metrics.groups:
+            masked = np.where(both, rel, -1.0)[:, order]
+            tops = masked.max(axis=1)
+            rows = order[(masked == tops[:, None]).argmax(axis=1)]
+            steps = block.a.steps[rows].tolist()
+            at = zip(names, tops.tolist(), rows.tolist(), steps, strict=True)
+            for i, (name, top, row, step) in enumerate(at):
+                cur = self.metric_max.get(name)
+                if cur is None or top > cur["rel"] or (top == cur["rel"] and step < cur["step"]):
+                    self.metric_max[name] = {"rel": top, "abs": float(absd[i, row]), "step": step}
 
     def add_rows(self, rows: Rows) -> None:
         """Count a small block judged row by row (`judge_rows`): the same counts and firsts

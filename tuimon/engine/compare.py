@@ -31,6 +31,7 @@ from tuimon.engine.align import (
     Columns,
     MetricFilter,
     PairAligner,
+    RowTable,
     Summary,
     compare_steps,
 )
@@ -400,7 +401,7 @@ class _BlockReader:
         return Columns(
             steps=steps,
             occ=np.zeros(n, np.int64),
-            values=dict(zip(names, values[:, rows], strict=True)),
+            values=RowTable(names, values[:, rows]),
             present=dict.fromkeys(names, present),
             digest=np.empty(n, dtype=object),
         )
