@@ -537,10 +537,10 @@ def judge_block(a: Columns, b: Columns) -> Block:
         equal &= eq.all(axis=0)
         values += both.sum(axis=0)
         np.maximum(divergence, rel.max(axis=0), out=divergence)
-        keep = both.any(axis=1)  # a metric neither side has in these rows is not judged here
-        arrays = (both, eq, absd, rel, ulps)
+        keep = np.asarray(both.any(axis=1))  # a metric neither side has here is not judged
+        arrays: tuple[np.ndarray, ...] = (both, eq, absd, rel, ulps)
         if not keep.all():
-            group = list(compress(group, keep.tolist()))
+            group = [group[i] for i in np.flatnonzero(keep).tolist()]
             arrays = tuple(array[keep] for array in arrays)
         if group:
             metrics.add(group, arrays)
