@@ -80,3 +80,25 @@ def test_the_tui_exits_with_the_verdicts_code(tmp_path, monkeypatch, verdict, co
 
     monkeypatch.setattr(app_module.TuimonApp, "run", run)
     assert app_module.run_app(store=tmp_path, make_session=lambda on_batch: None) == code
+
+
+def test_the_collector_is_tuned_while_the_app_runs_and_put_back_after(tmp_path, monkeypatch):
+    """Fewer, larger collections while the TUI runs (a full one over a view's objects was the
+    tail of its key lag), and Python's own thresholds again once it has ended, even by an
+    error."""
+    import gc
+
+    from tuimon.ui import app as app_module
+
+    before = gc.get_threshold()
+    seen = []
+
+    def run(self):
+        seen.append(gc.get_threshold())
+        raise RuntimeError("the app broke")
+
+    monkeypatch.setattr(app_module.TuimonApp, "run", run)
+    with pytest.raises(RuntimeError):
+        app_module.run_app(store=tmp_path)
+    assert seen == [app_module.GC_THRESHOLD]
+    assert gc.get_threshold() == before
