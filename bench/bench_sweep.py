@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import resource
 import statistics
@@ -144,11 +145,12 @@ def measure(
 async def tui(store: Path, args: argparse.Namespace, base: float) -> dict[str, float]:
     from textual import events
 
-    from tuimon.ui.app import TuimonApp
+    from tuimon.ui.app import GC_THRESHOLD, TuimonApp
     from tuimon.ui.sweep_table import SweepTable
 
     sweep = make_sweep(store, args.pairs, args.rate, args.seconds)
     app = TuimonApp(store=store, sweep=sweep)
+    gc.set_threshold(*GC_THRESHOLD)  # as `run_app` runs the app
     async with app.run_test(size=(160, 50)) as pilot:
         await all_running(sweep, args.pairs)
         c0, t0 = cpu_s(), time.monotonic()
