@@ -316,9 +316,6 @@ class RowTable(Mapping[str, np.ndarray]):
     def __getitem__(self, name: str) -> np.ndarray:
         return self.table[self._row[name]]
 
-    def __contains__(self, name: object) -> bool:
-        return name in self._row
-
     def __iter__(self) -> Iterator[str]:
         return iter(self.names)
 
@@ -472,9 +469,6 @@ class MetricDiffs(Mapping[str, tuple[np.ndarray, ...]]):
     def __getitem__(self, name: str) -> tuple[np.ndarray, ...]:
         group, i = self._at[name]
         return tuple(array[i] for array in self.groups[group][1])
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._at
 
     def __iter__(self) -> Iterator[str]:
         return chain.from_iterable(names for names, _ in self.groups)
