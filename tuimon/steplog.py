@@ -88,6 +88,8 @@ class Text:
 
 NO_STEP_KEY = "no step key"
 """A record with numbers but no step key the readers know (`--step-key` names one)."""
+KEY_ABSENT = "no field named by --step-key"
+"""A record with numbers but without the field `--step-key` names."""
 STEP_RANGE = "step beyond int64"
 """A record whose step does not fit a signed 64-bit integer."""
 UNREADABLE = "unreadable"
@@ -98,7 +100,7 @@ CUT_TAIL = "last line without its newline"
 """A log's last line that did not end: it may have been cut mid-number (`loss 0.12` of `loss
 0.1234`), so a step it would give is skipped and said, but, like a run that stopped early, it
 leaves a step missing rather than making the side's reading a minority (`Account.why`)."""
-SKIP_REASONS = (NO_STEP_KEY, STEP_RANGE, UNREADABLE, UNMATCHED_TEXT, CUT_TAIL)
+SKIP_REASONS = (NO_STEP_KEY, KEY_ABSENT, STEP_RANGE, UNREADABLE, UNMATCHED_TEXT, CUT_TAIL)
 MAX_LINE = 16 * 1024 * 1024
 """A longer line is not parsed, live or saved: it is skipped as `UNREADABLE` (`too_long_note`
 stands for it in a live stream; the raw log keeps it whole)."""
@@ -289,7 +291,7 @@ def why_not_step(obj: Mapping[str, Any], key: str | None = None) -> str | None:
             return STEP_RANGE
     numeric = (int, float, Unreadable)
     if any(isinstance(v, numeric) and not isinstance(v, bool) for v in obj.values()):
-        return NO_STEP_KEY
+        return KEY_ABSENT if key is not None and key not in obj else NO_STEP_KEY
     return None
 
 

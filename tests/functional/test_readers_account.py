@@ -131,6 +131,50 @@ def test_step_key_by_content_and_by_flag(tmp_path: Path, capsys) -> None:
     assert code == 0 and out["steps_compared"] == 9
 
 
+def test_a_step_key_no_record_has_is_said_in_every_format(tmp_path: Path, capsys) -> None:
+    """`--step-key nope` is never ignored: JSON Lines, tuimon's own step log and a CSV each
+    say that the name is not there (a CSV names its columns), exit 2, no traceback."""
+    plain = write(tmp_path / "p.jsonl", rows(9))
+    header = {"type": "header", "format": "tuimon.steplog/1", "run": {"seed": 0}}
+    steps = [json.dumps({"type": "step", **json.loads(r)}) for r in rows(9)]
+    native = write(tmp_path / "n.jsonl", [json.dumps(header), *steps])
+    table = write(tmp_path / "t.csv", ["step,loss", *(f"{i},{i / 3}" for i in range(9))])
+    said_by = {
+        plain: "no field named by --step-key 9: the records have no field",
+        native: "no field named by --step-key 9",
+        table: "a CSV header with no column 'nope' (its columns: step, loss)",
+    }
+    for path, said in said_by.items():
+        assert main(["compare", "--step-key", "nope", str(path), str(path)]) == 2
+        err = capsys.readouterr().err
+        assert said in err and "Traceback" not in err and err.count("\n") == 1
+    no_step = write(tmp_path / "s.csv", ["a,b", "1,2"])
+    assert main(["compare", str(no_step), str(no_step)]) == 2
+    assert "a CSV header with no step column" in capsys.readouterr().err
+
+
+def test_a_tuimon_log_stepped_by_another_field(tmp_path: Path, capsys) -> None:
+    """`--step-key iter` on tuimon's own log aligns its records by `iter`; a log without its
+    end record is still said to be cut short (however the log was read)."""
+    header = {"type": "header", "format": "tuimon.steplog/1", "run": {"seed": 0}}
+    a = [json.dumps({"type": "step", "step": i, "iter": 5 * i, "loss": 1 / (i + 1)})
+         for i in range(6)]  # fmt: skip
+    b = [line.replace(f'"step": {i},', f'"step": {i + 7},') for i, line in enumerate(a)]
+    end = json.dumps({"type": "end", "status": "ok", "steps": 6})
+    pa = write(tmp_path / "a.jsonl", [json.dumps(header), *a, end])
+    pb = write(tmp_path / "b.jsonl", [json.dumps(header), *b, end])
+    code, out = compare(capsys, "--step-key", "iter", str(pa), str(pb))
+    assert (code, out["verdict"], out["steps_compared"]) == (0, "IDENTICAL", 6)
+    replay = ["replay", "--headless", "--json", "--speed", "1e6", "--step-key", "iter"]
+    assert main([*replay, str(pa), str(pb)]) == 0  # the flag is read by replay too
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (out["verdict"], out["steps_compared"]) == ("IDENTICAL", 6)
+    cut = write(tmp_path / "c.jsonl", [json.dumps(header), *b])
+    for flags in (("--step-key", "iter"), ("--map", "loss=loss")):
+        code, out = compare(capsys, *flags, str(pa), str(cut))
+        assert code == 3 and "run b's log has no end record" in out["reason"]
+
+
 @pytest.mark.parametrize(
     "name",
     ["eta_seconds", "eta", "data_time", "train_runtime", "train_samples_per_second", "tok/s",

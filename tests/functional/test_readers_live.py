@@ -28,17 +28,20 @@ def last_json(capsys) -> dict[str, Any]:
     return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
 
-def live_and_saved(tmp_path: Path, capsys, a: bytes, b: bytes) -> list[tuple[Any, ...]]:
-    """The verdicts of a live pair printing `a` and `b`, of `compare` of the two logs, and of
-    `compare` of the saved pair."""
+def live_and_saved(
+    tmp_path: Path, capsys, a: bytes, b: bytes, flags: tuple[str, ...] = ()
+) -> list[tuple[Any, ...]]:
+    """The verdicts of a live pair printing `a` and `b` (reading with `flags`), of `compare`
+    of the two logs (the same flags), and of `compare` and `replay` of the saved pair (which
+    keeps them)."""
     (tmp_path / "a.log").write_bytes(a)
     (tmp_path / "b.log").write_bytes(b)
     store = tmp_path / "store"
-    argv = ["pair", "--headless", "--json", "--store", str(store), "--",
+    argv = ["pair", "--headless", "--json", "--store", str(store), *flags, "--",
             sys.executable, "-c", PRINT, str(tmp_path / "{side}")]  # fmt: skip
     main(argv)
     live = last_json(capsys)
-    main(["compare", "--json", str(tmp_path / "a.log"), str(tmp_path / "b.log")])
+    main(["compare", "--json", *flags, str(tmp_path / "a.log"), str(tmp_path / "b.log")])
     files = last_json(capsys)
     main(["compare", "--json", live["pair"]])
     pair = last_json(capsys)
@@ -108,3 +111,48 @@ def test_live_and_saved_agree_on_a_line_too_long_to_parse(tmp_path: Path, capsys
     )
     assert live == files == pair == replay
     assert live[0] == "INCOMPLETE" and live[3][0] == (("unreadable", 1),)
+
+
+def tuimon_log(shift: int, change: int | None = None) -> bytes:
+    """A tuimon step log whose records carry `iter` = 10 x their index and a `step` moved by
+    `shift`; the loss at index `change` differs."""
+    header = {"type": "header", "format": "tuimon.steplog/1", "run": {"seed": 0}}
+    steps = [
+        {"type": "step", "step": i + shift, "iter": 10 * i, "loss": 0.5 / (i + 1) + (i == change)}
+        for i in range(9)
+    ]
+    end = {"type": "end", "status": "ok", "steps": 9}
+    return lines([json.dumps(r) for r in (header, *steps, end)])
+
+
+def test_live_and_saved_agree_on_a_step_log_stepped_by_another_field(
+    tmp_path: Path, capsys
+) -> None:
+    """`--step-key iter` on tuimon's own step log: its records are stepped by `iter` in every
+    path (the runs' `step` fields disagree here, their `iter` fields do not)."""
+    live, files, pair, replay = live_and_saved(
+        tmp_path, capsys, tuimon_log(0), tuimon_log(1, change=3), ("--step-key", "iter")
+    )
+    assert live == files == pair == replay
+    assert live[:3] == ("DIVERGED", 30, 9)
+
+
+def test_a_step_key_the_records_lack_is_said(tmp_path: Path, capsys) -> None:
+    """`--step-key` naming no field of the records is never ignored: the live pair, its saved
+    pair and its replay are INCOMPLETE with the reason; `compare` of the files says it."""
+    for side in "ab":
+        (tmp_path / f"{side}.log").write_bytes(tuimon_log(0))
+    flags = ["--step-key", "nope"]
+    main(["pair", "--headless", "--json", "--store", str(tmp_path / "store"), *flags, "--",
+          sys.executable, "-c", PRINT, str(tmp_path / "{side}")])  # fmt: skip
+    live = last_json(capsys)
+    assert verdict(live)[0] == "INCOMPLETE"
+    assert verdict(live)[3][0] == (("no field named by --step-key", 9),)
+    assert "check the name" in live["reason"]
+    main(["compare", "--json", live["pair"]])
+    assert verdict(last_json(capsys)) == verdict(live)
+    main(["replay", "--headless", "--json", "--speed", "1e6", live["pair"]])
+    assert verdict(last_json(capsys)) == verdict(live)
+    code = main(["compare", *flags, str(tmp_path / "a.log"), str(tmp_path / "b.log")])
+    err = capsys.readouterr().err
+    assert code == 2 and "no field named by --step-key" in err and "Traceback" not in err

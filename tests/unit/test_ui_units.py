@@ -15,7 +15,14 @@ from tuimon.engine.align import compare_steps
 from tuimon.engine.saved import read_lines, steps_of
 from tuimon.steplog import Header, Step, Text
 from tuimon.ui.divergence import spark_data
-from tuimon.ui.pair_model import DIVERGENCE, PairModel, PairRows, choose_columns, env_rows
+from tuimon.ui.pair_model import (
+    DIVERGENCE,
+    PRELUDE,
+    PairModel,
+    PairRows,
+    choose_columns,
+    env_rows,
+)
 from tuimon.ui.series import EQUAL_LEVEL, BucketSeries, CurveSeries, levels
 from tuimon.ui.text import cell, clean, fmt_number
 
@@ -133,6 +140,28 @@ def test_pair_rows_align_the_two_sides_by_step() -> None:
     assert rows.index_of(4, "a") == 5 and rows.index_of(4, "b") is None
     assert rows.entries[0][1].keys() == {"a", "b"}
     assert rows.entries[6][1] == {"b": ("stderr", "warn b")}
+
+
+def test_a_late_sides_first_lines_come_before_its_steps() -> None:
+    """A side that logs after the other has steps (a file that appears late): its note, header
+    and start-up lines stand before its steps, side by side with the other side's rows."""
+    rows = PairRows(100)
+    rows.add("a", [Header({}, {}, {}), *(Step(i, {"x": 1.0}) for i in range(5))])
+    rows.add("b", [], ["not there yet"])
+    rows.add("b", [Header({}, {}, {}), Text("compiling"), *(Step(i, {"x": 1.0}) for i in range(3))])
+    texts = [(i, e[1].get("b")) for i, e in enumerate(rows.entries) if e[0] is None]
+    header = ("note", "header · tuimon.steplog/1")
+    assert texts == [(0, ("stderr", "not there yet")), (1, header), (2, ("text", "compiling"))]
+    assert rows.entries[0][1]["a"] == header
+    assert rows.index_of(0, "a") == rows.index_of(0, "b") == 3
+    assert rows.index_of(4, "a") == 7 and rows.index_of(2, "b") == 5
+    rows.add("b", [Text("after its steps")])  # once a side has steps: the rule as before
+    assert rows.entries[-1] == (None, {"b": ("text", "after its steps")}) and len(rows) == 9
+    late = PairRows(100)
+    late.add("a", [Step(i, {"x": 1.0}) for i in range(3)])
+    late.add("b", [Text(f"line {i}") for i in range(PRELUDE + 5)])
+    before = [i for i, e in enumerate(late.entries) if e[0] is None and i < late.index_of(0)]
+    assert len(before) == PRELUDE and len(late) == 3 + PRELUDE + 5  # the rest at the end
 
 
 def test_columns_put_losses_first() -> None:

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from tuimon.engine.saved import resolve_logs
     from tuimon.store import resolve_store
 
-    logs = resolve_logs(args.paths, reading(args) if args.pattern or args.map else None)
+    logs = resolve_logs(args.paths, reading(args))
     headless = args.headless or not terminal("replay")
     speed = args.speed
     if speed is None and args.realtime:  # the recorded pace itself (--speed multiplies it)

@@ -1083,7 +1083,7 @@ def no_step_reason(side: str, lines: int, first: str | None) -> str:
         return f"run {side} printed no line"
     shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in (first or "")[:80])
     return (
-        f"run {side} printed {lines} lines, none a JSON object with a step key; "
+        f"run {side} printed {lines} lines, none read as a step; "
         f"first: `{shown}` (README: Use with your script)"
     )
 

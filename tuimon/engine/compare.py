@@ -34,6 +34,7 @@ from tuimon.engine.align import (
     RowTable,
     Summary,
     compare_steps,
+    no_step_reason,
 )
 from tuimon.engine.fingerprints import env_diff
 from tuimon.engine.saved import resolve_logs
@@ -41,6 +42,7 @@ from tuimon.errors import CompareError, ReplayError, StoreError
 from tuimon.readers import Account, LineParser, ReaderError, Reading, load, no_steps, to_line
 from tuimon.readers.columnar import CsvColumns, read_csv_columns
 from tuimon.readers.rows import COUNTERS, step_key
+from tuimon.readers.tabular import csv_hint
 from tuimon.steplog import (
     HUGE,
     MAX_LINE,
@@ -86,9 +88,14 @@ class SideLog:
     lines: list[bytes] = field(default_factory=list)
     """All lines, kept only when the pair is saved."""
     native: bool = False
-    """A tuimon step log (its runs write an end record), not another tool's format."""
+    """A tuimon step log read as written, its lines straight from the file."""
     plain_key: str | None = None
     """The step key of plain JSON Lines, read block by block (`_plain_key`)."""
+
+    @property
+    def tuimon(self) -> bool:
+        """A tuimon step log (its runs write an end record), however it was read."""
+        return self.header is not None and self.header.format.startswith("tuimon")
 
 
 def _records(path: Path, reading: Reading, side: str) -> list[Record]:
@@ -116,7 +123,7 @@ def _line_source(logs: SavedLogs, side: str, log: SideLog, keep: bool) -> Iterat
     as columns (unless its lines are kept), any other format as the records `tuimon.readers`
     reads."""
     path: Path = getattr(logs, side)
-    if not logs.reading.renames(side) and path.is_file():
+    if logs.reading.as_written(side) and path.is_file():
         with open(path, "rb") as fh:
             first = fh.readline(1 << 20)
             if b'"header"' in first and b"tuimon.steplog" in first:
@@ -527,9 +534,10 @@ def judge(
         sides, matcher = _read_both(logs, aligner, keep)
     finally:
         gc.enable()
-    for side, log in zip(SIDES, sides, strict=True):
-        if not log.steps:
-            raise CompareError(_no_steps(log, logs.reading, aligner.accounts[side]))
+    empty = [(side, log) for side, log in zip(SIDES, sides, strict=True) if not log.steps]
+    if empty and logs.pair_dir is None:  # two files, one without a step: not a log to judge
+        side, log = empty[0]
+        raise CompareError(_no_steps(log, logs.reading, aligner.accounts[side]))
     aligned: list[AlignedStep] = []
     if keep or (matcher is not None and matcher.repeated):  # record by record, in order
         accounts = aligner.accounts
@@ -538,6 +546,9 @@ def judge(
     elif matcher is not None:
         matcher.finish()
     reason, interrupted = _how_it_ended(logs, sides)
+    if empty:  # a saved pair whose run logged no step: INCOMPLETE, as it was live
+        nothing = (no_step_reason(side, log.texts, log.first_text) for side, log in empty)
+        reason = "; ".join(filter(None, (reason, *nothing)))
     summary = aligner.summary(complete=reason is None, reason=reason, interrupted=interrupted)
     return Judged(summary, aligned, _doc(logs, sides, summary, whole=keep), sides)
 
@@ -566,6 +577,8 @@ def _no_steps(log: SideLog, reading: Reading, account: Account) -> str:
     message = no_steps(log.path, reading)
     if why := account.why():  # records skipped: why, and the flag that helps
         return f"{message}; skipped {why}"
+    if log.first_text is not None and (hint := csv_hint(log.first_text, reading.step_key)):
+        return f"{message}; {hint}"
     if log.first_text is not None:
         shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in log.first_text[:80])
         message += f"; {log.texts} lines, first: `{shown}`"
@@ -599,7 +612,7 @@ def _how_it_ended(logs: SavedLogs, sides: tuple[SideLog, SideLog]) -> tuple[str 
             continue
         if log.end is not None and log.end.status != "ok":
             reasons.append(f"run {side} ended with status {log.end.status}")
-        elif log.native and log.end is None and logs.pair_dir is None:
+        elif log.tuimon and log.end is None and logs.pair_dir is None:
             reasons.append(f"run {side}'s log has no end record (cut short?)")
     return "; ".join(dict.fromkeys(reasons)) or None, interrupted
 

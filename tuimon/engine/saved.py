@@ -40,7 +40,9 @@ def resolve_logs(paths: list[str], reading: Reading | None = None) -> SavedLogs:
             a, b = (pair_file(path, doc.file(side)) for side in SIDES)
         except StoreError as exc:
             raise ReplayError(str(exc)) from None
-        return SavedLogs(a, b, doc, path, reading or Reading.from_dict(doc.more.get("reading")))
+        if reading is None or not reading.asked:
+            reading = Reading.from_dict(doc.more.get("reading"))
+        return SavedLogs(a, b, doc, path, reading)
     if len(paths) == 2:
         for p in paths:
             if not Path(p).exists():

@@ -219,8 +219,7 @@ def _line_log(data: bytes, reading: Reading, side: str) -> Loaded:
     parser = LineParser(reading, side)
     records = parser.feed(lines) + parser.close()  # as a live stream is read: the same rows
     if parser.tuimon:
-        plain = not reading.renames(side) and not reading.judge
-        return Loaded("tuimon step log", records, lines if plain else None)
+        return Loaded("tuimon step log", records, lines if reading.as_written(side) else None)
     return Loaded("JSON Lines" if parser.json_rows else "text", records)
 
 
@@ -304,7 +303,7 @@ def read_log(
     """Any supported log as step-log lines and their records, one for one: a step log's own
     lines, else its records written as lines. The records are the readers' own (a skipped
     line keeps its reason), so a replay judges what `compare` and a live pair judge."""
-    plain = not (reading and (reading.renames(side) or reading.judge))
+    plain = reading is None or reading.as_written(side)
     if plain and (lines := _tuimon_lines(Path(path))):
         return lines, [parse_line(line) for line in lines]
     loaded = load(path, reading, side)

@@ -19,6 +19,7 @@ from typing import Any
 
 from tuimon.steplog import (
     CUT_TAIL,
+    KEY_ABSENT,
     NO_STEP_KEY,
     STEP_RANGE,
     UNMATCHED_TEXT,
@@ -41,6 +42,7 @@ MAX_SHAPES = 4096
 """Distinct printed shapes remembered per side (memory stays bounded on any log)."""
 FLAGS = {
     NO_STEP_KEY: "--step-key NAME says which field is the step",
+    KEY_ABSENT: "the records have no field of the name --step-key gives: check the name",
     STEP_RANGE: "a step must fit int64; --step-key NAME picks another field",
     UNREADABLE: "damaged, cut or out-of-range records: no flag reads them",
     UNMATCHED_TEXT: "--pattern REGEX reads such lines",

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from tuimon.readers.literal import literal_row
-from tuimon.readers.reading import Reading
+from tuimon.readers.reading import NATIVE, Reading
 from tuimon.readers.rows import StreamMerger, as_number, renamed, row_step, step_key
 from tuimon.readers.text import (
     block_value,
@@ -119,7 +119,7 @@ class LineParser:
                 obj = _loads(stripped)
                 if isinstance(obj, dict):
                     kind = obj.get("type")
-                    if kind in ("header", "end", "step"):
+                    if kind in ("header", "end") or (kind == "step" and self.key in NATIVE):
                         record = parse_obj(obj)
                         if isinstance(record, Step) and suspect(record):  # an int > 64 bits?
                             record = parse_obj(loads_checked(stripped)) or record
@@ -127,7 +127,7 @@ class LineParser:
                             self.tuimon = True
                         if record is not None:
                             return self._renamed(record), kind == "step"
-                    elif (step := row_step(obj, self.rename, self.key)) is not None:
+                    elif (step := row_step(obj, self.rename, self.key)) is not None:  # a row
                         self.json_rows = True
                         if suspect(step):  # an integer beyond 64 bits, read as a float?
                             step = row_step(loads_checked(stripped), self.rename, self.key) or step
@@ -198,7 +198,7 @@ class LineParser:
             return None
         if self.key is not None:
             found = row_step(row, self.rename, self.key)
-            return found or Text(_cut(stripped), NO_STEP_KEY)
+            return found or Text(_cut(stripped), why_not_step(row, self.key) or NO_STEP_KEY)
         finer = step_key({k: v for k, v in row.items() if k != "epoch"})
         if finer is not None or type(row.get("epoch")) is int:  # HF's float epochs are metrics
             self._printed_steps = True

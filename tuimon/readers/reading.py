@@ -11,6 +11,10 @@ from typing import Any
 from tuimon.readers.text import PatternError, compile_pattern
 from tuimon.steplog import Record, Step
 
+NATIVE = (None, "step")
+"""Step keys under which a tuimon step record is read as written; under another
+(`--step-key iter`), it is read as a row, stepped by that field."""
+
 
 @dataclass(frozen=True)
 class Reading:
@@ -45,9 +49,19 @@ class Reading:
         """The renames that apply to one side's metrics."""
         return self.rename if side == "b" else {}
 
+    def as_written(self, side: str) -> bool:
+        """A tuimon step log of this side reads as written: no rename, no `--judge`, and no
+        step key but its own `step` (else its step records are read as rows, by the key)."""
+        return not self.renames(side) and not self.judge and self.step_key in NATIVE
+
+    @property
+    def asked(self) -> bool:
+        """Whether anything was asked (a flag given), or this is the default reading."""
+        return bool(self.patterns or self.rename or self.step_key or self.judge)
+
     def to_dict(self) -> dict[str, Any] | None:
         """For pair.json (None when nothing was asked)."""
-        if not self.patterns and not self.rename and not self.step_key and not self.judge:
+        if not self.asked:
             return None
         return {
             "patterns": list(self.patterns),

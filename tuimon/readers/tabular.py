@@ -13,6 +13,7 @@ import numpy as np
 
 from tuimon.clocks import is_clock
 from tuimon.readers.rows import CLOCK_FIELDS, COUNTERS, STEP_KEYS, as_float, merge, row_step
+from tuimon.sanitize import clean
 from tuimon.steplog import NO_STEP_KEY, STEP_RANGE, UNREADABLE, Record, Step, Text, in_int64
 
 csv.field_size_limit(1 << 24)
@@ -31,6 +32,27 @@ def csv_columns(first_line: str, key: str | None = None) -> list[str] | None:
     if len(columns) < 2 or not any(c in keys or c.lower() in keys for c in columns):
         return None
     return columns
+
+
+def csv_hint(first_line: str, key: str | None = None) -> str | None:
+    """What a CSV header line lacks when no step column was found in it (`key`, or any of
+    `STEP_KEYS`); None when the line is no CSV header (names, not numbers)."""
+    if "," not in first_line or "{" in first_line:
+        return None
+    try:
+        columns = [c.strip() for c in next(csv.reader([first_line]))]
+    except (csv.Error, StopIteration):
+        return None
+    if len(columns) < 2 or not all(columns) or any(as_float(c) is not None for c in columns):
+        return None
+    shown = ", ".join(clean(c, 40) for c in columns[:12])
+    shown += f" and {len(columns) - 12:,} more" if len(columns) > 12 else ""
+    if key is not None:
+        return f"a CSV header with no column {clean(key, 40)!r} (its columns: {shown})"
+    return (
+        f"a CSV header with no step column ({', '.join(STEP_KEYS[:4])}, ...; its columns: "
+        f"{shown}): --step-key NAME says which column is the step"
+    )
 
 
 def step_names(columns: list[str], key: str | None) -> list[str]:

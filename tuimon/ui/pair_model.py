@@ -76,6 +76,9 @@ def env_rows(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[EnvRow]:
 
 HARD_CAP = 10
 """Rows kept at most, in `max_lines`, while one side is far behind the other."""
+PRELUDE = 64
+"""Text lines of a side that has logged no step yet placed before the other side's steps (a
+late file's header, a late run's start-up lines); later ones go to the end."""
 
 
 class PairRows:
@@ -103,6 +106,8 @@ class PairRows:
         self.gone = -1
         """The highest step whose row was dropped (a late side's line for it passes unseen)."""
         self._fill: dict[str, int] = {}
+        self._prelude: dict[str, int] = {}
+        """Text rows put before the other side's steps, per side (`PRELUDE`)."""
         self.running: set[str] = set()
         """Sides still logging (the view set it from the session): the view follows the one
         that is behind, so both panes show the steps they share."""
@@ -133,10 +138,20 @@ class PairRows:
         at = max(self._fill.get(side, 0), self.start)
         if at < self.end and self.entries[at - self.start][0] is None:
             self.entries[at - self.start][1].setdefault(side, (kind, text))
+        elif at < self.end and side not in self.metrics and self._prelude.get(side, 0) < PRELUDE:
+            self._insert(at, side, (kind, text))  # a late side's first lines come first
         else:
             at = self.end
             self.entries.append((None, {side: (kind, text)}))
         self._fill[side] = at + 1
+
+    def _insert(self, at: int, side: str, line: tuple[str, str]) -> None:
+        """A text row of `side` at absolute index `at`, before the rows there."""
+        self._prelude[side] = self._prelude.get(side, 0) + 1
+        self.entries.insert(at - self.start, (None, {side: line}))
+        self.rows_of = {step: i + (i >= at) for step, i in self.rows_of.items()}
+        self._fill = {s: i + (i > at) for s, i in self._fill.items()}
+        self.changes += 1
 
     def follow_end(self) -> int:
         """Where a following view ends (a position among the kept rows, exclusive): after the
@@ -212,6 +227,7 @@ class PairRows:
         self.rows_of.clear()
         self.metrics.clear()
         self._fill.clear()
+        self._prelude.clear()
         self.gone = -1
 
 
