@@ -23,7 +23,7 @@ READ_SIZE = 1 << 20
 """Bytes a reader takes per read."""
 PIPE_SIZE = 1 << 20
 """Pipe capacity asked for (Linux): about 50 ms of a run printing flat out."""
-PIPE_NAP = 0.002
+PIPE_NAP = 0.02
 """Seconds the hub waits after a round of small reads, so the next reads take more at once."""
 
 

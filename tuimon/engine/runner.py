@@ -175,6 +175,10 @@ class LineCutter:
 
     def feed(self, data: bytes) -> list[bytes]:
         """The lines `data` completes (newline kept); they are on disk when this returns."""
+        one = data.find(b"\n") == len(data) - 1 and len(data) <= MAX_LINE
+        if one and not self._buf and not self._long:
+            self._save(data)  # one whole line (a run that flushes each line): as it is
+            return [data]
         out: list[bytes] = []
         if self._long:
             nl = data.find(b"\n")
@@ -413,9 +417,11 @@ class Run:
             await self._next(wait, out, err)
 
     async def _next(self, wait: asyncio.Task[int], out: PipeReader, err: PipeReader) -> None:
-        """Wait a tick (lines that come meanwhile go together), then until a reader has
+        """Wait for the next tick of the clock (lines that come meanwhile go together; every
+        run of the monitor wakes at the same ticks, so a pair's two deliveries make one turn of
+        its session), then until a reader has
         something, the child exits, or it is time to walk the run's tree again."""
-        await asyncio.sleep(self.tick)
+        await asyncio.sleep(self.tick - time.monotonic() % self.tick)  # on the clock's ticks
         came = asyncio.Event()
         wake = waker(came)
         if not (out.notify(wake) and err.notify(wake)):

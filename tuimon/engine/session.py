@@ -7,6 +7,7 @@ reporter alike: a view gets one `Batch` about every 100 ms and never computes an
 from __future__ import annotations
 
 import asyncio
+import functools
 import signal
 import time
 from collections import deque
@@ -39,6 +40,11 @@ from tuimon.store import SIDES, PairDoc, PairWriter, RunDoc, SavedLogs, StoreErr
 STDERR_TAIL = 20
 IDLE_BATCH = 1.0
 """Seconds between batches when nothing happened (rates and ETAs still move)."""
+LATE = 0.25
+"""A session's batches come once per tick of the clock (its batch interval, the ticks its runs
+deliver on), made by the turn that takes the runs' lines; its timer, for a tick with no lines,
+waits this share of an interval past the tick (the lines of a tick come first, however many
+pairs deliver on it)."""
 MAX_EVENTS_PER_TURN = 512
 """Events handled before the session yields to the event loop (a view must stay responsive)."""
 RATE_WINDOW = 5.0
@@ -297,6 +303,8 @@ class PairSession:
         """Ask the session to end early (quit / Ctrl-C); the partial pair is saved."""
         self.interrupted = True
         self._stop_requested.set()
+        if self._wake is not None:
+            self._wake()
 
     def terminate(self) -> None:
         """SIGTERM any run still there (the view ended without a stop)."""
@@ -304,58 +312,63 @@ class PairSession:
 
     async def run(self) -> Summary:
         """Run to the end; return the pair's summary."""
-        queue: asyncio.Queue[SourceEvent] = asyncio.Queue()
+        queue: asyncio.Queue[SourceEvent | None] = asyncio.Queue()
         if isinstance(self.source, LiveSource):  # lines more often than batches serve nobody
             self.source.tick = max(TICK, self.options.batch_interval)
-        feeder = asyncio.create_task(self.source.run(queue))
-        stopper = asyncio.create_task(self._stop_requested.wait())
+        loop = asyncio.get_running_loop()
+        # None on the queue: look again (a batch is due, a stop was asked, the source ended).
+        # One queue and one timer per turn: no task and no `asyncio.wait` per event.
+        wake = functools.partial(queue.put_nowait, None)
+        feeder = asyncio.create_task(self.source.run(queue))  # type: ignore[arg-type]
+        feeder.add_done_callback(lambda _: wake())
+        self._wake = wake
         exited: set[str] = set()
-        waiting: set[asyncio.Future[Any]] = {stopper, feeder}
+        feeder_seen = False
         last_flush = time.monotonic()
+        period = self.options.batch_interval
+        flushed_tick = int(last_flush // period)
         try:
             while len(exited) < len(self.sides):
-                get = asyncio.ensure_future(queue.get())
                 interval = self.options.batch_interval if self._news() else IDLE_BATCH
-                timeout = max(0.0, interval - (time.monotonic() - last_flush))
-                done, _ = await asyncio.wait(
-                    {get, *waiting}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-                )
-                if get in done:
-                    event = get.result()
-                    self._handle(event)
-                    if isinstance(event, Exited):
-                        exited.add(event.side)
-                        await self._on_exit(event)
-                    for _ in range(min(queue.qsize(), MAX_EVENTS_PER_TURN)):
-                        event = queue.get_nowait()
+                due = max(last_flush + interval, (flushed_tick + 1) * period)
+                timeout = max(0.0, (due // period + LATE) * period - time.monotonic())
+                timer = loop.call_later(timeout, wake)
+                event = await queue.get()
+                timer.cancel()
+                for _ in range(1 + min(queue.qsize(), MAX_EVENTS_PER_TURN)):
+                    if event is not None:
                         self._handle(event)
                         if isinstance(event, Exited):
                             exited.add(event.side)
                             await self._on_exit(event)
-                else:
-                    get.cancel()
-                if stopper in done:
-                    waiting.discard(stopper)
+                    if queue.empty():
+                        break
+                    event = queue.get_nowait()
+                if self._stop_requested.is_set() and self._stop_task is None:
                     self._say("stopping both runs…")
                     self._stop_task = asyncio.create_task(self.source.stop())
-                if feeder in done:
-                    waiting.discard(feeder)
+                if feeder.done() and not feeder_seen:
+                    feeder_seen = True
                     if feeder.exception() is not None:
                         await self._source_failed(feeder.exception(), queue, exited)
                 self._check_stalls()
-                since = time.monotonic() - last_flush
-                if since >= self.options.batch_interval and (self._news() or since >= IDLE_BATCH):
+                now = time.monotonic()
+                tick = int(now // period)
+                if tick > flushed_tick and (self._news() or now - last_flush >= IDLE_BATCH):
                     self._flush()
-                    last_flush = time.monotonic()
+                    last_flush, flushed_tick = now, tick
         finally:
-            stopper.cancel()
+            self._wake = None
             if not feeder.done():
                 await self.source.stop()
                 feeder.cancel()
         return self._finish()
 
     async def _source_failed(
-        self, exc: BaseException | None, queue: asyncio.Queue[SourceEvent], exited: set[str]
+        self,
+        exc: BaseException | None,
+        queue: asyncio.Queue[SourceEvent | None],
+        exited: set[str],
     ) -> None:
         """The source broke (unreadable log, OS error): end the sides it left open."""
         self._say(f"source failed: {exc}")
@@ -364,6 +377,8 @@ class PairSession:
                 queue.put_nowait(Exited(side, None, "failed"))
 
     _stop_task: asyncio.Task[None] | None = None
+    _wake: Callable[[], None] | None = None
+    """Wakes a running session's loop (`run`)."""
 
     def _handle(self, event: SourceEvent) -> None:
         state = self.sides[event.side]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import secrets
@@ -199,8 +200,8 @@ class PairWriter:
 
     def _open(self, filename: str) -> IO[bytes]:
         fh = self._files.get(filename)
-        if fh is None:
-            fh = open(self.path / filename, "ab")  # noqa: SIM115 - kept open for the writer's life
+        if fh is None:  # unbuffered: a write is on its way to disk when it returns
+            fh = open(self.path / filename, "ab", buffering=0)  # noqa: SIM115 - kept open
             self._files[filename] = fh
         return fh
 
@@ -210,8 +211,12 @@ class PairWriter:
                 return
             try:
                 fh = self._open(filename)
-                fh.write(data)
-                fh.flush()
+                view = memoryview(data)
+                while view:  # a short write (a disk filling up): the rest, or its error
+                    written = fh.write(view)
+                    if not written:
+                        raise OSError(errno.EIO, "nothing written")
+                    view = view[written:]
             except OSError as exc:
                 self._stop(filename, exc)
 

@@ -33,7 +33,7 @@ VERDICT_COLOURS = {
     "DIVERGED": "error",
     "INCOMPLETE": "warning",
 }
-FEED_EVERY = 8
+FEED_EVERY = 16
 """Batches of a running pair nobody watches that wait to be taken by its feed together (one
 model update, not eight); a pair opened, watched or ended is taken at once."""
 ROW_REFRESH = 1.0
