@@ -6,11 +6,15 @@ numbers that do not fit, dicts inside a logger's lines, a line too long to parse
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tuimon.cli import main
 from tuimon.steplog import MAX_LINE
@@ -156,3 +160,64 @@ def test_a_step_key_the_records_lack_is_said(tmp_path: Path, capsys) -> None:
     code = main(["compare", *flags, str(tmp_path / "a.log"), str(tmp_path / "b.log")])
     err = capsys.readouterr().err
     assert code == 2 and "no field named by --step-key" in err and "Traceback" not in err
+
+
+def _row(step: int, loss: float) -> str:
+    return json.dumps({"step": step, "loss": loss})
+
+
+ODD_LINES = [
+    '{"step": 18446744073709551616, "loss": 1.0}',  # a step beyond int64
+    '{"step": 3, "loss": 1e400}',  # a value beyond float64
+    '{"step": 4, "loss": ' + "[" * 3000 + "]" * 3000 + "}",  # nesting too deep
+    '{"step": 5, "lo',  # a damaged record
+    "epoch 1 done, saving",  # plain text
+    "step 6: loss 0.5\rstep 6: loss 0.25",  # a redraw: its last state counts
+    '{"step": 7, "loss": NaN}',  # a NaN token
+    "",  # a blank line
+    '{"step": 8, "loss": 1' + "0" * 40 + "}",  # an integer beyond float64's exact range
+    '{"step": 9.0, "loss": 0.5}',  # a float step
+    '{"step": "10", "loss": 0.5}',  # a step as text
+    "INFO - {'loss': 0.3, 'epoch': 0.5}",  # a printed dict in a logger's line
+    "[step=11/90]\n    loss=0.3",  # an OLMo block
+    '{"step": 2, "loss": 0.16666666666666666}',  # a step logged again
+]
+
+
+@st.composite
+def log_pair(draw: st.DrawFn) -> tuple[bytes, bytes]:
+    """Two logs of JSON rows with odd lines mixed in: b is a's lines, with a value changed, a
+    line dropped, a row repeated or its tail cut, as draws decide."""
+    n = draw(st.integers(3, 12))
+    lines = [_row(i, 0.5 / (i + 1)) for i in range(n)]
+    for odd in draw(st.lists(st.sampled_from(ODD_LINES), max_size=3)):
+        lines.insert(draw(st.integers(0, len(lines))), odd)
+    b = list(lines)
+    change = draw(st.sampled_from(["none", "value", "drop", "repeat", "cut"]))
+    at = draw(st.integers(0, len(b) - 1))
+    if change == "value":
+        b[at] = _row(at, 9.0) if b[at].startswith('{"step"') else b[at]
+    elif change == "drop":
+        del b[at]
+    elif change == "repeat":
+        b.insert(at, b[at])
+    a_bytes = "".join(x + "\n" for x in lines).encode()
+    b_bytes = "".join(x + "\n" for x in b).encode()
+    if change == "cut":
+        b_bytes = b_bytes[: draw(st.integers(1, len(b_bytes)))]
+    return a_bytes, b_bytes
+
+
+@settings(
+    max_examples=int(os.environ.get("TUIMON_FUZZ_EXAMPLES", "8")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(logs=log_pair())
+def test_live_and_saved_agree_on_generated_logs(tmp_path: Path, capsys, logs) -> None:
+    """Any mix of the odd lines above, any of the changes: the live pair, `compare` of the
+    files, `compare` of the saved pair and its replay give one verdict."""
+    a, b = logs
+    here = Path(tempfile.mkdtemp(dir=tmp_path))
+    live, files, pair, replay = live_and_saved(here, capsys, a, b)
+    assert live == files == pair == replay

@@ -50,13 +50,14 @@ def test_many_pipes_one_hub_every_line_saved_and_taken_once() -> None:
         assert reader.take() == []
 
 
-def test_a_last_line_without_newline_is_saved_with_one() -> None:
+def test_a_last_line_without_newline_is_saved_as_it_came() -> None:
+    """Read back, the saved line is the cut line it was live (not a whole line)."""
     saved = bytearray()
     reader, w = reader_of(saved)
-    os.write(w, b"no newline")
+    os.write(w, b"one\nno newline")
     os.close(w)
     reader.join(10)
-    assert reader.take() == [b"no newline"] and bytes(saved) == b"no newline\n"
+    assert reader.take() == [b"one\n", b"no newline"] and bytes(saved) == b"one\nno newline"
 
 
 def test_stop_ends_a_pipe_whose_writer_stays_open() -> None:

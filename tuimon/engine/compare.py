@@ -535,7 +535,7 @@ def judge(
     finally:
         gc.enable()
     empty = [(side, log) for side, log in zip(SIDES, sides, strict=True) if not log.steps]
-    if empty and logs.pair_dir is None:  # two files, one without a step: not a log to judge
+    if len(empty) == 2 and logs.pair_dir is None:  # two files with no step: not logs it reads
         side, log = empty[0]
         raise CompareError(_no_steps(log, logs.reading, aligner.accounts[side]))
     aligned: list[AlignedStep] = []
@@ -546,7 +546,7 @@ def judge(
     elif matcher is not None:
         matcher.finish()
     reason, interrupted = _how_it_ended(logs, sides)
-    if empty:  # a saved pair whose run logged no step: INCOMPLETE, as it was live
+    if empty:  # a run that logged no step (a saved pair, or one file): INCOMPLETE, as live
         nothing = (no_step_reason(side, log.texts, log.first_text) for side, log in empty)
         reason = "; ".join(filter(None, (reason, *nothing)))
     summary = aligner.summary(complete=reason is None, reason=reason, interrupted=interrupted)
@@ -668,7 +668,7 @@ def save(judged: Judged, save_to: str | None) -> Path:
         resolve_store(save_to), seed=doc.seed, devices=doc.devices or ("?", "?"), label="compare"
     )
     for side, log in zip(SIDES, judged.logs, strict=True):
-        writer.raw(side, log.lines)
+        writer.raw_bytes(side, b"".join(log.lines))  # as read: a cut last line stays cut
     for step in judged.aligned:
         writer.aligned(step.to_dict())
     try:

@@ -206,15 +206,15 @@ class LineCutter:
         return out
 
     def flush(self) -> list[bytes]:
-        """The end of the stream: a last line without newline is saved with one."""
+        """The end of the stream: a last line without newline is saved as it came (read back,
+        it is the cut line it was live)."""
         if self._long:
-            self._save(b"\n")
             self._long, note = 0, too_long_note(self._long)
             return [note]
         rest = bytes(self._buf)
         self._buf.clear()
         if rest:
-            self._save(rest + b"\n")
+            self._save(rest)
         return [rest] if rest else []
 
 

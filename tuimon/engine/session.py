@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 import signal
 import time
 from collections import deque
@@ -329,9 +330,10 @@ class PairSession:
         flushed_tick = int(last_flush // period)
         try:
             while len(exited) < len(self.sides):
-                interval = self.options.batch_interval if self._news() else IDLE_BATCH
-                due = max(last_flush + interval, (flushed_tick + 1) * period)
-                timeout = max(0.0, (due // period + LATE) * period - time.monotonic())
+                due = flushed_tick + 1  # the tick of the next batch, in whole ticks
+                if not self._news():
+                    due = max(due, math.ceil((last_flush + IDLE_BATCH) / period))
+                timeout = max(0.0, (due + LATE) * period - time.monotonic())
                 timer = loop.call_later(timeout, wake)
                 event = await queue.get()
                 timer.cancel()
@@ -384,7 +386,7 @@ class PairSession:
         state = self.sides[event.side]
         if isinstance(event, Lines):
             if self.writer and not event.saved:
-                self.writer.raw(event.side, event.lines)
+                self.writer.raw_bytes(event.side, b"".join(event.lines))  # a cut tail stays cut
             if state.status == "starting" or state.status == "stalled":
                 state.status = "running"
             records = event.records
@@ -439,6 +441,9 @@ class PairSession:
         state.step = steps[-1].step
         now = time.monotonic()
         rates = self._rates[state.side]
+        if rates and state.step < rates[-1][1]:  # the steps went back (a second run, a log
+            rates.clear()  # out of order): the rate starts again, never negative
+            state.rate = None
         rates.append((now, state.step))
         while rates and now - rates[0][0] > RATE_WINDOW:
             rates.popleft()

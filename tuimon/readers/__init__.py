@@ -161,6 +161,25 @@ _DOCUMENT = re.compile(rb"""[\[{]\s*(["{\[]|$)""")
 """The first line of a JSON document written over lines: `{`, `[`, `{"key": ...`, `[{...`."""
 
 
+def _rows_follow(rest: bytes, lines: int = 16) -> bool:
+    """After a first line that opens JSON but does not parse: whether whole JSON objects follow
+    on lines of their own (JSON Lines whose first lines are damaged, read as a live pair reads
+    them), or nothing does (one line cut short); a document over lines has rows that end in
+    `,` or does not close them on one line."""
+    body = rest.strip()
+    if not body:
+        return True
+    for line in body.split(b"\n", lines)[:-1] or [body]:
+        line = line.strip()
+        if line[:1] == b"{" and line[-1:] == b"}":
+            try:
+                if isinstance(orjson.loads(line), dict):
+                    return True
+            except orjson.JSONDecodeError:
+                continue
+    return False
+
+
 def _json_document(path: Path, data: bytes, reading: Reading) -> Loaded | None:
     """A whole-file JSON document (trainer_state.json, a list of rows, per-metric arrays) as
     its steps; None when the data is not one (a JSON Lines file of one line is not).
@@ -177,7 +196,8 @@ def _json_document(path: Path, data: bytes, reading: Reading) -> Loaded | None:
         doc = load_document(body)
     except (ValueError, RecursionError) as exc:
         cut = cut_document(body)
-        if cut is None and _DOCUMENT.match(first) and first.rstrip()[-1:] not in (b"}", b"]"):
+        opened = _DOCUMENT.match(first) and first.rstrip()[-1:] not in (b"}", b"]")
+        if cut is None and opened and not _rows_follow(rest):
             at = getattr(exc, "pos", None)
             where = f" at byte {at}" if isinstance(at, int) else ""
             raise ReaderError(

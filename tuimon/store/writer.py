@@ -238,7 +238,8 @@ class PairWriter:
     def raw(self, side: str, lines: list[bytes]) -> None:
         """Append raw stdout lines of ``side`` to ``{side}.jsonl`` and flush.
 
-        Each line keeps its bytes; a missing trailing newline is added. A no-op once closed.
+        Each line keeps its bytes; a missing trailing newline is added (`raw_bytes` keeps a
+        stream's cut last line as it came). A no-op once closed.
         """
         self._check_side(side)
         if not lines:
