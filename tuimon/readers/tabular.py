@@ -19,17 +19,25 @@ from tuimon.steplog import NO_STEP_KEY, STEP_RANGE, UNREADABLE, Record, Step, Te
 csv.field_size_limit(1 << 24)
 
 
-def csv_columns(first_line: str, key: str | None = None) -> list[str] | None:
-    """The columns of a CSV header line that has a step column (`key` when given), or
-    None."""
+def _cells(first_line: str) -> list[str] | None:
+    """The cells of a first line with commas, stripped (None when it has no comma or is no
+    CSV)."""
     if "," not in first_line:
         return None
     try:
-        columns = [c.strip() for c in next(csv.reader([first_line]))]
+        return [c.strip() for c in next(csv.reader([first_line]))]
     except (csv.Error, StopIteration):
         return None
+
+
+def csv_columns(first_line: str, key: str | None = None) -> list[str] | None:
+    """The columns of a CSV header line that has a step column (`key` when given), or
+    None."""
+    columns = _cells(first_line)
     keys = (key,) if key is not None else STEP_KEYS
-    if len(columns) < 2 or not any(c in keys or c.lower() in keys for c in columns):
+    if columns is None or len(columns) < 2:
+        return None
+    if not any(c in keys or c.lower() in keys for c in columns):
         return None
     return columns
 
@@ -37,13 +45,10 @@ def csv_columns(first_line: str, key: str | None = None) -> list[str] | None:
 def csv_hint(first_line: str, key: str | None = None) -> str | None:
     """What a CSV header line lacks when no step column was found in it (`key`, or any of
     `STEP_KEYS`); None when the line is no CSV header (names, not numbers)."""
-    if "," not in first_line or "{" in first_line:
+    columns = None if "{" in first_line else _cells(first_line)
+    if columns is None or len(columns) < 2 or not all(columns):
         return None
-    try:
-        columns = [c.strip() for c in next(csv.reader([first_line]))]
-    except (csv.Error, StopIteration):
-        return None
-    if len(columns) < 2 or not all(columns) or any(as_float(c) is not None for c in columns):
+    if any(as_float(c) is not None for c in columns):  # a row of numbers, not a header
         return None
     shown = ", ".join(clean(c, 40) for c in columns[:12])
     shown += f" and {len(columns) - 12:,} more" if len(columns) > 12 else ""
