@@ -1,7 +1,8 @@
 """A pair: two sources -> raw logs on disk -> aligner -> batched events for a view.
 
 The same `PairSession` drives live runs and replays, for the Textual app and the headless
-reporter alike: a view gets one `Batch` about every 100 ms and never computes anything twice.
+reporter alike: a view gets at most one `Batch` per tick of the clock (`batch_interval`,
+0.25 s; 0.5 s in a big sweep) and never computes anything twice.
 """
 
 from __future__ import annotations
