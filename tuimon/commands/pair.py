@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 from typing import TYPE_CHECKING
@@ -43,8 +44,14 @@ def add(sub: argparse._SubParsersAction) -> None:
         "failed or the pair could not be saved, 2 bad usage. Example: tuimon pair --seed 0 "
         "--devices cpu,cpu -- python train.py --seed {seed} --device {device}",
     )
-    p.add_argument("--seed", type=int64, default=0, help="the seed of both runs (default 0)")
+    p.add_argument(
+        "--seed",
+        type=int64,
+        default=None,
+        help="the seed of both runs (default 0; with --against, the saved run's)",
+    )
     add_pair_options(p)
+    add_against(p)
     p.add_argument(
         "--no-save", action="store_true", help="do not save the pair (nothing is written)"
     )
@@ -61,7 +68,10 @@ def add(sub: argparse._SubParsersAction) -> None:
 def add_pair_options(p: argparse.ArgumentParser) -> None:
     """Options shared by `pair` and `sweep`: devices, workload, judging, launchers ..."""
     p.add_argument(
-        "--devices", default="cpu,cpu", help="two devices, A,B (default cpu,cpu; e.g. mps,mps)"
+        "--devices",
+        default=None,
+        help="two devices, A,B (default cpu,cpu; e.g. mps,mps); with --against, the live run's "
+        "one device (default cpu)",
     )
     p.add_argument("--steps", type=int64, default=None, help="steps (reference workload: 300)")
     p.add_argument("--p", type=int64, default=None, help="reference workload: the modulus")
@@ -108,6 +118,12 @@ def add_pair_options(p: argparse.ArgumentParser) -> None:
         help="flag a run silent for S seconds as stalled (default 120; 0 off)",
     )
     p.add_argument("--stop-on-fail", action="store_true", help="stop the other run when one fails")
+    p.add_argument(
+        "--stop-on-divergence",
+        action="store_true",
+        help="end the live runs at the first step judged DIVERGED (the partial pair is saved; "
+        "exit 1)",
+    )
     p.add_argument("--repeat", type=int64, default=1, metavar="K", help="run the pair K times")
     p.add_argument(
         "--label", default=None, help="a word added to the pair's directory name (and pair.json)"
@@ -165,11 +181,47 @@ def _launchers(args: argparse.Namespace) -> tuple[tuple[str, ...] | None, tuple[
     return out[0], out[1]
 
 
+def add_against(p: argparse.ArgumentParser) -> None:
+    """`pair --against SAVED [--side a|b] [--emb NPY]`: one live run against a saved one."""
+    p.add_argument(
+        "--against",
+        default=None,
+        metavar="SAVED",
+        help="run one side live against a saved run, which is side b: a log file (any format "
+        "tuimon reads), a side of a saved pair (PAIR/a), or a pair directory with --side; the "
+        "reference workload takes the saved run's seed, settings and threads unless given",
+    )
+    p.add_argument(
+        "--side",
+        choices=("a", "b"),
+        default=None,
+        help="with --against PAIR_DIR: which side of the saved pair",
+    )
+    p.add_argument(
+        "--emb",
+        default=None,
+        metavar="NPY",
+        help="with --against: the saved run's W_E (default: the pair's emb-SIDE.npy, or the "
+        "file its end record names), checked against the retrain's at the end",
+    )
+
+
 def _pair_devices(args: argparse.Namespace) -> tuple[str, str]:
-    devices = tuple(d.strip() for d in args.devices.split(","))
+    if getattr(args, "against", None):
+        return _against_device(args), "saved"
+    devices = tuple(d.strip() for d in (args.devices or "cpu,cpu").split(","))
     if len(devices) != 2 or not all(devices):
         raise UsageError(f"--devices takes two devices, A,B (got {args.devices!r})")
     return devices[0], devices[1]
+
+
+def _against_device(args: argparse.Namespace) -> str:
+    devices = [d.strip() for d in (args.devices or "cpu").split(",")]
+    if len(devices) == 2 and devices[0] == devices[1]:
+        devices = devices[:1]
+    if len(devices) != 1 or not devices[0]:
+        raise UsageError(f"--against runs one side: give one device (got --devices {args.devices})")
+    return devices[0]
 
 
 def _check_pair_args(
@@ -193,6 +245,12 @@ def _check_pair_args(
         )
     if args.shell and not template:
         raise UsageError("--shell needs a command after --")
+    if not getattr(args, "against", None) and (
+        getattr(args, "side", None) or getattr(args, "emb", None)
+    ):
+        raise UsageError("--side and --emb go with --against SAVED")
+    if getattr(args, "against", None) and getattr(args, "explain", False):
+        raise UsageError("--explain re-runs both sides of a pair: not with --against")
     return threads
 
 
@@ -235,6 +293,7 @@ def pair_plan(
         tolerance=args.tolerance,
         stall_timeout=args.stall_timeout or None,
         stop_on_fail=args.stop_on_fail,
+        stop_on_divergence=args.stop_on_divergence,
         label=args.label,
         reading=reading(args),
         launch=launch,
@@ -243,6 +302,10 @@ def pair_plan(
     if template and not args.shell:
         _check_programs(plan)
     local = [d for d, launcher in zip(devices, launch, strict=True) if not launcher]
+    if getattr(args, "against", None):  # side b is saved: nothing of it runs
+        if args.launch_b:
+            raise UsageError("--against: side b is the saved run, nothing to launch (--launch-b)")
+        plan.launch, local = (launch[0], None), [] if launch[0] else [devices[0]]
     if local:  # a launched side's device is on the other machine: it checks it itself
         check(local, need_torch=not template, say=say)
     store = None
@@ -281,8 +344,77 @@ def check_log_file(args: argparse.Namespace, plan: PairPlan, *, many: bool = Fal
             )
 
 
+def against_plan(args: argparse.Namespace) -> tuple[PairPlan, Path | None]:
+    """`pair --against`: the saved side read, the settings the retrain takes from it (said on
+    stderr), then the plan with the saved run as side b."""
+    from tuimon.engine.saved_side import resolve_saved
+    from tuimon.errors import ReplayError
+
+    check_storable(args)
+    try:
+        saved = resolve_saved(args.against, args.side, reading(args), args.emb)
+    except ReplayError as exc:
+        raise UsageError(f"--against: {exc}") from None
+    template = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if taken := take_saved_settings(args, saved.settings(), reference=not template):
+        say(f"as the saved run: {' '.join(taken)}")
+    plan, store = pair_plan(args, 0 if args.seed is None else args.seed)
+    plan.against = saved
+    plan.devices = (plan.devices[0], saved.device or "saved")
+    return plan, store
+
+
+SAVED_FLAGS: dict[str, type | tuple[str, ...]] = {
+    "seed": int,
+    "threads": int,
+    "steps": int,
+    "p": int,
+    "task": ("add", "sub", "mul"),
+    "frac_train": float,
+    "eval_every": int,
+    "gather": ("view", "contiguous"),
+    "loss_dtype": ("float32", "float64"),
+}
+"""What a retrain takes from the saved run when not given: its type, or its choices."""
+
+
+def take_saved_settings(
+    args: argparse.Namespace, settings: dict[str, object], *, reference: bool
+) -> list[str]:
+    """Set the flags not given from the saved run's settings (the workload's only for the
+    reference workload); the flags taken, as typed."""
+    taken = []
+    for key, kind in SAVED_FLAGS.items():
+        value = settings.get(key)
+        if key not in ("seed", "threads") and not reference:
+            continue
+        if getattr(args, key) is not None or value is None or isinstance(value, bool):
+            continue
+        if not _fits(value, kind):
+            continue
+        setattr(args, key, str(value) if key == "threads" else value)
+        taken.append(f"--{key.replace('_', '-')} {value}")
+    if reference and settings.get("deterministic") is True and not args.deterministic:
+        args.deterministic = True
+        taken.append("--deterministic")
+    return taken
+
+
+def _fits(value: object, kind: type | tuple[str, ...]) -> bool:
+    """A saved setting is one the flag takes (a planted header value is never passed on)."""
+    if isinstance(kind, tuple):
+        return value in kind
+    if kind is int:
+        return isinstance(value, int) and INT64[0] <= value <= INT64[1]
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
 def run(args: argparse.Namespace) -> int:
-    plan, store = pair_plan(args, args.seed)
+    if args.against:
+        plan, store = against_plan(args)
+    else:
+        plan, store = pair_plan(args, 0 if args.seed is None else args.seed)
+    args.seed = plan.seed
     check_log_file(args, plan)
     factories = [plan.session_factory(store) for _ in range(args.repeat)]
     if args.headless or not terminal("pair"):
@@ -298,7 +430,8 @@ def run(args: argparse.Namespace) -> int:
             run_app(
                 store=store or resolve_store(None),
                 make_session=make,
-                title=f"tuimon pair · seed {args.seed} · {plan.devices[0]},{plan.devices[1]}",
+                title=f"tuimon pair · seed {args.seed} · {plan.devices[0]},{plan.devices[1]}"
+                + (" (saved)" if plan.against else ""),
                 explain=args.explain,
             )
         )

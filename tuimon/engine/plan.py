@@ -9,8 +9,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from tuimon.engine.against import AgainstCheck, AgainstSource, copy_saved_emb
 from tuimon.engine.align import MetricFilter
 from tuimon.engine.runner import RunSpec, substitute
+from tuimon.engine.saved_side import SavedSide
 from tuimon.engine.session import Batch, LiveSource, PairOptions, PairSession, SideState
 from tuimon.readers import Reading
 from tuimon.store import SIDES, PairWriter
@@ -109,6 +111,9 @@ class PairPlan:
     """The sweep this pair belongs to (pair.json `sweep`)."""
     select: MetricFilter = field(default_factory=MetricFilter)
     """Which metrics are judged (`--ignore`, `--only`)."""
+    stop_on_divergence: bool = False
+    against: SavedSide | None = None
+    """`pair --against`: the saved run that is side b; only side a is launched."""
 
     def env(self, side: str, device: str) -> dict[str, str]:
         """The child's environment additions: the same on both sides but for the device."""
@@ -212,18 +217,28 @@ class PairPlan:
                 else None
             )
             pair_dir = writer.path if writer else None
-            specs = tuple(self.spec(side, pair_dir) for side in SIDES)
+            saved = self.against
+            specs = tuple(self.spec(side, pair_dir) for side in (SIDES[:1] if saved else SIDES))
             sides = tuple(SideState(s.side, s.device, s.command_text()) for s in specs)
             options = PairOptions(
                 tolerance=self.tolerance,
                 select=self.select,
                 stall_timeout=self.stall_timeout,
                 stop_on_fail=self.stop_on_fail,
+                stop_on_divergence=self.stop_on_divergence,
                 totals=(self.steps, self.steps),
                 meta=self.meta(specs),
             )
+            source = LiveSource(specs)  # type: ignore[arg-type]
+            if saved is not None:
+                device = self.devices[1]
+                sides += (SideState("b", device, f"saved: {shlex.quote(str(saved.log))}"),)
+                options.totals = (self.steps, None)
+                options.meta["against"] = saved.provenance()
+                options.end_check = AgainstCheck(saved, copy_saved_emb(saved, pair_dir))
+                source = AgainstSource(specs, saved)
             return PairSession(
-                LiveSource(specs),  # type: ignore[arg-type]
+                source,
                 sides,  # type: ignore[arg-type]
                 options=options,
                 writer=writer,

@@ -213,6 +213,11 @@ class PairOptions:
     """Which metrics are judged (`--ignore`, `--only`); clocks never are."""
     stall_timeout: float | None = None
     stop_on_fail: bool = False
+    stop_on_divergence: bool = False
+    """End the live runs at the first step judged DIVERGED (`--stop-on-divergence`)."""
+    end_check: Callable[[PairSession], None] | None = None
+    """Run once both sides have ended, before the pair is saved: it may judge more (a saved
+    side's W_E) and change `summary` (`tuimon.engine.against`)."""
     batch_interval: float = 0.25
     """Seconds between two batches at most while lines arrive (a view draws at most once a
     second while steps stream: more batches cost the monitor without showing more)."""
@@ -360,6 +365,7 @@ class PairSession:
                 if tick > flushed_tick and (self._news() or now - last_flush >= IDLE_BATCH):
                     self._flush()
                     last_flush, flushed_tick = now, tick
+                    self._stop_if_diverged()
         finally:
             self._wake = None
             if not feeder.done():
@@ -380,6 +386,33 @@ class PairSession:
                 queue.put_nowait(Exited(side, None, "failed"))
 
     _stop_task: asyncio.Task[None] | None = None
+    _divergence_stop: asyncio.Task[None] | None = None
+    stopped_at: int | None = None
+    """The first divergent step at which `--stop-on-divergence` ended the live runs."""
+
+    def _stop_if_diverged(self) -> None:
+        """With `stop_on_divergence`, end the live runs once the pair is DIVERGED."""
+        source = self.source
+        if (
+            not self.options.stop_on_divergence
+            or self.stopped_at is not None
+            or self.summary.verdict != "DIVERGED"
+            or not isinstance(source, LiveSource)
+        ):
+            return
+        self.stopped_at = self.summary.first_divergent_step
+        live = [side for side in source.runs if not self.sides[side].over]
+        if live:
+            self._say(
+                f"stopping run {' and '.join(live)} at the first divergent step "
+                f"{self.stopped_at} (--stop-on-divergence)"
+            )
+            self._divergence_stop = asyncio.create_task(self._stop_sides(live))
+
+    async def _stop_sides(self, sides: list[str]) -> None:
+        assert isinstance(self.source, LiveSource)
+        await asyncio.gather(*(self.source.stop_side(side) for side in sides))
+
     _wake: Callable[[], None] | None = None
     """Wakes a running session's loop (`run`)."""
 
@@ -424,7 +457,9 @@ class PairSession:
             if isinstance(record, Step):
                 steps.append(record)
                 continue
-            self.aligner.note_other(state.side, record)
+            before = self.aligner.accounts[state.side].steps + len(steps)
+            last = steps[-1].step if steps else self.aligner.last_step[state.side]
+            self.aligner.note_other(state.side, record, (before, last))
             if isinstance(record, Header):
                 state.header = record
                 total = record.hyper.get("steps")
@@ -490,6 +525,11 @@ class PairSession:
         if self.interrupted:
             return False, "interrupted"
         for side, s in self.sides.items():
+            if s.status == "interrupted" and self.stopped_at is not None:
+                return False, (
+                    f"run {side} stopped at the first divergent step {self.stopped_at} "
+                    "(--stop-on-divergence)"
+                )
             if s.status != "finished":
                 return False, f"run {side} {s.status}" + (
                     f" ({exit_text(s.exit_code)})" if s.exit_code not in (None, 0) else ""
@@ -526,9 +566,13 @@ class PairSession:
             listener(batch)
 
     def status(self) -> str:
-        """finished / interrupted / failed, for pair.json."""
+        """finished / interrupted / failed / stopped (`--stop-on-divergence`), for pair.json."""
         if self.interrupted:
             return "interrupted"
+        if self.stopped_at is not None and all(
+            s.status in ("finished", "interrupted") for s in self.sides.values()
+        ):
+            return "stopped"
         return "finished" if all(s.status == "finished" for s in self.sides.values()) else "failed"
 
     def _finish(self) -> Summary:
@@ -540,8 +584,10 @@ class PairSession:
         ends = [self.sides[k].end for k in SIDES]
         if ends[0] is not None and ends[1] is not None:
             self.artifacts = compare_artifacts(ends[0].artifacts, ends[1].artifacts)
-            for name, result in self.artifacts.items():
-                self._say(describe(name, result))
+        if self.options.end_check is not None:
+            self.options.end_check(self)
+        for name, result in self.artifacts.items():
+            self._say(describe(name, result))
         message = None
         if self.writer is not None:
             try:
@@ -592,5 +638,7 @@ class PairSession:
             summary=self.summary.to_dict(),
             artifacts=self.artifacts,
         )
+        if self.stopped_at is not None:
+            doc.more["stopped_on_divergence"] = self.stopped_at
         doc.more["hints"] = [h.to_dict() for h in likely_causes(doc.to_json())]
         return doc

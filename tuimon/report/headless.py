@@ -21,11 +21,11 @@ from tuimon.engine.align import Summary, exit_code
 from tuimon.engine.artifacts import lines as artifact_lines
 from tuimon.engine.hints import Hint, likely_causes
 from tuimon.engine.session import Batch, PairSession
+from tuimon.report.against import against_lines, pair_headline
 from tuimon.report.wording import (
     account_lines,
     divergence_line,
     first_divergence_event,
-    headline,
     side_line,
 )
 from tuimon.sanitize import clean
@@ -132,6 +132,8 @@ class PairReport:
     """`pair --explain`'s result."""
     artifacts: dict[str, Any] = field(default_factory=dict)
     """What both runs saved at the end, compared (`end_artifacts`)."""
+    doc: dict[str, Any] = field(default_factory=dict)
+    """The pair's document (pair.json as written): `against` ..."""
 
     @classmethod
     def of(cls, session: PairSession, summary: Summary) -> PairReport:
@@ -139,8 +141,8 @@ class PairReport:
         writer = session.writer
         saved = writer is not None and writer.finished
         save_error = writer.save_error if writer is not None and not saved else None
-        hints = likely_causes(session.pair_doc().to_json())
-        return cls(session, summary, saved, save_error, hints)
+        doc = session.pair_doc().to_json()
+        return cls(session, summary, saved, save_error, likely_causes(doc), doc=doc)
 
     @property
     def code(self) -> int:
@@ -158,6 +160,7 @@ class PairReport:
             **self.summary.to_dict(),
             "hints": [h.to_dict() for h in self.hints],
             **({"artifacts": artifacts} if artifacts else {}),
+            **({"against": self.doc["against"]} if "against" in self.doc else {}),
         }
         if self.explained is not None:
             record["explain"] = self.explained
@@ -165,8 +168,9 @@ class PairReport:
 
     def text(self) -> str:
         """The headline, the artifacts, the hints, the explanation and where the pair is."""
-        lines = [headline(self.summary), *account_lines(self.summary)]
+        lines = [pair_headline(self.summary, self.doc), *account_lines(self.summary)]
         lines += [clean(line, None) for line in artifact_lines(self.artifacts)]
+        lines += against_lines(self.doc)
         lines += [hint.text() for hint in self.hints]
         if self.explained is not None:
             from tuimon.engine.explain import describe

@@ -40,7 +40,7 @@ VERDICT_COLOURS = {
     "DAMAGED": "error",
     "RUNNING": "accent",
 }
-STATUSES = ("finished", "failed", "interrupted", "running", "damaged")
+STATUSES = ("finished", "failed", "interrupted", "stopped", "running", "damaged")
 WIDTHS = {
     "verdict": max(map(len, VERDICT_COLOURS)),
     "status": max(map(len, STATUSES)),

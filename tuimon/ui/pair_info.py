@@ -13,7 +13,8 @@ from typing import Any
 from tuimon.engine.explain import saved_line
 from tuimon.engine.hints import likely_causes
 from tuimon.engine.session import SideState
-from tuimon.report.wording import account_lines, headline, metric_parts_line
+from tuimon.report.against import against_lines, pair_headline
+from tuimon.report.wording import account_lines, metric_parts_line
 from tuimon.ui.pair_model import PairModel
 from tuimon.ui.text import clean
 
@@ -57,8 +58,9 @@ def summary_lines(
     (`replayed`: the pair was replayed or opened, not saved, by this view)."""
     if model.summary is None:
         return []
-    lines = [headline(model.summary), *account_lines(model.summary)]
+    lines = [pair_headline(model.summary, doc), *account_lines(model.summary)]
     lines += [clean(line, None) for line in model.artifact_lines()]
+    lines += against_lines(doc)
     lines += run_errors(model.sides)
     lines += hints_of(doc)
     explained = saved_line(dict(doc)) if doc else None
@@ -75,7 +77,7 @@ def info_lines(model: PairModel, doc: Mapping[str, Any] | None) -> list[tuple[st
     """Every line the view knows of the pair, each with its kind (heading or text)."""
     out: list[tuple[str, str]] = [("head", "Verdict")]
     if model.summary is not None:
-        out.append(("text", headline(model.summary)))
+        out.append(("text", pair_headline(model.summary, doc)))
         out.append(("text", model.summary.coverage_line()))
     out.append(("text", model.first_line()))
     if model.parts:

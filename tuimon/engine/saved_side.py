@@ -1,0 +1,213 @@
+"""The saved side of `pair --against`: a log file, or one side of a saved pair, read once.
+
+It is side b of the new pair. It keeps its provenance (path, sha256, the environment it
+recorded, the pair it came from) and says how its run ended: a run cut short is never taken for
+a finished one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tuimon.engine.saved import read_records
+from tuimon.errors import ReplayError, StoreError, UsageError
+from tuimon.readers import Reading
+from tuimon.steplog import End, Header, Record, Step
+from tuimon.store import PAIR_JSON, SIDES, PairDoc, is_pair_dir, open_regular, pair_file
+
+SAVED_SIDE = "b"
+"""The saved log is side b of the pair; the live run is side a."""
+WORKLOAD_KEYS = ("task", "p", "seed", "steps", "frac_train", "eval_every", "gather")
+"""The reference workload's settings a retrain takes from the saved run's header."""
+ENV_KEYS = ("threads", "deterministic", "loss_dtype")
+"""The environment settings (header `env`) a retrain takes from the saved run."""
+
+
+@dataclass
+class SavedSide:
+    """One saved run, read as side b: its lines and records, and where they came from."""
+
+    log: Path
+    side: str | None
+    """a or b, when it is a side of a saved pair."""
+    pair_dir: Path | None
+    doc: PairDoc
+    reading: Reading
+    lines: list[bytes]
+    records: list[Record]
+    sha256: str
+    emb: Path | None
+    """Its W_E (.npy): `--emb`, the pair's emb-SIDE.npy, or what its end record names."""
+
+    @property
+    def header(self) -> Header | None:
+        """The log's header record, if it has one."""
+        return next((r for r in self.records[:3] if isinstance(r, Header)), None)
+
+    @property
+    def end(self) -> End | None:
+        """The log's end record, if it has one."""
+        return next((r for r in reversed(self.records[-3:]) if isinstance(r, End)), None)
+
+    @property
+    def last_step(self) -> int | None:
+        """The last step the saved run logged."""
+        return next((r.step for r in reversed(self.records) if isinstance(r, Step)), None)
+
+    @property
+    def env(self) -> dict[str, Any]:
+        """The environment it recorded: its header's, else its pair.json run's."""
+        header = self.header
+        if header is not None and header.env:
+            return dict(header.env)
+        return dict(self.doc.run(self.side).env or {}) if self.side else {}
+
+    @property
+    def hyper(self) -> dict[str, Any]:
+        """Its settings: its header's, else its pair.json run's."""
+        header = self.header
+        if header is not None and header.hyper:
+            return dict(header.hyper)
+        return dict(self.doc.run(self.side).hyper or {}) if self.side else {}
+
+    @property
+    def device(self) -> str | None:
+        """The device it ran on, when it says."""
+        run = self.doc.run(self.side) if self.side else None
+        device = self.env.get("device") or (run.device if run else None)
+        return str(device) if device else None
+
+    def ending(self) -> tuple[int | None, str, str | None]:
+        """How the saved run ended: exit code, status (finished / failed / interrupted) and,
+        when it did not finish, why."""
+        last = "no step" if self.last_step is None else f"step {self.last_step}"
+        if self.pair_dir is not None and not (self.pair_dir / PAIR_JSON).is_file():
+            return None, "interrupted", f"its pair has no pair.json (stopped at {last})"
+        run = self.doc.run(self.side) if self.side else None
+        if run is not None and run.status not in (None, "finished"):
+            return run.exit_code, run.status, f"its run {run.status} at {last}"
+        end = self.end
+        if end is not None and end.status != "ok":
+            return 1, "failed", f"it ended with status {end.status} at {last}"
+        if self.header is not None and end is None:
+            return None, "interrupted", f"its log has no end record (cut short at {last})"
+        planned = self.hyper.get("steps")
+        if isinstance(planned, int) and self.last_step is not None and self.last_step < planned - 1:
+            return None, "interrupted", f"cut short at {last} of {planned} planned"
+        return 0, "finished", None
+
+    def provenance(self) -> dict[str, Any]:
+        """pair.json `against`: where the saved side came from and what it recorded."""
+        _, status, why = self.ending()
+        return {
+            "path": str(self.log),
+            "pair": None if self.pair_dir is None else str(self.pair_dir),
+            "side": self.side,
+            "sha256": self.sha256,
+            "device": self.device,
+            "env": self.env or None,
+            "status": status,
+            "cut_short": why,
+            "last_step": self.last_step,
+            "emb": None if self.emb is None else str(self.emb),
+        }
+
+    def settings(self) -> dict[str, Any]:
+        """The reference workload's settings it ran with (`WORKLOAD_KEYS`, `ENV_KEYS`)."""
+        hyper, env = self.hyper, self.env
+        out = {k: hyper[k] for k in WORKLOAD_KEYS if hyper.get(k) is not None}
+        out.update({k: env[k] for k in ENV_KEYS if env.get(k) is not None})
+        return out
+
+
+def _where(text: str, side: str | None) -> tuple[Path, Path | None, str | None]:
+    """The log file, its pair directory and side: `FILE`, `PAIR/a`, `PAIR --side a`."""
+    path = Path(text)
+    if not path.exists():
+        if path.name in SIDES and is_pair_dir(path.parent):
+            if side is not None and side != path.name:
+                raise UsageError(f"--against {text} is side {path.name}: drop --side {side}")
+            return path.parent, path.parent, path.name
+        raise ReplayError(f"{text}: no such file or directory")
+    if path.is_dir():
+        if not is_pair_dir(path):
+            raise ReplayError(f"{text}: not a saved pair or a log file")
+        if side is None:
+            raise UsageError(f"{text} is a saved pair: give --side a or --side b (or {text}/a)")
+        return path, path, side
+    if side is not None:
+        raise UsageError("--side chooses a side of a saved pair directory, not of a log file")
+    parent = path.parent
+    if is_pair_dir(parent):  # a pair's own a.jsonl: keep the pair's record of it
+        doc = _doc(parent)
+        for s in SIDES:
+            if doc.file(s) == path.name:
+                return path, parent, s
+    return path, None, None
+
+
+def _doc(pair_dir: Path) -> PairDoc:
+    try:
+        return PairDoc.read(pair_dir)
+    except StoreError:
+        return PairDoc()
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    try:
+        with open_regular(path) as fh:
+            while chunk := fh.read(1 << 20):
+                digest.update(chunk)
+    except (OSError, StoreError) as exc:
+        raise ReplayError(f"{path}: cannot read: {exc}") from None
+    return digest.hexdigest()
+
+
+def _emb(log: Path, pair_dir: Path | None, side: str | None, end: End | None) -> Path | None:
+    """The saved run's W_E: its pair's emb-SIDE.npy, else the .npy its end record names (as
+    written, else beside the log)."""
+    if pair_dir is not None and side is not None and (pair_dir / f"emb-{side}.npy").is_file():
+        return pair_dir / f"emb-{side}.npy"
+    named = end.artifacts.get("emb") if end is not None else None
+    if isinstance(named, str) and named.endswith(".npy"):
+        for candidate in (Path(named), log.parent / Path(named).name):
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def resolve_saved(
+    text: str, side: str | None, reading: Reading, emb: str | None = None
+) -> SavedSide:
+    """The saved side named by `--against TEXT [--side a|b] [--emb NPY]`, read once;
+    UsageError or ReplayError (one line) when it cannot be."""
+    where, pair_dir, side = _where(text, side)
+    doc = _doc(pair_dir) if pair_dir is not None else PairDoc()
+    if pair_dir is not None and side is not None:
+        try:  # a FIFO, a device or a link leading outside the pair is refused, never opened
+            log = where if where.is_file() else pair_file(pair_dir, doc.file(side))
+        except StoreError as exc:
+            raise ReplayError(str(exc)) from None
+        if not reading.asked:
+            reading = Reading.from_dict(doc.more.get("reading"))
+    else:
+        log = where
+    if emb is not None and not Path(emb).is_file():
+        raise UsageError(f"--emb {emb}: no such .npy file")
+    lines, records = read_records(log, reading, SAVED_SIDE)
+    end = next((r for r in reversed(records[-3:]) if isinstance(r, End)), None)
+    return SavedSide(
+        log=log,
+        side=side,
+        pair_dir=pair_dir,
+        doc=doc,
+        reading=reading,
+        lines=lines,
+        records=records,
+        sha256=_sha256(log),
+        emb=Path(emb) if emb is not None else _emb(log, pair_dir, side, end),
+    )
