@@ -52,8 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (the same when stdout or stderr is a pipe
     whose reader has gone: see `tuimon.commands.pipes`)."""
-    with guarded():
-        return _main(argv)
+    try:
+        with guarded():
+            return _main(argv)
+    except Exception as exc:  # raised while the streams were put back, or by the guard itself
+        if os.environ.get("TUIMON_DEBUG"):
+            raise
+        return internal_error(exc)
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -82,9 +87,18 @@ def _main(argv: Sequence[str] | None) -> int:
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
-    except Exception as exc:  # a bug or an OS error nobody foresaw: one line, not a traceback
+    except Exception as exc:  # a bug, an OS error nobody foresaw, MemoryError, RecursionError:
+        # one line and exit 2, never 0 or 1 (IDENTICAL and DIVERGED to a CI job)
         if os.environ.get("TUIMON_DEBUG"):
             raise
-        why = f"{type(exc).__name__}: {clean(exc, None)}"
+        return internal_error(exc)
+
+
+def internal_error(exc: BaseException) -> int:
+    """An error nobody foresaw: one line on stderr, exit 2."""
+    why = f"{type(exc).__name__}: {clean(exc, None)}"
+    if isinstance(exc, MemoryError):
+        why = "out of memory (MemoryError)"
+    with contextlib.suppress(Exception):
         print(f"tuimon: error: {why} (TUIMON_DEBUG=1 shows where)", file=sys.stderr)
-        return 1
+    return 2

@@ -99,6 +99,28 @@ def add_judging(p: argparse.ArgumentParser) -> None:
     """How logs are read (--pattern, --map, ...) and which metrics are judged (--ignore ...)."""
     add_reading(p)
     add_select(p)
+    p.add_argument(
+        "--max-bytes",
+        type=byte_size,
+        default=None,
+        metavar="SIZE",
+        help="the most a gzip / xz log may expand to (default 256M; also at most 100 times "
+        "its compressed size, from 16M): e.g. 2G",
+    )
+
+
+def byte_size(text: str) -> int:
+    """A size in bytes: `1000000`, `512K`, `256M`, `2G`."""
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    body = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = body[-1:] if body[-1:] in units else ""
+    try:
+        value = int(body[: len(body) - len(unit)]) * units[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 256M, 2G)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 256M, 2G)")
+    return value
 
 
 def add_reading(p: argparse.ArgumentParser) -> None:
@@ -141,7 +163,9 @@ def reading(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """The `Reading` of --pattern / --map / --step-key / --judge; UsageError when one is
     bad."""
     from tuimon.readers import PatternError, Reading, parse_map
+    from tuimon.readers.capped import set_max_bytes
 
+    set_max_bytes(getattr(args, "max_bytes", None))
     try:
         key = getattr(args, "step_key", None)
         if key is not None and not key.strip():

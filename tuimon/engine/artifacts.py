@@ -10,13 +10,14 @@ import numpy as np
 
 from tuimon.engine.align import diff_arrays
 from tuimon.freqs import FreqError, agreement, key_frequencies
+from tuimon.readers.capped import read_npy
 from tuimon.sanitize import clean
 
 
 def compare_npy(a: Path, b: Path) -> dict[str, Any]:
     """Two saved arrays: bitwise equal or not, and how far apart (max abs / rel difference)."""
     try:
-        xa, xb = np.load(a, allow_pickle=False), np.load(b, allow_pickle=False)
+        xa, xb = read_npy(a), read_npy(b)  # checked against their sizes before allocating
     except (OSError, ValueError) as exc:
         return {"error": f"cannot read: {exc}"}
     if xa.shape != xb.shape or xa.dtype != xb.dtype:

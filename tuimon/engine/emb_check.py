@@ -20,6 +20,7 @@ import orjson
 from tuimon.engine.align import DIVERGED, IDENTICAL, INCOMPLETE, diff_arrays, verdict
 from tuimon.errors import EmbCheckError, StoreError
 from tuimon.freqs import TOP, FreqError, agreement, as_embedding, key_frequencies
+from tuimon.readers.capped import load_npy
 from tuimon.sanitize import clean
 from tuimon.store import open_regular
 
@@ -68,7 +69,7 @@ def load(path: Path) -> np.ndarray:
     """A numeric 2-d array from a .npy file; EmbCheckError (one line) when it is not one."""
     try:
         with open_regular(path) as fh:  # a FIFO, a device or a socket is refused, never read
-            arr = np.load(fh, allow_pickle=False)
+            arr = load_npy(fh)  # its header checked against its size before allocating
     except StoreError as exc:
         raise EmbCheckError(str(exc)) from None
     except (OSError, ValueError, EOFError) as exc:

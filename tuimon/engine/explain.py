@@ -40,10 +40,11 @@ from tuimon.engine.descendants import RUN_ENV, Tree, new_tag
 from tuimon.engine.plan import PairPlan
 from tuimon.engine.runner import die_with_parent
 from tuimon.engine.watchdog import Watchdog
-from tuimon.errors import StoreError, UsageError
+from tuimon.errors import StoreError, TuimonError, UsageError
+from tuimon.readers.capped import read_npy
 from tuimon.sanitize import clean
 from tuimon.steplog import Step, parse_line
-from tuimon.store import SIDES, PairDoc, read_pair
+from tuimon.store import SIDES, PairDoc, pair_file, read_pair
 from tuimon.tracing import TRACE_FILE_ENV, TRACE_STEP_ENV
 
 DEFAULT_REPEATS = 3
@@ -456,9 +457,9 @@ def _measure(
         if ha == hb or j >= len(files_a) or j >= len(files_b) or not files_a[j] or not files_b[j]:
             continue
         try:
-            xa = np.load(dir_a / files_a[j]).astype(np.float64)
-            xb = np.load(dir_b / files_b[j]).astype(np.float64)
-        except (OSError, ValueError):
+            xa = read_npy(pair_file(dir_a, files_a[j])).astype(np.float64)
+            xb = read_npy(pair_file(dir_b, files_b[j])).astype(np.float64)
+        except (OSError, ValueError, TuimonError):  # missing, outside the trace's folder, too big
             continue
         if xa.shape != xb.shape:
             continue

@@ -76,7 +76,7 @@ class ReplaySource:
 
     def _exit_of(self, side: str) -> tuple[int | None, str]:
         pair_dir = self.logs.pair_dir
-        if pair_dir is not None and not (pair_dir / PAIR_JSON).is_file():
+        if pair_dir is not None and (self.logs.damaged or not (pair_dir / PAIR_JSON).is_file()):
             return None, "interrupted"  # as `compare` judges it: its monitor did not finish
         run = self.logs.doc.run(side)
         if run.status is not None:

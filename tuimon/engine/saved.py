@@ -8,7 +8,7 @@ from tuimon.engine.align import MetricFilter, compare_steps
 from tuimon.errors import ReplayError, StoreError
 from tuimon.readers import ReaderError, Reading, log_lines, read_log
 from tuimon.steplog import Record, Step, parse_line
-from tuimon.store import SIDES, PairDoc, SavedLogs, is_pair_dir, pair_file, special
+from tuimon.store import PAIR_JSON, SIDES, PairDoc, SavedLogs, is_pair_dir, pair_file, special
 
 
 def saved_select(doc: PairDoc) -> MetricFilter:
@@ -32,17 +32,21 @@ def resolve_logs(paths: list[str], reading: Reading | None = None) -> SavedLogs:
             raise ReplayError(f"{path}: no such file or directory")
         if not path.is_dir() or not is_pair_dir(path):
             raise ReplayError(f"{path}: not a saved pair (give a pair directory or two log files)")
+        damaged = None
         try:
             doc = PairDoc.read(path)
-        except StoreError:
-            doc = PairDoc()
+        except StoreError as exc:  # cut (its monitor killed while writing it) or damaged:
+            doc = PairDoc()  # judged as a pair without pair.json, which did not finish
+            if (path / PAIR_JSON).exists():
+                damaged = str(exc).removeprefix(f"{path}: ")
+                doc.status = "interrupted"
         try:  # a FIFO, a device or a link leading outside the pair is refused, never opened
             a, b = (pair_file(path, doc.file(side)) for side in SIDES)
         except StoreError as exc:
             raise ReplayError(str(exc)) from None
         if reading is None or not reading.asked:
             reading = Reading.from_dict(doc.more.get("reading"))
-        return SavedLogs(a, b, doc, path, reading)
+        return SavedLogs(a, b, doc, path, reading, damaged)
     if len(paths) == 2:
         for p in paths:
             if not Path(p).exists():

@@ -29,6 +29,7 @@ import orjson
 
 from tuimon.clocks import is_clock
 from tuimon.readers.account import Account
+from tuimon.readers.capped import open_capped, open_regular
 from tuimon.readers.documents import cut_document, read_document
 from tuimon.readers.lines import BOM, LineParser, load_document
 from tuimon.readers.reading import Reading, parse_map
@@ -89,17 +90,21 @@ class Loaded:
         return [r for r in self.records if isinstance(r, Step)]
 
 
-_COMPRESSED = ((b"\x1f\x8b", gzip.open), (b"\xfd7zXZ\x00", lzma.open))
-"""Magic bytes of a gzip / xz file, and how to open it: a `.jsonl.gz` log reads as the log."""
 _CORRUPT = (EOFError, lzma.LZMAError, gzip.BadGzipFile)
 
 
 def open_log(path: Path) -> IO[bytes]:
-    """A log file's bytes, decompressed when it is gzip or xz (told by content, not name)."""
-    with open(path, "rb") as fh:
+    """A log file's bytes, decompressed when it is gzip or xz (told by content, not name) as
+    a stream capped in what it expands to (`capped`). Regular files only, opened without
+    blocking: a FIFO or a device is `NotRegular` (an OSError), never read."""
+    fh = open_regular(path)
+    try:
         magic = fh.read(6)
-    opener = next((o for m, o in _COMPRESSED if magic.startswith(m)), None)
-    return opener(path, "rb") if opener else open(path, "rb")  # type: ignore[return-value]
+        fh.seek(0)
+        return open_capped(fh, magic) or fh
+    except BaseException:
+        fh.close()
+        raise
 
 
 def _lines(data: bytes) -> list[bytes]:
@@ -113,7 +118,7 @@ def _lines(data: bytes) -> list[bytes]:
 
 def read_bytes(path: Path) -> bytes:
     """A log file's bytes, decompressed: the one place a reader opens a file (OSError when it
-    cannot)."""
+    cannot, `TooLarge` past the cap on expansion)."""
     with open_log(path) as fh:
         return fh.read()
 

@@ -8,9 +8,11 @@ prefix their tags. A tag logged twice at one step keeps both values, in order.
 from __future__ import annotations
 
 import struct
+import tempfile
 from pathlib import Path
 from typing import Any
 
+from tuimon.readers.capped import TooLarge, open_regular
 from tuimon.readers.rows import merge
 from tuimon.steplog import UNREADABLE, Record, Step, Text
 
@@ -48,13 +50,20 @@ def _scalar_tensor(event: Any) -> float | None:
     return float(array) if array.ndim == 0 and array.dtype.kind in "fiub" else None
 
 
-def damage(file: Path) -> str | None:
+MAX_RECORD = 1 << 31
+"""No TensorBoard record is larger (a protobuf message is under 2 GiB): a length field that
+says more is damage, said as such, and nothing of that size is allocated."""
+
+
+def damage(file: Path) -> tuple[str, int] | None:
     """Where an event file stops being readable (a record cut short, a bad checksum), as a
-    note with the byte offset; None when every record is whole. TensorBoard's reader stops
-    there without a word; the records after it are not read."""
+    note with the byte offset, and that offset; None when every record is whole. Every length
+    field is checked against the bytes that exist before anything is read (`TooLarge`, one
+    line, for a length no record can have)."""
     from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 
-    data = file.read_bytes()
+    with open_regular(file) as fh:
+        data = fh.read()
     at = count = 0
     while at < len(data):
         head = data[at : at + 12]
@@ -63,9 +72,14 @@ def damage(file: Path) -> str | None:
         (size,) = struct.unpack("<Q", head[:8])
         if struct.unpack("<I", head[8:])[0] != masked_crc32c(head[:8]):
             return _stopped(file, at, len(data), count, "a damaged record length")
-        body = data[at + 12 : at + 12 + size + 4]
-        if len(body) < size + 4:
+        if size >= MAX_RECORD:
+            raise TooLarge(
+                f"a record length of {size} bytes at byte {at} of {len(data)}: "
+                f"no TensorBoard record is that large (damaged or hostile; not read)"
+            )
+        if at + 12 + size + 4 > len(data):
             return _stopped(file, at, len(data), count, "a record cut short")
+        body = data[at + 12 : at + 12 + size + 4]
         if struct.unpack("<I", body[size:])[0] != masked_crc32c(body[:size]):
             return _stopped(file, at, len(data), count, "a record with a bad checksum")
         at += 12 + size + 4
@@ -73,22 +87,48 @@ def damage(file: Path) -> str | None:
     return None
 
 
-def _stopped(file: Path, at: int, size: int, count: int, what: str) -> str:
-    return (
+def _stopped(file: Path, at: int, size: int, count: int, what: str) -> tuple[str, int]:
+    note = (
         f"tuimon: {file.name}: reading stopped at byte {at} of {size} ({what}, after "
         f"{count} whole records); the rest is not read"
     )
+    return note, at
 
 
 def read_events(path: Path) -> list[Record]:
     """The scalars of an event file or a run directory, as step records; a damaged or cut
-    file adds a skipped note that says where reading stopped (`damage`)."""
+    file adds a skipped note that says where reading stopped (`damage`), and TensorBoard's
+    reader is given only its whole records (a length field past the end is never read)."""
     notes: list[Record] = []
+    cut: dict[Path, int] = {}
     for folder in event_dirs(path):
         for file in sorted(folder.glob("*tfevents*")) if path.is_dir() else [path]:
-            if file.is_file() and (note := damage(file)) is not None:
-                notes.append(Text(note, UNREADABLE))
-    return [*notes, *_scalars(path)]
+            if file.is_file() and (found := damage(file)) is not None:
+                notes.append(Text(found[0], UNREADABLE))
+                cut[file] = found[1]
+    if not cut:
+        return [*notes, *_scalars(path)]
+    with tempfile.TemporaryDirectory(prefix="tuimon-events-") as tmp:
+        return [*notes, *_scalars(_whole_records(path, cut, Path(tmp)))]
+
+
+def _whole_records(path: Path, cut: dict[Path, int], tmp: Path) -> Path:
+    """``path`` mirrored under ``tmp``: each damaged event file cut to its whole records, the
+    others linked as they are."""
+    files = (
+        [path] if path.is_file() else [f for d in event_dirs(path) for f in d.glob("*tfevents*")]
+    )
+    for file in files:
+        if not file.is_file():
+            continue
+        target = tmp / (file.name if path.is_file() else file.relative_to(path))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if file in cut:
+            with open_regular(file) as fh:
+                target.write_bytes(fh.read(cut[file]))
+        else:
+            target.symlink_to(file.resolve())
+    return tmp / path.name if path.is_file() else tmp
 
 
 def _scalars(path: Path) -> list[Record]:

@@ -232,6 +232,8 @@ class SavedLogs:
     pair_dir: Path | None = None
     reading: Reading = field(default_factory=Reading)
     """How the logs are read (`--pattern`, `--map`); a saved pair's own from pair.json."""
+    damaged: str | None = None
+    """Why the pair's pair.json is there but unusable (cut, not JSON ...): it did not finish."""
 
     def stderr(self, side: str) -> Path | None:
         """The stderr file saved next to a pair's log, if any."""

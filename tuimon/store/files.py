@@ -12,11 +12,12 @@ import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import orjson
 
 from tuimon.errors import StoreError
+from tuimon.readers import capped
 
 try:  # POSIX: a running pair holds an flock on its lock file (released when the monitor dies)
     import fcntl
@@ -222,25 +223,17 @@ def _read_regular(path: Path, limit: int = MAX_PAIR_JSON) -> bytes:
 def open_regular(path: Path) -> BinaryIO:
     """``path`` opened for reading when it is a regular file; StoreError (one line) for a FIFO,
     a device, a socket, a directory or a file that cannot be opened. Never blocks: the file is
-    opened non-blocking and checked on its descriptor before a byte is read."""
+    opened non-blocking and checked on its descriptor before a byte is read
+    (`tuimon.readers.capped.open_regular`)."""
     path = Path(path)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(path, flags)
+        return cast(BinaryIO, capped.open_regular(path))
+    except capped.NotRegular as exc:
+        raise StoreError(f"{path} is {exc.kind}, not a regular file") from None
     except FileNotFoundError:
         raise StoreError(f"{path}: no such file") from None
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {_reason(exc)}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise StoreError(f"{path} is {_kind(mode)}, not a regular file")
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def read_regular(path: Path, limit: int = MAX_PAIR_JSON) -> bytes:

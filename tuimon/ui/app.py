@@ -76,6 +76,12 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
         self.confirm_lines: list[str] | None = None
         """Command lines read from a saved file, asked about before the sweep runs any."""
         self.refused = False
+        self.crashed = False
+        """An exception nobody caught ended the app (exit 2, never a verdict's code)."""
+
+    def _handle_exception(self, error: Exception) -> None:
+        self.crashed = True
+        super()._handle_exception(error)
 
     def deliver_screenshot(
         self, filename: str | None = None, path: str | None = None, time_format: str | None = None
@@ -209,6 +215,8 @@ def run_app(
     finally:
         gc.set_threshold(*thresholds)
         terminate_leftovers(app.sessions + (list(sweep.sessions.values()) if sweep else []))
+    if app.crashed:  # textual printed the traceback: an internal error is never 0 or 1
+        return 2
     # the alternate screen is gone: the shell keeps the sweep's table or the pair's summary
     if app.refused or app.confirm_lines is not None:  # no yes (n, Esc, or quit at the modal)
         print("\n".join(confirm or []), file=sys.stderr)
