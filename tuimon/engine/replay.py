@@ -6,13 +6,16 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 
 from tuimon.engine.align import MetricFilter
 from tuimon.engine.runner import Exited, Lines, SourceEvent, Stderr
 from tuimon.engine.saved import read_records, saved_select
 from tuimon.engine.session import Batch, PairOptions, PairSession, SideState
+from tuimon.errors import StoreError
 from tuimon.steplog import End, Header, Record, Step
-from tuimon.store import PAIR_JSON, SIDES, SavedLogs
+from tuimon.store import PAIR_JSON, SIDES, SavedLogs, pair_file
 
 YIELD_EVERY = 64
 """Steps fed between two yields to the event loop when the pace needs no sleep."""
@@ -67,8 +70,12 @@ class ReplaySource:
         self._stopping = asyncio.Event()
         read = {s: read_records(getattr(logs, s), logs.reading, s) for s in SIDES}
         self._lines = {s: lines for s, (lines, _) in read.items()}
-        self._records = {s: records for s, (_, records) in read.items()}
+        self._records = {s: _boxed(records, self._box(s)) for s, (_, records) in read.items()}
         self._exit = {side: self._exit_of(side) for side in SIDES}
+
+    def _box(self, side: str) -> Path:
+        """The folder a side's saved files must lie in: the pair's, else its log's."""
+        return self.logs.pair_dir or Path(getattr(self.logs, side)).parent
 
     def records(self, side: str) -> list[Record]:
         """The records of a side's log, as read once for the replay."""
@@ -202,6 +209,22 @@ class ReplaySource:
                 await queue.put(Stderr(side, err.read_bytes()[-20000:]))
             code, status = self._exit[side]
             await queue.put(Exited(side, code, "interrupted" if self._stopped else status))
+
+
+def _boxed(records: list[Record], box: Path) -> list[Record]:
+    """Records whose end names artifacts by the files of that name inside ``box`` (a pair is a
+    closed box: a log that names `/elsewhere/x.npy` never makes a replay open it); one that is
+    not a regular file there is left out."""
+    out = records
+    for i, end in enumerate(records):
+        if isinstance(end, End) and isinstance(end.artifacts, dict) and end.artifacts:
+            kept = {}
+            for name, value in end.artifacts.items():
+                with contextlib.suppress(StoreError, TypeError, ValueError):
+                    kept[name] = str(pair_file(box, Path(str(value)).name))
+            out = out if out is not records else list(records)
+            out[i] = replace(end, artifacts=kept)
+    return out
 
 
 def _side_state(side: str, logs: SavedLogs, records: list[Record]) -> SideState:

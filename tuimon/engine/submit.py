@@ -25,7 +25,7 @@ from tuimon.engine.runner import RunSpec
 from tuimon.engine.session import Batch, PairOptions, PairSession, SideState
 from tuimon.engine.sweep import Sweep
 from tuimon.sanitize import clean
-from tuimon.store import SIDES, PairWriter, StoreError
+from tuimon.store import SIDES, PairWriter, StoreError, open_pair_dir
 
 SUBMIT_TIMEOUT = 120.0
 """Seconds one submission (an `sbatch` call) may take."""
@@ -153,8 +153,7 @@ def follow_factory(
     """A session over one submitted pair's files; its pair.json is written into `pair_dir`."""
 
     def make(on_batch: Callable[[Batch], None]) -> PairSession:
-        if not pair_dir.is_dir():
-            raise StoreError(f"pair directory {pair_dir} is not there")
+        open_pair_dir(pair_dir.parent, pair_dir.name)  # no link out, never a finished pair
         specs = [plan.spec(side, pair_dir) for side in SIDES]  # data for pair.json: never run
         sides = tuple(SideState(s.side, s.device, s.command_text()) for s in specs)
         options = PairOptions(

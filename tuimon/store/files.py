@@ -174,6 +174,33 @@ def pair_file(pair_dir: Path, name: str) -> Path:
     return pair_dir / name
 
 
+def open_pair_dir(store: Path, name: str) -> Path:
+    """The pair directory ``name`` of ``store``, to be written (`sweep --attach`): a plain
+    name, a directory that is no link and lies in the store, without a saved pair.json (one
+    that says "interrupted", an attach stopped before, is taken up again); StoreError (one
+    line) otherwise."""
+    store = Path(store)
+    if not _plain_name(name):
+        raise StoreError(f"{name!r} is not a pair directory name")
+    path = store / name
+    try:
+        info = os.lstat(path)
+        inside = path.resolve(strict=True).parent == store.resolve(strict=True)
+    except OSError as exc:
+        raise StoreError(f"pair directory {path}: {_reason(exc)}") from None
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or not inside:
+        what = "a link" if stat.S_ISLNK(info.st_mode) else _kind(info.st_mode)
+        raise StoreError(f"pair directory {path} is {what}: not written (a pair is a closed box)")
+    if os.path.lexists(path / PAIR_JSON):  # only an interrupted attach's pair is taken up again
+        try:
+            status = orjson.loads(_read_regular(path / PAIR_JSON)).get("status")
+        except (StoreError, orjson.JSONDecodeError, AttributeError):
+            status = None
+        if status != "interrupted":
+            raise StoreError(f"pair {path} is already saved: its pair.json is never rewritten")
+    return path
+
+
 def _kind(mode: int) -> str:
     """What a file that is not a regular file is, in words."""
     kinds = (

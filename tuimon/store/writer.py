@@ -201,7 +201,9 @@ class PairWriter:
     def _open(self, filename: str) -> IO[bytes]:
         fh = self._files.get(filename)
         if fh is None:  # unbuffered: a write is on its way to disk when it returns
-            fh = open(self.path / filename, "ab", buffering=0)  # noqa: SIM115 - kept open
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+            fd = os.open(self.path / filename, flags, 0o644)  # never through a planted link
+            fh = os.fdopen(fd, "ab", buffering=0)
             self._files[filename] = fh
         return fh
 
