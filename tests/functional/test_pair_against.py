@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import shlex
+import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import FAKE_TRAINER, pair_json
+from helpers import FAKE_TRAINER, ROOT, pair_json
 
 from tuimon.cli import main
 
@@ -200,3 +203,56 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch, extra, 
     err = capsys.readouterr().err
     assert said in err and "Traceback" not in err
     assert not (tmp_path / "st").exists()  # nothing launched, no pair made
+
+
+TRAIN = """
+import argparse, json, random
+p = argparse.ArgumentParser()
+p.add_argument("--seed", type=int, default=0)
+a = p.parse_args()
+random.seed(a.seed)
+w = 0.0
+for step in range(300):
+    x = random.random()
+    w -= LR * (w - x)
+    print(json.dumps({"step": step, "loss": (w - x) ** 2}), flush=True)
+"""
+
+
+def golden_recipe() -> list[str]:
+    """The shell lines of the README's golden-log recipe, comments dropped."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index("**Golden logs in CI.**")
+    block = re.search(r"```sh\n(.*?)```", text[start:], re.S)
+    assert block is not None
+    return [line.split("#")[0].strip() for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_the_golden_log_recipe_runs_as_written(tmp_path):
+    lines = golden_recipe()
+    assert lines[0].startswith("python train.py") and "golden.jsonl" in lines[0]
+    assert lines[1].startswith("tuimon pair --against golden.jsonl")
+    assert "--stop-on-divergence" in lines[1]
+    here = {
+        "python": shlex.quote(sys.executable),
+        "tuimon": f"{shlex.quote(sys.executable)} -m tuimon",
+    }
+
+    def sh(line: str) -> subprocess.CompletedProcess[str]:
+        word, rest = line.split(" ", 1)  # no terminal: the pair runs headless, as in CI
+        return subprocess.run(f"{here[word]} {rest}", shell=True, cwd=tmp_path,
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              timeout=120)  # fmt: skip
+
+    train = tmp_path / "train.py"
+    train.write_text(TRAIN.replace("LR", "0.1"))
+    assert sh(lines[0]).returncode == 0
+    assert len((tmp_path / "golden.jsonl").read_text().splitlines()) == 300
+    job = sh(lines[1])
+    assert job.returncode == 0, job.stderr
+    assert job.stdout.startswith("IDENTICAL: 300 steps bitwise equal")
+    train.write_text(TRAIN.replace("LR", "(0.1 if step < 120 else 0.2)"))  # today's change
+    job = sh(lines[1])
+    assert job.returncode == 1, job.stderr
+    assert job.stdout.startswith("DIVERGED: first divergent step 120 (loss)")
+    assert "Traceback" not in job.stderr
