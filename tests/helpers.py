@@ -103,3 +103,16 @@ def heavy_modules_after(
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip().splitlines()[-1]
+
+
+def twin(path: Path) -> Path:
+    """A copy of a log (a file or a run folder) beside it: a log against its twin is a log
+    compared with itself (the same path twice is refused, exit 2)."""
+    import shutil
+
+    copy = path.with_name(path.name + ".twin")
+    if path.is_dir():
+        shutil.copytree(path, copy, dirs_exist_ok=True)
+    else:
+        shutil.copyfile(path, copy)
+    return copy

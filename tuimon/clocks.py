@@ -1,5 +1,21 @@
-"""Which metric names are clocks or throughput: shown, never judged. The one place for the rule
-(every reader and `tuimon.steplog` ask `is_clock`); no imports, so anything may use it."""
+"""Which values are clocks or throughput: shown, never judged. The one place for the rule
+(every reader, `tuimon.steplog` and the judge of text lines ask here); no imports of the
+package, so anything may use it.
+
+The rule is by principle, on the name's leaf (`time/fps` -> `fps`) and its unit:
+- a rate is a clock: `*_per_second`, `*/s`, `fps`, `tok/s`, `it/s`, `mfu`, `tflops`,
+  `throughput`, `speed`, utilisation;
+- a counter is never a clock, whatever its prefix: `total_*`, `num_*`, `*tokens*`,
+  `consumed_*`, `*flops*` / `*flos*`, `*count*`, `*steps*` (a changed token count is a changed
+  data pipeline);
+- a time is a clock: `time`, `timestamp`, `runtime`, `elapsed`, `duration`, `eta`,
+  `remaining`, `latency`, `wall`, `dt`, `data` (data-loading time), a time unit as the last
+  word (`step_ms`, `fwd_s`) or first (`ms_per_iter`).
+
+In printed text (`mask_clocks`), the same names before a number, numbers with a time or rate
+unit (`0.12s`, `77ms`, `3.4it/s`), dates, times of day and durations (`12:01:33`, `0:01:23`)
+are clocks.
+"""
 
 from __future__ import annotations
 
@@ -9,53 +25,117 @@ from functools import lru_cache
 TIME_KEYS = frozenset({"t", "time", "timestamp", "_timestamp", "_runtime", "wall_s", "elapsed"})
 """The clocks of the step-log format (`tuimon.steplog.TIME_KEYS`)."""
 CLOCK_NAMES = TIME_KEYS | {
-    "dt",
-    "mfu",
-    "lap",
-    "duration",
-    "runtime",
-    "throughput",
-    "it/s",
-    "s/it",
-    "eta",
-    "wps",
-    "tps",
-    "ips",
-    "fps",
-    "tflops",
-    "ups",
-    "gb_free",
-    "remaining",
-}
-"""Names that are clocks, throughput or counters of work done per second."""
-_CLOCK = re.compile(
-    # clocks: a time, a duration, a timestamp, what is left (eta, remaining)
-    r"(^|[_./ -])(time|times|timestamp|runtime|elapsed|duration|wall|latency|dt)"
-    r"(_?(s|ms|us|sec|secs|seconds))?$"
-    r"|(^|[_./ -])(timestamp|elapsed|remaining|eta)([_./ -]|$)|^eta"
-    r"|[_./ -](seconds|secs|sec|ms|us)$|(^|_)(time|dt)_(s|ms|us|sec)(_|$)"
-    # throughput and utilisation: per second, tok/s, flops, mfu, utilisation
-    r"|_per_(second|sec|s)$|per_second|/s(ec)?$"
-    r"|(^|[_./ -])(tok|toks|tokens|img|imgs|images|samples|steps|it|items|ex|examples|seqs"
-    r"|words|updates)_?(per_?s|/s|ps|_s)$"
-    r"|(^|[_./ -])(tflops|flops|mfu|util|utilization|utilisation|throughput)([_./ -]|$)",
+    "dt", "mfu", "lap", "duration", "runtime", "throughput", "it/s", "s/it", "eta", "wps",
+    "tps", "ips", "fps", "sps", "ups", "tflops", "gb_free", "remaining", "data", "speed",
+}  # fmt: skip
+"""Whole names that are clocks, throughput or work done per second."""
+_UNITS = frozenset(
+    {"ms", "us", "ns", "µs", "sec", "secs", "second", "seconds", "min", "mins", "minutes",
+     "hr", "hrs", "hours"}
+)  # fmt: skip
+_TIMES = frozenset(
+    {"time", "times", "timestamp", "timestamps", "runtime", "elapsed", "duration", "wall",
+     "walltime", "latency", "dt", "eta", "remaining", "clock", "lap", "timer", "timing",
+     "timings"}
+)  # fmt: skip
+_RATES = frozenset(
+    {"fps", "tps", "wps", "ips", "sps", "ups", "mfu", "tflops", "throughput", "speed", "util",
+     "utilization", "utilisation", "persec", "tokps", "hz"}
+)  # fmt: skip
+_COUNTERS = ("total", "num", "tokens", "token", "consumed", "flops", "flos", "count", "seen")
+_RATE_TAIL = re.compile(
+    r"(_|\b)per_?(second|sec|s)$|/s(ec)?$|(^|_)(ps|per_s)$|^s/it$|(tok|tokens|samples|img|"
+    r"images|it|items|ex|examples|seqs|words|updates|steps|batches)_?(ps|s)$",
     re.IGNORECASE,
 )
+_WORDS = re.compile(r"[_\s\-]+|(?<=[a-z])(?=[A-Z])")
+
+
+def leaf(name: str) -> str:
+    """The last part of a nested name (`train/time/fps` -> `fps`; `a.b` -> `b`); a unit
+    written with a slash (`tok/s`, `it/s`) stays whole."""
+    if re.search(r"/(s|sec|it)$", name, re.IGNORECASE):
+        return name.rsplit(".", 1)[-1]
+    return re.split(r"[/.]", name)[-1] or name
 
 
 @lru_cache(maxsize=8192)
 def is_clock(name: str) -> bool:
-    """True for a clock or a throughput (`t`, `time`, `train_runtime`, `eval_samples_per_second`,
-    `step_time_ms`, `mfu` ...), which depends on the machine, not on the computation. Cached per
-    name (bounded): every reader asks it for every metric of every line.
-
-    The rule, by name: ending in `time`/`_runtime`/`_seconds`/`_ms`, `_per_second`, `/s`;
-    `eta*`, elapsed, remaining, timestamps; throughput and utilisation (`tok/s`,
-    `samples_per_second`, `mfu`, `tflops`, `gpu_util`). `--judge NAME` judges one anyway."""
-    return name in CLOCK_NAMES or name.lower() in CLOCK_NAMES or bool(_CLOCK.search(name))
+    """True for a clock or a rate (`t`, `time`, `train_runtime`, `eval_samples_per_second`,
+    `step_time_ms`, `ms_per_iter`, `time/fps`, `mfu` ...), which depends on the machine, not
+    on the computation; False for a counter (`throughput/total_tokens`,
+    `total_training_Gflops`, `num_tokens`), which is judged. Cached per name (bounded).
+    `--judge NAME` judges a clock anyway."""
+    lower = name.lower()
+    if lower in CLOCK_NAMES:
+        return True
+    last = leaf(name)
+    low = last.lower()
+    if low in CLOCK_NAMES or _RATE_TAIL.search(low):
+        return True
+    words = [w.lower() for w in _WORDS.split(last) if w]
+    if any(w in _RATES for w in words):
+        return True
+    if any(w.startswith(_COUNTERS) or w.endswith(("tokens", "flops", "flos")) for w in words):
+        return bool(set(words) & _TIMES) and not any(
+            w in ("tokens", "token", "flops", "flos", "num", "consumed") for w in words
+        )
+    if any(w in _TIMES or w.endswith(("time", "timestamp")) for w in words):
+        return True
+    if len(words) > 1 and (words[-1] in _UNITS or (words[0] in _UNITS and words[1] == "per")):
+        return True
+    return low in ("data", "data_time")
 
 
 def is_media(value: object) -> bool:
     """True for a W&B media object (an image, a table, a histogram file ...): a mapping with a
     string `_type`; its fields (`size`, `sha256`, `path` ...) describe a file, not the run."""
     return isinstance(value, dict) and isinstance(value.get("_type"), str)
+
+
+# --- clocks in printed text --------------------------------------------------------------------
+
+_NUM = r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"
+_CLOCK_SPANS = re.compile(
+    # dates and times of day: 2023-01-01, 2023/01/01 12:00:00,123, 12:01:33, [00:01<00:02]
+    r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?:[T_ ]\d{1,2}[:.]?\d{2}(?:[:.]?\d{2}(?:[.,]\d+)?)?)?"
+    r"(?:Z|[+-]\d{2}:?\d{2})?"
+    r"|\b\d{1,3}(?::\d{2}){1,2}(?:[.,]\d+)?\b"
+    r"|\b\d+\s*days?,\s*\d+:\d{2}:\d{2}"
+    # month names (Jan 01, 01-Jan-2023)
+    r"|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*[ -]+\d{1,2}\b"
+    # a number with a time or rate unit: 0.12s, 77 ms, 3.4it/s, 12.3 samples/sec, 5 tok/s
+    rf"|(?<![\w.]){_NUM}\s?(?:ms|us|µs|ns|s|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?|"
+    r"days?)\b(?!/)"
+    rf"|(?<![\w.]){_NUM}\s?(?:[A-Za-z]+/(?:s|sec|second|it)\b|s/it\b|it/s\b|/s\b|/sec\b)"
+    rf"|(?<![\w.]){_NUM}\s?(?:ms|us|µs|ns|s)/(?:step|it|iter|batch|sample|token|tok|img)\b"
+    # a number with a multiplier and a rate (1.2k tok/s)
+    rf"|(?<![\w.]){_NUM}[kKMGT]\s?[A-Za-z]*/s\b",
+)
+_NAMED = re.compile(
+    r"(?P<name>[A-Za-z_][\w./-]*(?:[ ][A-Za-z_][\w./-]*)?)\s*(?:[:=]\s*|\s)"
+    rf"(?P<value>{_NUM})(?P<avg>\s*\(\s*{_NUM}\s*\))?"
+)
+NUMBER = re.compile(rf"(?<![\w.]){_NUM}(?![\w]|\.\d)")
+"""A number in printed text that stands alone (not part of a word, a name or a version)."""
+
+
+def mask_clocks(text: str) -> str:
+    """A printed line with its clocks blanked to `~`: dates, times, durations, numbers with
+    a time or rate unit, and numbers (with a running average in parentheses) under a clock's
+    name (`time: 0.51 (0.53)`, `eta 0:01:23`, `data 0.01`)."""
+    text = _CLOCK_SPANS.sub("~", text)
+
+    def named(m: re.Match[str]) -> str:
+        words = m["name"].split()
+        if any(is_clock(w) for w in (m["name"], words[-1])):
+            return m.group(0)[: m.start("value") - m.start()] + "~"
+        return m.group(0)
+
+    return _NAMED.sub(named, text)
+
+
+def text_numbers(text: str) -> tuple[str, ...]:
+    """The numbers of a printed line that are judged: every number standing alone, once its
+    clocks are masked (`mask_clocks`)."""
+    return tuple(m.group(0).lstrip("+") for m in NUMBER.finditer(mask_clocks(text)))

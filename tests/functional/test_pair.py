@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import FAKE_TRAINER, heavy_modules_after, pair_json, wait_for_raw_lines
+from helpers import FAKE_TRAINER, heavy_modules_after, pair_json, twin, wait_for_raw_lines
 
 from tuimon.cli import main
 from tuimon.steplog import Step, Text, parse_line
@@ -284,7 +284,7 @@ def test_compare_wandb_style_logs(tmp_path, capsys):
 def test_compare_garbage_file(tmp_path, capsys):
     junk = tmp_path / "junk.bin"
     junk.write_bytes(os.urandom(4096))
-    assert main(["compare", str(junk), str(junk)]) == 2
+    assert main(["compare", str(junk), str(twin(junk))]) == 2
     err = capsys.readouterr().err
     assert "no training steps found" in err and "formats tried" in err and "README" in err
     assert len(err.strip().splitlines()) == 1

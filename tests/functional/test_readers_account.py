@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import twin
 
 from tuimon.cli import main
 from tuimon.clocks import is_clock
@@ -36,23 +37,26 @@ def test_a_record_that_cannot_be_read_is_counted_not_dropped(tmp_path: Path, cap
     long_int = '{"step": 51, "loss": 1' + "0" * 4300 + "}"
     cut = '{"step": 52, "lo'
     a = write(tmp_path / "a.jsonl", [*rows(50), deep, long_int, cut])
-    code, out = compare(capsys, str(a), str(a))
+    code, out = compare(capsys, str(a), str(twin(a)))
     assert code == 3 and out["verdict"] == "INCOMPLETE"
     account = out["accounts"]["a"]
     assert account["steps"] == 51  # the long integer's step is read; its value is unreadable
     assert account["skipped"] == {UNREADABLE: 2}
     assert out["unreadable"] == 2  # loss=10000... on both sides
-    assert "no flag reads them" in out["reason"]
+    assert "do not fit a float64" in out["reason"]
 
 
 def test_steps_beyond_int64_are_skipped_and_said_never_a_crash(tmp_path: Path, capsys) -> None:
     a = write(tmp_path / "a.jsonl", [*rows(5), json.dumps({"step": 2**63, "loss": 0.5})])
     b = write(tmp_path / "b.jsonl", [*rows(5), json.dumps({"step": 2**63, "loss": 0.6})])
-    code, out = compare(capsys, str(a), str(b))
-    assert code == 3 and out["accounts"]["a"]["skipped"] == {STEP_RANGE: 1}
+    code, out = compare(capsys, str(a), str(b))  # the lines it could not read differ
+    assert code == 1 and out["accounts"]["a"]["skipped"] == {STEP_RANGE: 1}
+    assert out["text"]["differ"] == 1
+    code, out = compare(capsys, str(a), str(twin(a)))  # a minority of records: said, blocks
+    assert code == 3 and "step must fit int64" in out["reason"]
     text = tmp_path / "t.log"
     text.write_text("step 1: loss 0.5\nstep 99999999999999999999: loss 0.5\nstep 2: loss 0.4\n")
-    code, out = compare(capsys, str(text), str(text))
+    code, out = compare(capsys, str(text), str(twin(text)))
     assert code == 3 and out["steps_compared"] == 2
 
 
@@ -77,13 +81,14 @@ def test_more_than_one_percent_skipped_is_incomplete_and_names_the_flag(
 ) -> None:
     no_key = [json.dumps({"loss": 0.1 * i}) for i in range(5)]
     a = write(tmp_path / "a.jsonl", rows(200) + no_key)  # 5 of 205: 2.4%
-    code, out = compare(capsys, str(a), str(a))
-    assert code == 3 and "--step-key" in out["reason"]
-    assert out["accounts"]["a"]["skipped"] == {NO_STEP_KEY: 5}
-    few = write(tmp_path / "few.jsonl", rows(1000) + no_key)  # 5 of 1005: 0.5%
-    code, out = compare(capsys, str(few), str(few))
-    assert code == 0 and out["verdict"] == "IDENTICAL"
+    code, out = compare(capsys, str(a), str(twin(a)))  # judged as text lines: equal
+    assert code == 0 and out["verdict"] == "IDENTICAL" and out["text"]["compared"] == 5
     assert out["accounts"]["a"]["skipped"] == {NO_STEP_KEY: 5}  # still said
+    changed = [json.dumps({"loss": 0.1 * i + (i == 3)}) for i in range(5)]
+    b = write(tmp_path / "b.jsonl", rows(200) + changed)
+    code, out = compare(capsys, str(a), str(b))  # a changed row without a step: a difference
+    assert code == 1 and out["first_divergent_step"] == 199
+    assert out["text"]["first"]["text_b"].startswith('{"loss": 1.3')
 
 
 def test_printed_numbers_no_shape_reads_name_the_pattern_flag(tmp_path: Path, capsys) -> None:
@@ -92,9 +97,12 @@ def test_printed_numbers_no_shape_reads_name_the_pattern_flag(tmp_path: Path, ca
         lines += [f"step {i}: loss {0.5 + i}", f"evaluation -> acc={i / 10} f1={i / 20}"]
     lines.append("config: lr=0.001 warmup=100")  # printed once: metadata, not skipped
     a = write(tmp_path / "a.log", lines)
-    code, out = compare(capsys, str(a), str(a))
-    assert code == 3 and "--pattern" in out["reason"]
-    assert out["accounts"]["a"]["skipped"] == {UNMATCHED_TEXT: 20}
+    code, out = compare(capsys, str(a), str(twin(a)))  # judged as text: equal text never blocks
+    assert code == 0 and out["verdict"] == "IDENTICAL" and out["text"]["compared"] == 21
+    assert out["accounts"]["a"]["skipped"] == {UNMATCHED_TEXT: 20}  # said
+    b = write(tmp_path / "b.log", [line.replace("acc=0.7 ", "acc=0.71 ") for line in lines])
+    code, out = compare(capsys, str(a), str(b))  # a changed line nobody read: DIVERGED there
+    assert code == 1 and out["first_divergent_step"] == 7
 
 
 def test_a_printed_dict_with_a_number_too_big_is_unreadable_not_inf() -> None:
@@ -122,12 +130,12 @@ def test_step_key_by_content_and_by_flag(tmp_path: Path, capsys) -> None:
     assert [s.step for s in loaded.steps][:3] == [10, 20, 30]
     assert loaded.steps[0].metrics["epoch"] == 0.02  # a float epoch is a metric
     custom = write(tmp_path / "c.jsonl", [json.dumps({"upd": i, "loss": 0.5}) for i in range(9)])
-    assert main(["compare", str(custom), str(custom)]) == 2
+    assert main(["compare", str(custom), str(twin(custom))]) == 2
     assert "--step-key" in capsys.readouterr().err
-    code, out = compare(capsys, "--step-key", "upd", str(custom), str(custom))
+    code, out = compare(capsys, "--step-key", "upd", str(custom), str(twin(custom)))
     assert code == 0 and out["steps_compared"] == 9
     text = write(tmp_path / "t.log", [f"upd={i} loss={i / 3}" for i in range(9)])
-    code, out = compare(capsys, "--step-key", "upd", str(text), str(text))
+    code, out = compare(capsys, "--step-key", "upd", str(text), str(twin(text)))
     assert code == 0 and out["steps_compared"] == 9
 
 
@@ -145,11 +153,11 @@ def test_a_step_key_no_record_has_is_said_in_every_format(tmp_path: Path, capsys
         table: "a CSV header with no column 'nope' (its columns: step, loss)",
     }
     for path, said in said_by.items():
-        assert main(["compare", "--step-key", "nope", str(path), str(path)]) == 2
+        assert main(["compare", "--step-key", "nope", str(path), str(twin(path))]) == 2
         err = capsys.readouterr().err
         assert said in err and "Traceback" not in err and err.count("\n") == 1
     no_step = write(tmp_path / "s.csv", ["a,b", "1,2"])
-    assert main(["compare", str(no_step), str(no_step)]) == 2
+    assert main(["compare", str(no_step), str(twin(no_step))]) == 2
     assert "a CSV header with no step column" in capsys.readouterr().err
 
 
@@ -208,7 +216,10 @@ def test_the_account_counts_each_kind() -> None:
     got = account.to_dict()
     assert got["steps"] == 1 and got["text"] == 2
     assert got["skipped"] == {UNREADABLE: 1, UNMATCHED_TEXT: 3}
-    assert account.problem("a") is not None and "--pattern" in (account.problem("a") or "")
+    assert account.problem("a") is None  # such lines are judged as text: they never block
+    for _ in range(3):
+        account.add(Text("step 99999999999999999999: loss 1", STEP_RANGE))
+    assert "int64" in (account.problem("a") or "")  # a step tuimon cannot use: blocks
 
 
 def test_reading_round_trips_through_pair_json() -> None:

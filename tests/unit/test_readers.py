@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import twin
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -318,7 +319,7 @@ def test_tensorboard_missing_extra_is_one_clear_line(
     run.mkdir()
     (run / "events.out.tfevents.1.host").write_bytes(b"\x18\x00\x00\x00brain.Event:2")
     monkeypatch.setitem(sys.modules, "tensorboard.backend.event_processing", None)
-    assert main(["compare", str(run), str(run)]) == 2
+    assert main(["compare", str(run), str(twin(run))]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and 'pip install "tuimon[tensorboard]"' in err
 
@@ -327,7 +328,7 @@ def test_tensorboard_garbage_event_file(tmp_path: Path, capsys: pytest.CaptureFi
     pytest.importorskip("tensorboard")
     bad = tmp_path / "events.out.tfevents.1.host"
     bad.write_bytes(b"\x00" * 40 + os.urandom(200))
-    assert main(["compare", str(bad), str(bad)]) == 2
+    assert main(["compare", str(bad), str(twin(bad))]) == 2
     assert "no training steps found" in capsys.readouterr().err
 
 
@@ -422,7 +423,7 @@ def test_bad_pattern_is_one_line(
 ) -> None:
     path = tmp_path / "x.txt"
     path.write_text("step 1: loss 2\n")
-    assert main(["compare", str(path), str(path), "--pattern", pattern]) == 2
+    assert main(["compare", str(path), str(twin(path)), "--pattern", pattern]) == 2
     err = capsys.readouterr().err
     assert message in err and err.splitlines()[1:] == ["try: tuimon compare --help"]  # a hint
 
@@ -432,7 +433,7 @@ def test_bad_map_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         parse_map(["loss"])
     path = tmp_path / "x.txt"
     path.write_text("step 1: loss 2\n")
-    assert main(["compare", str(path), str(path), "--map", "=b"]) == 2
+    assert main(["compare", str(path), str(twin(path)), "--map", "=b"]) == 2
 
 
 def test_text_logs_replay_headless(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -463,7 +464,7 @@ def test_malformed_files_are_one_line_errors(
 ) -> None:
     path = tmp_path / "bad.json"
     path.write_bytes(content)
-    assert main(["compare", str(path), str(path)]) == 2
+    assert main(["compare", str(path), str(twin(path))]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bad.json" in err
 
@@ -539,7 +540,7 @@ def test_a_number_that_does_not_fit_is_reported_in_every_format(
     steps = [r for r in load(path).records if isinstance(r, Step)]
     assert [s.step for s in steps] == [0, 1]
     assert steps[1].metrics == {} and steps[1].unreadable == (f"loss={number}",)
-    assert main(["compare", str(path), str(path)]) == 3
+    assert main(["compare", str(path), str(twin(path))]) == 3
     out = capsys.readouterr().out
     assert out.startswith("INCOMPLETE") and "do not fit a float64 or an int64" in out
     assert f"step 1: loss={number}" in out

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import twin
 
 from tuimon.cli import main
 from tuimon.readers import load
@@ -169,7 +170,7 @@ def test_a_format_against_itself_a_change_clocks_and_a_cut(tmp_path: Path, capsy
     steps = load(a).steps
     assert len(steps) >= 10 and all(metric in s.metrics for s in steps if s.metrics.get(metric))
     assert sum(metric in s.metrics for s in steps) >= 10
-    code, out = compare(capsys, str(a), str(a))
+    code, out = compare(capsys, str(a), str(twin(a)))
     assert (code, out["verdict"]) == (0, "IDENTICAL"), out["reason"]
     assert not any(account["skipped"] for account in out["accounts"].values())
     clocks = tmp_path / "clocks" / name
@@ -208,17 +209,17 @@ def _step_of(fmt: str, i: int) -> int:
 def test_detectron2_repeats_are_said(tmp_path: Path, capsys) -> None:
     a = tmp_path / "metrics.json"
     a.write_text(detectron2(base))
-    code, out = compare(capsys, str(a), str(a))
+    code, out = compare(capsys, str(a), str(twin(a)))
     assert code == 0 and out["repeats_a"] == 1 and "eta_seconds" in out["ignored"]
 
 
 def test_keras_appended_says_the_file_holds_two_runs(tmp_path: Path, capsys) -> None:
     a = tmp_path / "training.log"
     a.write_text(keras_twice(base))
-    code, out = compare(capsys, str(a), str(a))
+    code, out = compare(capsys, str(a), str(twin(a)))
     assert code == 0 and out["steps_compared"] == 30
     assert "2 runs" in out["accounts"]["a"]["notes"][0]
-    assert main(["compare", str(a), str(a)]) == 0
+    assert main(["compare", str(a), str(twin(a))]) == 0
     assert "the file holds 2 runs" in capsys.readouterr().out
 
 

@@ -24,7 +24,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tuimon.readers.account import Account
+from tuimon.engine.text_judge import TextJudge
+from tuimon.readers.account import NOTE, Account
 from tuimon.steplog import End, Header, Step, Text, jsonable
 from tuimon.store import SIDES
 
@@ -169,6 +170,8 @@ class Summary:
     """Aligned steps whose digests are of two formats (`devsum1:` against blake2b): not judged."""
     accounts: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per side, what its records were (`tuimon.readers.account.Account.to_dict`)."""
+    text: dict[str, Any] = field(default_factory=dict)
+    """Text lines judged by position (`tuimon.engine.text_judge.TextJudge.to_dict`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (non-finite floats as strings); `jsonable` copies every container, so
@@ -185,8 +188,13 @@ class Summary:
                 parts.append(f"metrics only {side} has: {_names(names)}")
         if self.repeats_a or self.repeats_b:
             parts.append(f"repeated steps: a {self.repeats_a}, b {self.repeats_b}")
+        if self.text.get("compared"):
+            parts.append(
+                f"{self.text['compared']} text lines with numbers compared"
+                + (f" ({self.text['differ']} differ)" if self.text.get("differ") else "")
+            )
         if self.ignored:
-            parts.append(f"ignored: {_names(self.ignored)}")
+            parts.append(f"not judged: {_names(self.ignored)} (clocks, or as asked)")
         if self.digests_not_comparable:
             parts.append(
                 f"digests not comparable at {self.digests_not_comparable} steps "
@@ -895,6 +903,10 @@ class PairAligner:
         """Steps one side only has, counted by a whole-log matcher (`ColumnMatcher`)."""
         self.accounts = {"a": Account(), "b": Account()}
         """What every record of each side was (steps, metadata, text, skipped)."""
+        self.text = TextJudge(tolerance)
+        """Text lines compared by position between step records (`TextJudge`)."""
+        self.last_step: dict[str, int | None] = {"a": None, "b": None}
+        """The step of each side's latest step record (what its next text line follows)."""
 
     # -- feeding --
 
@@ -938,6 +950,7 @@ class PairAligner:
     def note(self, side: str, record: Step) -> None:
         """What a record tells besides its match: its names, clocks, unreadable values."""
         self.accounts[side].steps += 1
+        self.last_step[side] = record.step
         if record.step > self.top[side]:
             self.top[side] = record.step
         names = self.names[side]
@@ -952,9 +965,17 @@ class PairAligner:
         if record.unreadable:
             self.note_unreadable(side, record.step, record.unreadable)
 
-    def note_other(self, side: str, record: Header | End | Text) -> None:
-        """A record of `side` that is not a step: counted in its account."""
-        self.accounts[side].add(record)
+    def note_other(
+        self, side: str, record: Header | End | Text, after: tuple[int, int | None] | None = None
+    ) -> None:
+        """A record of `side` that is not a step: counted in its account; a text line is
+        judged against its counterpart (`TextJudge`). `after`: the step records before it and
+        the last one's step, when the side's steps are noted after its text (a live batch)."""
+        account = self.accounts[side]
+        account.add(record)
+        if isinstance(record, Text) and not record.text.startswith(NOTE):
+            count, step = after if after is not None else (account.steps, self.last_step[side])
+            self.text.add(side, record.text, count, step)
 
     def note_unreadable(self, side: str, step: int, values: Sequence[str]) -> None:
         """Values of a record that do not fit float64/int64: counted and named, not judged."""
@@ -1000,19 +1021,28 @@ class PairAligner:
         """
         ua, ub = self._held_unmatched() if running else self.unmatched()
         t = self.tally
-        ok, why = self._completeness(complete, reason, ua, ub)
+        ok, why = self._completeness(complete, reason, ua, ub, running=running)
         fd = t.first_divergent
+        metrics = list(t.first_divergent_metrics) if fd else []
+        first = fd[0] if fd else None
+        text = self.text
+        if text.first is not None and (first is None or _text_first(text.first.step, first)):
+            first = text.first.step
+            metrics = [f"text line {text.first.line_a}"]
+        judged = verdict(t.steps_compared, t.steps_equal, t.max_divergence, self.tolerance, ok,
+                         beyond=t.beyond or text.beyond)  # fmt: skip
+        if judged == IDENTICAL and text.differ:
+            judged = CLOSE
         only = {s: sorted(self.names[s] - self.names["b" if s == "a" else "a"]) for s in SIDES}
         return Summary(
-            verdict=verdict(t.steps_compared, t.steps_equal, t.max_divergence, self.tolerance,
-                            ok, beyond=t.beyond),
+            verdict=judged,
             tolerance=self.tolerance,
             steps_compared=t.steps_compared,
             steps_equal=t.steps_equal,
             unmatched_a=ua,
             unmatched_b=ub,
-            first_divergent_step=fd[0] if fd else None,
-            first_divergent_metrics=list(t.first_divergent_metrics) if fd else [],
+            first_divergent_step=first,
+            first_divergent_metrics=metrics,
             first_digest_step=t.first_digest[0] if t.first_digest else None,
             first_tensors=list(t.first_tensors),
             max_divergence=t.max_divergence,
@@ -1033,14 +1063,23 @@ class PairAligner:
             interrupted=interrupted,
             digests_not_comparable=t.digests_not_comparable,
             accounts={s: self.accounts[s].to_dict() for s in SIDES},
+            text=text.to_dict(),
         )  # fmt: skip
 
     def _completeness(
-        self, complete: bool, reason: str | None, ua: int, ub: int
+        self, complete: bool, reason: str | None, ua: int, ub: int, *, running: bool = False
     ) -> tuple[bool, str | None]:
         """Whether the pair counts as complete, and why not: `reason` (or that the pair did not
-        finish), then what its steps lack (None when nothing is missing)."""
+        finish), then what its steps and lines lack (None when nothing is missing)."""
         cover = self._coverage_reasons(ua, ub)
+        for side in SIDES:
+            self.text.steps_seen(side, self.accounts[side].steps)
+        ta, tb = self.text.unmatched(running=running)
+        if ta or tb:
+            cover.append(
+                f"text lines on one side only: a {ta}, b {tb} "
+                f"(first: {self.text.first_unmatched()})"
+            )
         why = [reason] if reason else [] if complete else ["the pair did not finish"]
         why += [c for c in cover if not (why and c == _NO_STEP)]  # the headline says it
         return complete and not cover, "; ".join(why) or None
@@ -1069,6 +1108,11 @@ class PairAligner:
 
 EXIT_CODES = {IDENTICAL: 0, CLOSE: 0, DIVERGED: 1}
 """Exit code per verdict; anything else (INCOMPLETE, failed runs) is 3."""
+
+
+def _text_first(text_step: int | None, step: int) -> bool:
+    """Whether a text line after `text_step` (None: before any step) comes before `step`."""
+    return text_step is None or text_step < step
 
 
 def exit_code(summary: Summary) -> int:

@@ -37,7 +37,7 @@ from tuimon.engine.align import (
     no_step_reason,
 )
 from tuimon.engine.fingerprints import env_diff
-from tuimon.engine.saved import resolve_logs
+from tuimon.engine.saved import check_two, resolve_logs
 from tuimon.errors import CompareError, ReplayError, StoreError
 from tuimon.readers import Account, LineParser, ReaderError, Reading, load, no_steps, to_line
 from tuimon.readers.columnar import CsvColumns, read_csv_columns
@@ -111,6 +111,10 @@ def resolve(paths: list[str], reading: Reading | None) -> SavedLogs:
     """Two log files as they are (without importing the replay machinery), or whatever
     `tuimon.engine.replay.resolve_logs` makes of the paths (a pair directory)."""
     if len(paths) == 2 and all(Path(p).is_file() for p in paths):
+        try:
+            check_two(paths)
+        except ReplayError as exc:
+            raise CompareError(str(exc)) from None
         return SavedLogs(Path(paths[0]), Path(paths[1]), reading=reading or Reading())
     try:
         return resolve_logs(paths, reading)
@@ -364,6 +368,7 @@ class _BlockReader:
         self.aligner.names[self.side].update(values)
         self.aligner.ignored.update(ignored)
         self.aligner.top[self.side] = max(self.aligner.top[self.side], max(step))
+        self.aligner.last_step[self.side] = step[-1]
         digest_array = np.empty(n, dtype=object)
         digest_array[:] = list(digest) if digest is not None else [None] * n
         return Columns(
@@ -395,6 +400,7 @@ class _BlockReader:
         self.log.steps += n
         self.aligner.accounts[self.side].steps += n
         self.aligner.top[self.side] = max(self.aligner.top[self.side], int(table.steps.max()))
+        self.aligner.last_step[self.side] = int(table.steps[-1])
 
     def table_rows(self, table: CsvColumns, rows: slice | np.ndarray) -> Columns:
         """Some rows of a CSV read into columns (a slice: views, no copy), its judged
@@ -540,9 +546,9 @@ def judge(
         raise CompareError(_no_steps(log, logs.reading, aligner.accounts[side]))
     aligned: list[AlignedStep] = []
     if keep or (matcher is not None and matcher.repeated):  # record by record, in order
-        accounts = aligner.accounts
+        accounts, text = aligner.accounts, aligner.text
         aligned, aligner = _by_records(logs, tolerance, select, sides, keep)
-        aligner.accounts = accounts
+        aligner.accounts, aligner.text = accounts, text
     elif matcher is not None:
         matcher.finish()
     reason, interrupted = _how_it_ended(logs, sides)
@@ -575,7 +581,7 @@ def _by_records(
 
 def _no_steps(log: SideLog, reading: Reading, account: Account) -> str:
     message = no_steps(log.path, reading)
-    if why := account.why():  # records skipped: why, and the flag that helps
+    if why := account.why(every=True):  # records skipped: why, and the flag that helps
         return f"{message}; skipped {why}"
     if log.first_text is not None and (hint := csv_hint(log.first_text, reading.step_key)):
         return f"{message}; {hint}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tuimon.engine.align import MetricFilter, compare_steps
@@ -53,8 +54,23 @@ def resolve_logs(paths: list[str], reading: Reading | None = None) -> SavedLogs:
                 raise ReplayError(f"{p}: no such log file")
             if kind := special(Path(p)):  # refused at once: reading it could wait forever
                 raise ReplayError(f"{p} is {kind}, not a regular file")
+        check_two(paths)
         return SavedLogs(Path(paths[0]), Path(paths[1]), reading=reading or Reading())
     raise ReplayError("give one saved pair directory or two log files")
+
+
+def check_two(paths: list[str]) -> None:
+    """ReplayError when the two logs of a pair are one file (a path given twice, a link to
+    the other): compared with itself, it would prove nothing."""
+    try:
+        same = os.path.samefile(paths[0], paths[1])
+    except OSError:
+        return
+    if same:
+        raise ReplayError(
+            f"{paths[0]} and {paths[1]} are the same file: nothing would be compared "
+            "(give the other run's log)"
+        )
 
 
 def read_lines(path: Path, reading: Reading | None = None, side: str = "a") -> list[bytes]:

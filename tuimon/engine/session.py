@@ -457,7 +457,9 @@ class PairSession:
             if isinstance(record, Step):
                 steps.append(record)
                 continue
-            self.aligner.note_other(state.side, record)
+            before = self.aligner.accounts[state.side].steps + len(steps)
+            last = steps[-1].step if steps else self.aligner.last_step[state.side]
+            self.aligner.note_other(state.side, record, (before, last))
             if isinstance(record, Header):
                 state.header = record
                 total = record.hyper.get("steps")

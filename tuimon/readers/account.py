@@ -1,9 +1,11 @@
 """The account of a side: what every line or record of a log became.
 
 Each record a reader gives is one of: a step (used), a header or end record (metadata), plain
-text, or a skipped record with a reason (`tuimon.steplog.SKIP_REASONS`). A verdict never rests
-on a minority: when more than `LIMIT` of a side's metric-like records (steps + skipped) were
-skipped, `Account.problem` says why, with the flag that fixes it, and the pair is INCOMPLETE.
+text, or a skipped record with a reason (`tuimon.steplog.SKIP_REASONS`). Lines that are not
+steps are still judged, as text against their counterpart (`tuimon.engine.text_judge`); only
+records that name a step tuimon cannot use (`BLOCKING`) can make a reading a minority: when more
+than `LIMIT` of a side's metric-like records were such, `Account.problem` says why, with the
+flag that fixes it, and the pair is INCOMPLETE.
 
 Printed lines with numbers under names are only counted as skipped when their shape (the line
 with its numbers blanked) comes `SHAPE_REPEATS` times or more: a line printed once (a config)
@@ -49,6 +51,10 @@ FLAGS = {
     CUT_TAIL: "the file may have been cut, or is still being written",
 }
 """What a user can do about each reason."""
+BLOCKING = frozenset({KEY_ABSENT, STEP_RANGE})
+"""Reasons whose records make a side's reading a minority (`Account.why`): records that name
+a step tuimon cannot use. Every other line is judged as text against its counterpart
+(`tuimon.engine.text_judge`), and a cut last line leaves a step missing."""
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
@@ -124,10 +130,12 @@ class Account:
         why = self.why()
         return None if why is None else f"run {side} skipped {why}"
 
-    def why(self) -> str | None:
+    def why(self, *, every: bool = False) -> str | None:
         """`N of M metric-like records (reason count: the flag that helps; first: ...)` when
         more than `LIMIT` were skipped, else None."""
-        skipped = {k: n for k, n in self.reasons().items() if k != CUT_TAIL}  # a missing step
+        skipped = {
+            k: n for k, n in self.reasons().items() if k in BLOCKING or (every and k != CUT_TAIL)
+        }
         total = sum(skipped.values())
         if not total or total <= LIMIT * (self.steps + total):
             return None

@@ -163,6 +163,15 @@ def headline(summary: Summary) -> str:
             f"{verdict}: no difference in {s.values_compared} values compared "
             f"over {s.steps_compared} steps"
         )
+    elif text_first(s) is not None:
+        first = text_first(s)
+        assert first is not None
+        where = "before the first step" if first["step"] is None else f"after step {first['step']}"
+        text = (
+            f"{verdict}: first difference in a text line {where}: line {first['line_a']} of a "
+            f"`{clean(first['text_a'], 80)}`, line {first['line_b']} of b "
+            f"`{clean(first['text_b'], 80)}`"
+        )
     else:
         what = names(s.first_divergent_metrics or s.first_tensors or ["digest"])
         most = (
@@ -176,6 +185,15 @@ def headline(summary: Summary) -> str:
     if s.reason:
         text += f" [{clean(s.reason, 300)}]"
     return text
+
+
+def text_first(summary: Summary) -> dict[str, Any] | None:
+    """The first differing text line when it is where the runs part first, else None."""
+    first = (summary.text or {}).get("first")
+    metrics = summary.first_divergent_metrics
+    if not first or not (metrics and metrics[0].startswith("text line")):
+        return None
+    return first  # type: ignore[no-any-return]
 
 
 def account_lines(summary: Summary) -> list[str]:
