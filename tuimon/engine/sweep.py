@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -42,6 +42,9 @@ from tuimon.store import (
     release_lock,
     write_json_atomic,
 )
+
+if TYPE_CHECKING:
+    from tuimon.engine.against_sweep import SavedSweep
 
 SWEEP_FORMAT = "tuimon.engine.sweep/1"
 SWEEPS_DIR = "sweeps"
@@ -262,6 +265,10 @@ class Sweep:
         """`--attach`: a job's session factory (follows files); None: launch its runs."""
         self.on_change: Callable[[int], None] = lambda index: None
         """Called with a job's index when it starts, ends, or (live) moves on."""
+        self.against: SavedSweep | None = None
+        """`sweep --against`: each seed's saved run, side b of its pair."""
+        self.against_source: str | None = None
+        """What a saved record's `--against` named (such a sweep is not resumed)."""
 
     @classmethod
     def create(
@@ -305,6 +312,8 @@ class Sweep:
         sweep.monitor = doc.get("monitor")
         submit = doc.get("submit")
         sweep.submit = [str(x) for x in submit] if isinstance(submit, list) else None
+        against = doc.get("against")
+        sweep.against_source = str(against.get("source")) if isinstance(against, dict) else None
         sweep.recover()
         return sweep
 
@@ -347,6 +356,18 @@ class Sweep:
         except (StoreError, OSError) as exc:
             raise SweepError(f"cannot lock {self.lock_path}: {exc}") from None
         self.monitor = lock_owner()
+
+    def abandon(self) -> None:
+        """The monitor exits without waiting for pairs still running (asked twice to quit,
+        its terminal gone): they are marked interrupted and the record saved, so it never
+        says "running" after its monitor; `--resume` runs them again."""
+        running = [j for j in self.jobs if j.status == "running"]
+        for job in running:
+            job.status = "interrupted"
+            job.note = f"tuimon quit before pair {job.pair or '(not yet created)'} was saved"
+        if running:
+            with contextlib.suppress(StoreError):
+                self.save()
 
     def release(self) -> None:
         """Let go of the sweep's lock (the record is final)."""
@@ -436,6 +457,7 @@ class Sweep:
             "plan": _plan_to_dict(self.plan),
             "jobs": [j.to_dict() for j in self.jobs],
             **({"submit": self.submit} if self.submit else {}),
+            **({"against": self.against.to_dict()} if self.against else {}),
         }
 
     def save(self) -> None:
@@ -487,6 +509,8 @@ class Sweep:
         job = self.jobs[index]
         label = f"{self.plan.label}_sweep-{self.id}" if self.plan.label else f"sweep-{self.id}"
         plan = dataclasses.replace(self.plan, seed=job.seed, label=label)
+        if self.against is not None:
+            plan = self.against.plan_for(plan)
         make = (
             self.make_session(index, plan)
             if self.make_session

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 import sys
 import time
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from rich.text import Text
 
 from tuimon.engine.submit import attach_line
 from tuimon.engine.sweep import COLUMNS, Sweep, hint_lines, row
+from tuimon.report.headless import SIGNALS
 from tuimon.store import StoreError
 
 PLAIN_EVERY = 15.0
@@ -125,7 +125,7 @@ def print_result(sweep: Sweep, out: Any) -> None:
 
 async def _run_with_signals(sweep: Sweep) -> int:
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in SIGNALS:  # as a pair: runs stopped, pairs saved as interrupted, exit 3
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, sweep.stop)
     try:
@@ -134,6 +134,6 @@ async def _run_with_signals(sweep: Sweep) -> int:
         print(f"tuimon: sweep record not saved: {exc}", file=sys.stderr)
         return 3
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in SIGNALS:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)

@@ -225,6 +225,7 @@ def run_app(
             sweep.release()
         return 2
     if sweep is not None:
+        sweep.abandon()  # a pair still running when the app quit without waiting
         print_result(sweep, sys.stdout)
     else:
         for line in app.summary_lines:
@@ -236,6 +237,8 @@ def run_app(
             return 3
     if make_session is not None and app.sessions:  # a pair view: its verdict's code, as headless
         return _verdict_code(app.sessions, explain=explain)
+    if sweep is not None:  # as headless: 3 when a pair was stopped (q, Ctrl-C, a signal)
+        return sweep.exit_code()
     if app.signalled is not None:
         return 128 + app.signalled
     if isinstance(result, int):
