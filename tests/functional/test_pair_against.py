@@ -256,3 +256,53 @@ def test_the_golden_log_recipe_runs_as_written(tmp_path):
     assert job.returncode == 1, job.stderr
     assert job.stdout.startswith("DIVERGED: first divergent step 120 (loss)")
     assert "Traceback" not in job.stderr
+
+
+def sweep_record(store: Path) -> dict:
+    (record,) = (store / "sweeps").glob("*.json")
+    return json.loads(record.read_text())
+
+
+def test_sweep_against_a_saved_sweep(tmp_path, capsys):
+    saved_store, store = tmp_path / "saved", tmp_path / "store"
+    fake = ["--", sys.executable, FAKE_TRAINER, "--side", "{side}", "--steps", "10"]
+    assert main(["sweep", "--seeds", "0-2", "--headless", "--store", str(saved_store), *fake]) == 0
+    saved_id = sweep_record(saved_store)["id"]
+    capsys.readouterr()
+    record_path = str(saved_store / "sweeps" / f"{saved_id}.json")
+    argv = ["sweep", "--against", record_path, "--headless", "--json", "--store", str(store)]
+    assert main([*argv, *fake]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert [(j["seed"], j["verdict"]) for j in record["jobs"]] == [
+        (0, "IDENTICAL"), (1, "IDENTICAL"), (2, "IDENTICAL")
+    ]  # fmt: skip
+    assert sorted(record["against"]["seeds"]) == ["0", "1", "2"]
+    pairs = sorted(p for p in store.iterdir() if p.name != "sweeps")
+    assert [pair_json(p)["against"]["side"] for p in pairs] == ["a", "a", "a"]
+    # only some seeds; a seed that was not saved is one line, exit 2
+    assert main([*argv, "--seeds", "1", *fake]) == 0
+    assert main([*argv, "--seeds", "7", *fake]) == 2
+    assert "has no saved run of seed 7" in capsys.readouterr().err
+    # such a sweep is not resumed (it would run ordinary pairs)
+    assert main(["sweep", "--resume", record["id"], "--store", str(store), "--yes"]) == 2
+    assert "ran against saved runs" in capsys.readouterr().err
+
+
+def test_sweep_against_a_folder_of_logs(tmp_path, capsys):
+    folder = tmp_path / "R26"
+    folder.mkdir()
+    write_log(folder / "run-a.jsonl", 10, header={"run": {"seed": 0}})  # the seed in the header
+    write_log(folder / "train_seed_1.jsonl", 10)  # the seed in the name
+    (folder / "notes.txt").write_text("no seed here\n")
+    different = write_log(folder / "seed2.jsonl", 10)
+    different.write_text(different.read_text().replace('"train_loss": 0.25', '"train_loss": 0.5'))
+    store = tmp_path / "store"
+    argv = ["sweep", "--against", str(folder), "--headless", "--json", "--store", str(store),
+            "--", sys.executable, FAKE_TRAINER, "--steps", "10", "--no-header"]  # fmt: skip
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert "skipped notes.txt: no seed in its header or its name" in captured.err
+    record = json.loads(captured.out)
+    assert [(j["seed"], j["verdict"], j["first_step"]) for j in record["jobs"]] == [
+        (0, "IDENTICAL", None), (1, "IDENTICAL", None), (2, "DIVERGED", 3)
+    ]  # fmt: skip

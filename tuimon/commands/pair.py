@@ -386,8 +386,8 @@ def take_saved_settings(
     taken = []
     for key, kind in SAVED_FLAGS.items():
         value = settings.get(key)
-        if key not in ("seed", "threads") and not reference:
-            continue
+        if (key not in ("seed", "threads") and not reference) or not hasattr(args, key):
+            continue  # a sweep has no --seed
         if getattr(args, key) is not None or value is None or isinstance(value, bool):
             continue
         if not _fits(value, kind):

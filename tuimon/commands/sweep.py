@@ -67,6 +67,20 @@ def add(sub: argparse._SubParsersAction) -> None:
         "the first pair runs alone until it logs a step, at most 10 s, and a failure there "
         "stops the sweep)",
     )
+    p.add_argument(
+        "--against",
+        default=None,
+        metavar="SWEEP_OR_DIR",
+        help="retrain every seed of a saved sweep (its id or record; --side of each pair, "
+        "default a) or every log in a folder (the seed from its header or name; a .npy with "
+        "the seed in its name is its W_E), each as `pair --against` that seed's saved run",
+    )
+    p.add_argument(
+        "--side",
+        choices=("a", "b"),
+        default=None,
+        help="with --against SWEEP: which side of its pairs (default a)",
+    )
     add_pair_options(p)
     add_store(p)
     add_yes(p)
@@ -86,9 +100,14 @@ def run(args: argparse.Namespace) -> int:
         return _attach(args)
     try:
         if args.resume:
-            if args.seeds:
+            if args.seeds or args.against:
                 raise UsageError("--resume takes the sweep's own seeds: leave out --seeds")
             sweep = Sweep.load(resolve_store(args.store), args.resume, args.jobs)
+            if sweep.against_source:
+                raise UsageError(
+                    f"sweep {sweep.id} ran against saved runs: run `tuimon sweep --against "
+                    f"{sweep.against_source}` again (--resume does not take it up)"
+                )
             _refuse_submitted(sweep)
             if sweep.running_elsewhere:
                 raise UsageError(
@@ -99,15 +118,19 @@ def run(args: argparse.Namespace) -> int:
                 raise UsageError(f"sweep {sweep.id} has nothing left to run")
             sweep.claim()
         else:
-            if not args.seeds:
+            if not args.seeds and not args.against:
                 raise UsageError("sweep needs --seeds (e.g. 0-9 or 0,3,7) or --resume SWEEP")
-            seeds = parse_seeds(args.seeds)
+            seeds = parse_seeds(args.seeds) if args.seeds else []
             _check_submit(args)
+            saved = _against(args, seeds) if args.against else None
             plan, store = pair_plan(args, None, many=True)
             check_log_file(args, plan, many=True)
             assert store is not None
             jobs = args.jobs or default_jobs(plan)
+            if saved is not None:
+                seeds = saved.seeds(seeds)
             sweep = Sweep.create(store, plan, seeds, args.repeat, jobs)
+            sweep.against = saved
     except SweepError as exc:
         raise UsageError(str(exc)) from None
     sweep.fail_fast = not args.no_fail_fast
@@ -131,6 +154,30 @@ def run(args: argparse.Namespace) -> int:
 
     ask = sweep.consent_lines() if args.resume and not args.yes else None
     return run_app(store=sweep.store, sweep=sweep, title=f"tuimon sweep · {sweep.id}", confirm=ask)
+
+
+def _against(args: argparse.Namespace, seeds: list[int]):  # type: ignore[no-untyped-def]
+    """`sweep --against`: each seed's saved run; the settings the retrains take from them."""
+    from tuimon.commands.options import reading, say
+    from tuimon.commands.pair import take_saved_settings
+    from tuimon.engine.against_sweep import resolve_saved_sweep
+    from tuimon.errors import ReplayError
+    from tuimon.store import resolve_store
+
+    if args.submit:
+        raise UsageError("--against runs the retrains here: not with --submit")
+    if args.side and not args.against:
+        raise UsageError("--side goes with --against SWEEP")
+    store = resolve_store(args.store)
+    try:
+        saved = resolve_saved_sweep(args.against, args.side, reading(args), store, say)
+    except ReplayError as exc:
+        raise UsageError(f"--against: {exc}") from None
+    saved.seeds(seeds)  # a seed asked that was not saved: one line, before anything runs
+    template = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if taken := take_saved_settings(args, saved.settings(), reference=not template):
+        say(f"as the saved runs: {' '.join(taken)}")
+    return saved
 
 
 def _consent(sweep, *, yes: bool) -> None:  # type: ignore[no-untyped-def]
