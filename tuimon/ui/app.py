@@ -22,6 +22,7 @@ from textual.widgets import Input
 from tuimon.engine.session import Batch, PairSession
 from tuimon.engine.sweep import Sweep
 from tuimon.report.sweep import print_result
+from tuimon.sanitize import clean
 from tuimon.ui.browser import BrowserScreen
 from tuimon.ui.confirm import REFUSED, CommandsScreen
 from tuimon.ui.footer_fit import FitsFooter
@@ -65,7 +66,7 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
         self.store = Path(store)
         self.make_session = make_session
         self.replay = replay
-        self.title = title
+        self.title = clean(title, None)  # a replay's title holds a path: data, never control
         self.sessions: list[PairSession] = []
         """Sessions started by pair views (so no child run outlives the app)."""
         self.signalled: int | None = None

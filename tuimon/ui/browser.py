@@ -283,7 +283,7 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
 
     def on_mount(self) -> None:
         """The header now, rows when the store has been read (in a thread)."""
-        self.sub_title = f"pairs in {self.store}"
+        self.sub_title = f"pairs in {clean(self.store, None)}"
         self.query_one("#filter", Input).display = False
         self.query_one(PairTable).focus()
         self.action_reload()
@@ -316,7 +316,7 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
             read,
             self._show_pairs,
             group="store",
-            what=f"reading the store {store}",
+            what=f"reading the store {clean(store, None)}",
         )
 
     def _show_pairs(self, listing: Listing) -> None:
@@ -383,13 +383,13 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         """The count of pairs, the filter, and what the selected pair's state means, in full."""
         status = self.query_one("#browser-status", Static)
         if not self.pairs:
-            show_text(
-                status, Text(f"No pairs in {self.store} yet: run `tuimon pair …` to make one.")
-            )
+            where = clean(self.store, None)
+            show_text(status, Text(f"No pairs in {where} yet: run `tuimon pair …` to make one."))
             return
-        text = f"{len(self.shown)} of {len(self.pairs)} pairs in {self.store}"
+        store = clean(self.store, None)
+        text = f"{len(self.shown)} of {len(self.pairs)} pairs in {store}"
         if not self.listing.complete:
-            text = f"{len(self.shown)} of the newest {len(self.pairs)} pairs in {self.store}"
+            text = f"{len(self.shown)} of the newest {len(self.pairs)} pairs in {store}"
             if self._rest_failed is None:
                 text += " (reading the rest …)"
             else:
@@ -516,7 +516,7 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         if info is None:
             return
         if info.running:
-            self.notify(f"{info.name} is still running; not deleting", markup=False)
+            self.notify(f"{clean(info.name)} is still running; not deleting", markup=False)
             return
 
         def answer(yes: bool | None) -> None:
@@ -532,7 +532,9 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
             self._show_pairs(self.listing.without(info.path))
 
         self.app.push_screen(
-            ConfirmScreen(f"Delete the pair {info.name}?\n{info.path}", yes="Delete", no="Keep"),
+            ConfirmScreen(
+                f"Delete the pair {clean(info.name)}?\n{clean(info.path)}", yes="Delete", no="Keep"
+            ),
             answer,
         )
 
