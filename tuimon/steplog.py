@@ -105,6 +105,8 @@ MAX_LINE = 16 * 1024 * 1024
 """A longer line is not parsed, live or saved: it is skipped as `UNREADABLE` (`too_long_note`
 stands for it in a live stream; the raw log keeps it whole)."""
 _TOO_LONG = b"[tuimon: a line of "
+TOO_LONG_TEXT = _TOO_LONG.decode()
+"""How the text of a line too long to parse begins: its content is not judged."""
 
 
 def too_long_note(size: int) -> bytes:
@@ -343,8 +345,10 @@ def damaged(stripped: bytes) -> str | None:
 
 def parse_line(line: bytes) -> Record:
     """One line of a step log as a record. Never raises: what is not a record is `Text`."""
-    if too_long(line):
-        return _as_text(line[:MAX_LINE] if len(line) > MAX_LINE else line, UNREADABLE)
+    if too_long(line):  # the note a live stream passes on for it: the same text saved and live
+        return _as_text(
+            line if line.startswith(_TOO_LONG) else too_long_note(len(line)), UNREADABLE
+        )
     stripped = line.strip()
     if not stripped.startswith(b"{"):
         return _as_text(line)

@@ -375,7 +375,7 @@ def test_nanogpt_prints(tmp_path: Path) -> None:
         ("step:  1  loss: 12.2532  memory:  9.41GiB(23.79%)  wps: 3,201  mfu: 1.25%", 1,
          {"loss": 12.2532}),
         ("Epoch: [0]  [   0/5005]  eta: 5:06:52  lr: 0.1  img/s: 30.1  loss: 6.9342 (6.9342)",
-         0, {"lr": 0.1, "loss": 6.9342}),
+         0, {"lr": 0.1, "loss": 6.9342, "loss_avg": 6.9342}),
     ],
 )  # fmt: skip
 def test_built_in_text_shapes(line: str, step: int, metrics: dict) -> None:

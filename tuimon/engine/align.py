@@ -26,6 +26,7 @@ import numpy as np
 
 from tuimon.engine.text_judge import TextJudge
 from tuimon.readers.account import NOTE, Account
+from tuimon.readers.text import LEVEL, LEVELS_NOTE
 from tuimon.steplog import End, Header, Step, Text, jsonable
 from tuimon.store import SIDES
 
@@ -172,6 +173,12 @@ class Summary:
     """Per side, what its records were (`tuimon.readers.account.Account.to_dict`)."""
     text: dict[str, Any] = field(default_factory=dict)
     """Text lines judged by position (`tuimon.engine.text_judge.TextJudge.to_dict`)."""
+    step_levels: bool = False
+    """Steps are two-level (epoch * 1e9 + iteration: `tuimon.readers.text.step_text`)."""
+    first_divergent_at: dict[str, int] | None = None
+    """The first divergent step's levels (`{"epoch": 7, "iteration": 2750}`), when two-level."""
+    first_divergent_lines: dict[str, int | None] | None = None
+    """Where the first difference is in each log: its line (1-based), for logs of lines."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (non-finite floats as strings); `jsonable` copies every container, so
@@ -1033,6 +1040,7 @@ class PairAligner:
                          beyond=t.beyond or text.beyond)  # fmt: skip
         if judged == IDENTICAL and text.differ:
             judged = CLOSE
+        levels = any(LEVELS_NOTE in a.notes for a in self.accounts.values())
         only = {s: sorted(self.names[s] - self.names["b" if s == "a" else "a"]) for s in SIDES}
         return Summary(
             verdict=judged,
@@ -1064,6 +1072,12 @@ class PairAligner:
             digests_not_comparable=t.digests_not_comparable,
             accounts={s: self.accounts[s].to_dict() for s in SIDES},
             text=text.to_dict(),
+            step_levels=levels,
+            first_divergent_at=(
+                {"epoch": first // LEVEL, "iteration": first % LEVEL}
+                if levels and first is not None and first >= LEVEL
+                else None
+            ),
         )  # fmt: skip
 
     def _completeness(

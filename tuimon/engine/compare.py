@@ -39,7 +39,16 @@ from tuimon.engine.align import (
 from tuimon.engine.fingerprints import env_diff
 from tuimon.engine.saved import check_two, resolve_logs
 from tuimon.errors import CompareError, ReplayError, StoreError
-from tuimon.readers import Account, LineParser, ReaderError, Reading, load, no_steps, to_line
+from tuimon.readers import (
+    Account,
+    LineParser,
+    ReaderError,
+    Reading,
+    load,
+    locate,
+    no_steps,
+    to_line,
+)
 from tuimon.readers.columnar import CsvColumns, read_csv_columns
 from tuimon.readers.rows import COUNTERS, step_key
 from tuimon.readers.tabular import csv_hint
@@ -556,7 +565,31 @@ def judge(
         nothing = (no_step_reason(side, log.texts, log.first_text) for side, log in empty)
         reason = "; ".join(filter(None, (reason, *nothing)))
     summary = aligner.summary(complete=reason is None, reason=reason, interrupted=interrupted)
+    summary.first_divergent_lines = first_lines(logs, aligner, summary)
     return Judged(summary, aligned, _doc(logs, sides, summary, whole=keep), sides)
+
+
+def first_lines(
+    logs: SavedLogs, aligner: PairAligner, summary: Summary
+) -> dict[str, int | None] | None:
+    """The line of each log where the runs part first (a text line or a step record), so a
+    user opens both files there; None without a divergence."""
+    if summary.first_divergent_step is None:
+        return None
+    first = aligner.text.first
+    by_text = bool(summary.first_divergent_metrics) and summary.first_divergent_metrics[
+        0
+    ].startswith("text line")
+    where: dict[str, int | None] = {}
+    for side in SIDES:
+        path = getattr(logs, side)
+        if by_text and first is not None:
+            index = first.line_a if side == "a" else first.line_b
+            where[side] = locate(path, logs.reading, side, text=index)
+        else:
+            key = aligner.tally.first_divergent or (summary.first_divergent_step, 0)
+            where[side] = locate(path, logs.reading, side, step=key[0], occurrence=key[1])
+    return where
 
 
 def _by_records(

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuimon.clocks import text_numbers
+from tuimon.steplog import TOO_LONG_TEXT
 
 MAX_TEXT = 400
 """Characters of a line kept for the report."""
@@ -97,7 +98,8 @@ class TextJudge:
         self._gap[side] = (steps_before, index)
         self._ordinal[side] = max(self._ordinal[side], steps_before)
         self._lines[side] += 1
-        line = _Line(step, self._lines[side], text[:MAX_TEXT], text_numbers(text))
+        values = () if text.startswith(TOO_LONG_TEXT) else text_numbers(text)
+        line = _Line(step, self._lines[side], text[:MAX_TEXT], values)
         other = "b" if side == "a" else "a"
         match = self._pending[other].pop((steps_before, index), None)
         if match is None:

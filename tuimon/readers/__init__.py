@@ -37,7 +37,7 @@ from tuimon.readers.rows import renamed, step_key
 from tuimon.readers.tabular import csv_columns, read_csv
 from tuimon.readers.tensorboard import MissingExtra, event_dirs, read_events
 from tuimon.readers.text import PatternError
-from tuimon.steplog import End, Header, Record, Step, dumps, parse_line
+from tuimon.steplog import End, Header, Record, Step, Text, dumps, parse_line
 
 __all__ = [
     "FORMATS_TRIED",
@@ -49,6 +49,7 @@ __all__ = [
     "Reading",
     "line_parser",
     "load",
+    "locate",
     "log_lines",
     "no_steps",
     "parse_map",
@@ -353,3 +354,46 @@ def streamable(head: bytes) -> bool:
     if body[:1] == b"[" or (body[:1] == b"{" and not first.endswith(b"}")):
         return False
     return csv_columns(first.decode("utf-8", "replace")) is None
+
+
+def locate(
+    path: str | Path,
+    reading: Reading | None = None,
+    side: str = "a",
+    *,
+    step: int | None = None,
+    occurrence: int = 0,
+    text: int | None = None,
+) -> int | None:
+    """The line (1-based) of a log of lines where the `occurrence`-th record of `step` begins,
+    or where its `text`-th text line is; None for a file that is not lines of records (CSV,
+    a JSON document, TensorBoard) or when it is not there. Reads up to that line only."""
+    path = Path(path)
+    if path.is_dir() or (step is None and text is None):
+        return None
+    parser = LineParser(reading, side)
+    seen = texts = 0
+    previous: int | None = None
+    try:
+        with open_log(path) as fh:
+            head = fh.read(1 << 16)
+            fh.seek(0)
+            if streamable(head.removeprefix(BOM)) is False:
+                return None
+            for number, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                record, _ = parser.parse(line)
+                if isinstance(record, Step):
+                    if record.step == step and previous != step:
+                        if seen == occurrence:
+                            return number
+                        seen += 1
+                    previous = record.step
+                elif isinstance(record, Text) and not record.text.startswith("tuimon: "):
+                    texts += 1
+                    if texts == text:
+                        return number
+    except (*_CORRUPT, OSError):
+        return None
+    return None

@@ -24,6 +24,7 @@ from tuimon.steplog import (
     KEY_ABSENT,
     NO_STEP_KEY,
     STEP_RANGE,
+    TOO_LONG_TEXT,
     UNMATCHED_TEXT,
     UNREADABLE,
     End,
@@ -72,6 +73,8 @@ class Account:
     text: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     first: dict[str, str] = field(default_factory=dict)
+    unjudged: int = 0
+    """Lines whose content was not judged at all (too long to parse)."""
     notes: list[str] = field(default_factory=list)
     """What a reader said about the file as a whole (where reading stopped, runs in it)."""
     _shapes: Counter[str] = field(default_factory=Counter)
@@ -105,6 +108,8 @@ class Account:
         else:
             self.skipped[reason] += 1
             self.first.setdefault(reason, record.text)
+            if record.text.startswith(TOO_LONG_TEXT):
+                self.unjudged += 1  # its content was never read: it blocks (`why`)
 
     def reasons(self) -> dict[str, int]:
         """Skipped records per reason (printed shapes that repeat included)."""
@@ -136,6 +141,8 @@ class Account:
         skipped = {
             k: n for k, n in self.reasons().items() if k in BLOCKING or (every and k != CUT_TAIL)
         }
+        if self.unjudged and UNREADABLE not in skipped:
+            skipped[UNREADABLE] = self.unjudged
         total = sum(skipped.values())
         if not total or total <= LIMIT * (self.steps + total):
             return None

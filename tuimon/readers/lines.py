@@ -15,15 +15,19 @@ from typing import Any
 
 import orjson
 
+from tuimon.readers.account import NOTE
 from tuimon.readers.literal import literal_row
 from tuimon.readers.reading import NATIVE, Reading
 from tuimon.readers.rows import StreamMerger, as_number, renamed, row_step, step_key
 from tuimon.readers.text import (
+    LEVEL,
+    LEVELS_NOTE,
     block_value,
     last_state,
     metric_like,
     parse_text,
     step_beyond_int64,
+    two_level,
 )
 from tuimon.steplog import (
     CUT_TAIL,
@@ -97,6 +101,9 @@ class LineParser:
         """A JSON object with a step key was read (the log is JSON Lines)."""
         self._block: int | None = None
         """The step of the line before, whose indented `name=value` lines are its values."""
+        self.levels = False
+        """Steps of two levels (epoch, iteration) were read: said once in a note."""
+        self._told_levels = False
 
     def parse(self, line: bytes) -> tuple[Record, bool]:
         """One line as a record, and whether it is a complete tuimon step (never merged). A
@@ -157,6 +164,8 @@ class LineParser:
             return inner
         step = parse_text(text, self.patterns, self.key, bare=not self.patterns)
         if step is not None:
+            if step.step >= LEVEL and not self.levels:
+                self.levels = two_level(text) is not None
             self._block = step.step
             if step.metrics or step.unreadable:
                 return self._renamed(step)
@@ -217,6 +226,9 @@ class LineParser:
         out: list[Record] = []
         for line in lines:
             record, complete = self.parse(line)
+            if self.levels and not self._told_levels:
+                self._told_levels = True
+                out += self._merger.feed(Text(NOTE + LEVELS_NOTE))
             out += self._merger.feed(record, complete=complete)
         return out
 

@@ -94,6 +94,10 @@ def step_key(row: Mapping[str, Any], forced: str | None = None) -> str | None:
     return None
 
 
+MAX_ITEMS = 1024
+"""Items of a list value judged one by one; the rest is said (unreadable), never dropped."""
+
+
 def numbers(name: str, value: Any, depth: int = 0) -> Iterator[tuple[str, float | Unreadable]]:
     """(name, number) for a number, and for the numbers of a nested object as dotted names; a
     number that does not fit a float64 or an int64 comes as its `Unreadable` text."""
@@ -101,6 +105,13 @@ def numbers(name: str, value: Any, depth: int = 0) -> Iterator[tuple[str, float 
         if depth < 4:
             for key, inner in value.items():
                 yield from numbers(f"{name}.{key}", inner, depth + 1)
+        return
+    if isinstance(value, list):  # judged element by element: `test_coco_eval_bbox[3]`
+        if depth < 4:
+            for i, inner in enumerate(value[:MAX_ITEMS]):
+                yield from numbers(f"{name}[{i}]", inner, depth + 1)
+            if len(value) > MAX_ITEMS:
+                yield f"{name}[{MAX_ITEMS}:]", Unreadable(f"{len(value) - MAX_ITEMS} more items")
         return
     number = as_number(value)
     if number is not None:

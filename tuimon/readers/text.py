@@ -23,8 +23,8 @@ from tuimon.steplog import Step, Unreadable
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b"
 _STEP = re.compile(
-    r"(?<![\w.])(?P<key>global[_ ]step|step|iteration|iter|it|epoch)\b\s*[:=#]?\s*\[?\s*"
-    r"(?P<n>\d+)(?:\s*/\s*\d+)?\b"
+    r"(?<![\w./])(?P<key>global[_ ]step|step|iteration|iter|it|epoch)\b\s*[:=#]?\s*\[?\s*"
+    r"(?P<n>\d+)(?![,.]\d)(?:\s*/\s*\d+)?\b"
     r"|^\s*(?P<key2>s):(?P<n2>\d+)\b",  # llm.c: `s:5000 trl:3.63 lr:0.0006 norm:0.31`
     re.IGNORECASE,
 )
@@ -36,6 +36,39 @@ def _named_step(key: str) -> re.Pattern[str]:
     return re.compile(
         r"(?<![\w.])(?P<key>" + re.escape(key) + r")\s*[:=#]?\s*\[?\s*(?P<n>\d+)(?:\s*/\s*\d+)?\b"
     )
+
+
+LEVEL = 10**9
+"""A two-level step (epoch, iteration) is `epoch * LEVEL + iteration`: one integer that sorts
+and aligns as the pair, shown as both (`step_text`)."""
+LEVELS_NOTE = "steps are two-level (epoch, iteration): step = epoch * 1e9 + iteration"
+_TWO_LEVEL = re.compile(
+    # Epoch [7][2750/6207] (mmcv), Epoch: [108]  [ 50/500] (MetricLogger), Train Epoch: 1
+    # [640/60000 (1%)] (PyTorch examples), Train: 3 [ 50/625 ( 8%)] (timm), [1,  2000] loss:
+    r"(?<![\w./])(?:epoch|train|training)\b\s*[:=#]?\s*\[?\s*(?P<outer>\d+)\s*(?:/\s*\d+\s*)?\]?"
+    r"\s*[\[(]\s*(?P<inner>\d+)\s*(?:/\s*\d+)?\s*(?:\(\s*[\d.]+%\s*\))?\s*[\])]"
+    r"|^\s*\[\s*(?P<outer2>\d+)\s*,\s*(?P<inner2>\d+)\s*\]",
+    re.IGNORECASE,
+)
+
+
+def two_level(text: str) -> tuple[int, int, int] | None:
+    """(epoch, iteration, where the levels end) of a line whose step has two levels, or None."""
+    m = _TWO_LEVEL.search(text)
+    if m is None:
+        return None
+    first = m["outer"] is not None
+    outer, inner = (m["outer"], m["inner"]) if first else (m["outer2"], m["inner2"])
+    if len(outer) > 9 or len(inner) > 9:
+        return None
+    return int(outer), int(inner), m.end()
+
+
+def step_text(step: int, levels: bool) -> str:
+    """A step as a person reads it: `2750 (epoch 7)` for a two-level step, else the number."""
+    if levels and step >= LEVEL:
+        return f"{step % LEVEL} (epoch {step // LEVEL})"
+    return str(step)
 
 
 def _key(m: re.Match[str]) -> str:
@@ -50,7 +83,8 @@ def _n(m: re.Match[str]) -> str:
 
 _PAIR = re.compile(
     r"(?<![\w.])(?P<name>[A-Za-z_][\w./-]*(?: [A-Za-z_][\w./-]*)?)\s*(?:[:=]\s*|\s)"
-    r"(?P<value>" + _NUM + r")(?P<unit>ms|us|µs|s|%)?(?![\w.]|[,:]\d)",  # not 3,201 or 5:06
+    r"(?P<value>" + _NUM + r")(?P<unit>ms|us|µs|s|%)?(?![\w.]|[,:]\d)"  # not 3,201 or 5:06
+    r"(?:\s*\(\s*(?P<avg>" + _NUM + r")\s*\))?",  # a running average: `loss 1.23 (1.45)`
     re.IGNORECASE,
 )
 _RANK = {"global step": 0, "global_step": 0, "step": 1, "iteration": 2, "iter": 2, "it": 3, "s": 3}
@@ -106,16 +140,35 @@ def parse_text(
     a block of `name=value` lines, `block_value`)."""
     if patterns:
         return _by_patterns(text, patterns)
+    levels = two_level(text) if key is None else None
     steps = list((_named_step(key) if key else _STEP).finditer(text))
-    if not steps:
+    if not steps and levels is None:
         return None
     # the finest counter on the line: step/iter over epoch ("Epoch 3, step 120: ...")
-    best = min(steps, key=lambda m: _RANK.get(_key(m), 9))
+    best = min(steps, key=lambda m: _RANK.get(_key(m), 9)) if steps else None
+    if levels is not None and (best is None or _key(best) == "epoch"):
+        return _values(text, levels[2], [(0, levels[2])], levels[0] * LEVEL + levels[1], bare)
+    assert best is not None
+    spans = [m.span() for m in steps]
+    epochs = [float(_n(m)) for m in steps if m is not best and _key(m) == "epoch"]
+    step = as_int(_n(best))
+    if step is None:  # beyond int64: skipped
+        return None
+    found = _values(text, steps[0].start(), spans, step, bare)
+    if found is not None and epochs:
+        found.metrics["epoch"] = epochs[-1]
+    return found
+
+
+def _values(
+    text: str, start: int, spans: list[tuple[int, int]], step: int, bare: bool
+) -> Step | None:
+    """The step of a line whose step is known: the `name value` pairs from `start` on (a
+    running average in parentheses, `loss: 1.23 (1.45)`, as `loss_avg`)."""
     metrics: dict[str, float] = {}
     clocks: dict[str, float] = {}
     bad: list[str] = []
-    spans = [m.span() for m in steps]
-    for m in _PAIR.finditer(text, steps[0].start()):
+    for m in _PAIR.finditer(text, start):
         if any(start <= m.start("value") < end for start, end in spans):
             continue
         name = _name(m["name"])
@@ -129,15 +182,14 @@ def parse_text(
             bad.append(f"{name}={value}")
             continue
         unit = (m["unit"] or "").lower()
-        if unit in ("ms", "us", "µs", "s") or is_clock(name):
-            clocks[name] = value
-        else:
-            metrics[name] = value
-    for m in steps:
-        if m is not best and _key(m) == "epoch":
-            metrics["epoch"] = float(_n(m))
-    step = as_int(_n(best))
-    if (not metrics and not bad and not bare) or step is None:  # beyond int64: skipped
+        clock = unit in ("ms", "us", "µs", "s") or is_clock(name)
+        (clocks if clock else metrics)[name] = value
+        if m["avg"] is not None and (avg := as_number(m["avg"])) is not None:
+            if isinstance(avg, Unreadable):
+                bad.append(f"{name}_avg={avg}")
+            else:
+                (clocks if clock else metrics)[f"{name}_avg"] = avg
+    if not metrics and not bad and not bare:
         return None
     return Step(step=step, metrics=metrics, clocks=clocks, unreadable=tuple(bad))
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuimon.argv import without_options
 from tuimon.readers.account import account_line
+from tuimon.readers.text import step_text
 from tuimon.sanitize import clean
 
 if TYPE_CHECKING:
@@ -166,7 +167,11 @@ def headline(summary: Summary) -> str:
     elif text_first(s) is not None:
         first = text_first(s)
         assert first is not None
-        where = "before the first step" if first["step"] is None else f"after step {first['step']}"
+        where = (
+            "before the first step"
+            if first["step"] is None
+            else f"after step {step_text(first['step'], s.step_levels)}"
+        )
         text = (
             f"{verdict}: first difference in a text line {where}: line {first['line_a']} of a "
             f"`{clean(first['text_a'], 80)}`, line {first['line_b']} of b "
@@ -175,13 +180,23 @@ def headline(summary: Summary) -> str:
     else:
         what = names(s.first_divergent_metrics or s.first_tensors or ["digest"])
         most = (
-            f"max divergence {s.max_divergence:.3g} at step {s.max_divergence_step}"
+            f"max divergence {s.max_divergence:.3g} at step "
+            f"{step_text(s.max_divergence_step, s.step_levels)}"
             if s.max_divergence_step is not None
             else "no numeric value differs (digests or labels do)"
         )
-        text = f"{verdict}: first divergent step {s.first_divergent_step} ({what}); {most}"
+        first_step = step_text(s.first_divergent_step, s.step_levels)
+        text = f"{verdict}: first divergent step {first_step} ({what}); {most}"
         if s.first_tensors:
             text += f"; tensors that parted first: {names(s.first_tensors)}"
+    lines = s.first_divergent_lines or {}
+    if any(lines.values()) and text_first(s) is None:
+        text += "; " + ", ".join(f"line {n:,} of {side}" for side, n in lines.items() if n)
+    elif any(lines.values()):
+        for side in ("a", "b"):
+            n = lines.get(side)
+            shown = f"{n:,}" if n else "?"
+            text = text.replace(f" of {side} `", f" of {side} (file line {shown}) `", 1)
     if s.reason:
         text += f" [{clean(s.reason, 300)}]"
     return text

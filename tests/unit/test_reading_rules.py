@@ -1,0 +1,165 @@
+"""Reading by principle: every line judged, clocks and counters by name and unit, two-level
+steps, running averages, where the runs part named by line, one file given twice."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import twin
+
+from tuimon.cli import main
+from tuimon.clocks import is_clock, mask_clocks, text_numbers
+from tuimon.readers import load, locate
+from tuimon.readers.text import LEVEL, parse_text
+
+
+def compare(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    code = main(["compare", "--json", *args])
+    return code, json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["ms_per_iter", "time/fps", "data_time", "eta", "iter_time", "train_runtime", "tok/s",
+     "eval_samples_per_second", "perf/throughput", "timers/iteration_time", "step_ms",
+     "time/time_elapsed", "tokens_per_sec", "mfu", "data", "_timestamp", "speed"],
+)  # fmt: skip
+def test_clocks_by_leaf_name_and_unit(name: str) -> None:
+    assert is_clock(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["throughput/total_tokens", "total_training_Gflops", "num_tokens", "consumed_samples",
+     "time/total_timesteps", "total_flos", "loss", "lr", "time/iterations", "max_mem",
+     "grad_norm", "loss_s", "rollout/ep_rew_mean"],
+)  # fmt: skip
+def test_counters_and_metrics_are_never_clocks(name: str) -> None:
+    assert not is_clock(name)
+
+
+def test_clocks_in_text_are_masked_and_the_rest_is_judged() -> None:
+    line = (
+        "2023-01-01 12:00:00,123 - INFO - Epoch: [108]  [ 50/500]  eta: 0:01:23  lr: 0.0001  "
+        "loss: 1.2345 (1.3456)  time: 0.5123 (0.52)  data: 0.0123  max mem: 1234 12.5it/s 3ms/step"
+    )
+    assert text_numbers(line) == ("108", "50", "500", "0.0001", "1.2345", "1.3456", "1234")
+    assert "0.5123" not in mask_clocks(line) and "12:00" not in mask_clocks(line)
+
+
+@pytest.mark.parametrize(
+    ("line", "epoch", "iteration", "metrics"),
+    [
+        ("Epoch [7][2750/6207]\tlr: 1.000e-02, eta: 1 day, 2:03:04, time: 0.512, "
+         "data_time: 0.010, memory: 3456, loss: 0.7643", 7, 2750, {"lr", "memory", "loss"}),
+        ("Epoch: [108]  [ 50/500]  eta: 0:01:23  lr: 0.000100  loss: 1.2345 (1.3456)  "
+         "time: 0.5123  data: 0.0123", 108, 50, {"lr", "loss", "loss_avg"}),
+        ("Train Epoch: 1 [640/60000 (1%)]\tLoss: 0.29", 1, 640, {"loss"}),
+        ("Train: 3 [ 50/625 (  8%)]  Loss: 3.456 (3.567)  Time: 0.123s,  520.3/s  "
+         "LR: 1.000e-03  Data: 0.012 (0.015)", 3, 50, {"loss", "loss_avg", "lr"}),
+        ("[1,  2000] loss: 2.187", 1, 2000, {"loss"}),
+    ],
+)  # fmt: skip
+def test_two_level_steps(line: str, epoch: int, iteration: int, metrics: set[str]) -> None:
+    step = parse_text(line)
+    assert step is not None and step.step == epoch * LEVEL + iteration
+    assert set(step.metrics) == metrics
+
+
+def test_a_banner_with_a_thousands_separator_is_not_a_step() -> None:
+    assert parse_text("tokens/iter = 393,216 | batch = 12 | vocab = 16384") is None
+
+
+def _mmcv(path: Path, bump: bool = False, clock: float = 0.0) -> Path:
+    lines = []
+    for ep in range(1, 4):
+        for it in range(50, 301, 50):
+            loss = 1.0 / (ep * 1000 + it) + (0.001 if bump and (ep, it) == (2, 150) else 0.0)
+            lines.append(
+                f"2023-01-01 12:00:{it % 60:02d},123 - mmdet - INFO - Epoch [{ep}][{it}/300]\t"
+                f"lr: 1.000e-02, eta: 0:0{ep}:00, time: {0.5 + clock:.3f}, data_time: 0.010, "
+                f"memory: 3456, loss: {loss:.4f}"
+            )
+        lines.append(f"2023-01-01 12:00:00,123 - mmdet - INFO - Epoch(val) [{ep}][300]\t"
+                     f"bbox_mAP: {0.3 + ep / 100:.4f}")  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_an_mmcv_log_itself_a_change_clocks_and_a_cut(tmp_path: Path, capsys) -> None:
+    a = _mmcv(tmp_path / "a.log")
+    code, out = compare(capsys, str(a), str(twin(a)))
+    assert (code, out["verdict"], out["steps_compared"]) == (0, "IDENTICAL", 18)
+    assert out["step_levels"] and out["text"]["compared"] == 3
+    code, out = compare(capsys, str(a), str(_mmcv(tmp_path / "c.log", clock=0.25)))
+    assert (code, out["verdict"]) == (0, "IDENTICAL")
+    code, out = compare(capsys, str(a), str(_mmcv(tmp_path / "b.log", bump=True)))
+    assert code == 1 and out["first_divergent_at"] == {"epoch": 2, "iteration": 150}
+    assert out["first_divergent_lines"] == {"a": 10, "b": 10}
+    cut = tmp_path / "cut.log"
+    cut.write_bytes(a.read_bytes()[: a.stat().st_size * 3 // 5])
+    assert compare(capsys, str(a), str(cut))[0] == 3
+
+
+def test_an_evaluation_line_nobody_reads_is_judged_as_text(tmp_path: Path, capsys) -> None:
+    def log(path: Path, avg: str) -> Path:
+        lines = []
+        for ep in (1, 2):
+            lines += [f"step {ep * 10 + i}: loss {1 / (ep + i):.6f}" for i in range(5)]
+            lines += ["", f"Test set: Average loss: {avg if ep == 2 else '0.0400'}, Accuracy: "
+                      f"9898/10000 (99%)", "Saving to /tmp/run-x/model.pt"]  # fmt: skip
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    a = log(tmp_path / "a.log", "0.0326")
+    code, out = compare(capsys, str(a), str(twin(a)))
+    assert (code, out["verdict"]) == (0, "IDENTICAL")
+    code, out = compare(capsys, str(a), str(log(tmp_path / "b.log", "0.0327")))
+    assert code == 1 and out["first_divergent_step"] == 24
+    assert out["text"]["first"]["text_b"].startswith("Test set: Average loss: 0.0327")
+    assert out["first_divergent_lines"] == {"a": 15, "b": 15}
+    main(["compare", str(a), str(tmp_path / "b.log")])
+    assert "Test set: Average loss: 0.0327" in capsys.readouterr().out.splitlines()[0]
+
+
+def test_text_on_one_side_only_is_incomplete(tmp_path: Path, capsys) -> None:
+    a = tmp_path / "a.log"
+    a.write_text("step 1: loss 0.5\nstep 2: loss 0.4\nfinal accuracy 0.93\n")
+    b = tmp_path / "b.log"
+    b.write_text("step 1: loss 0.5\nstep 2: loss 0.4\n")
+    code, out = compare(capsys, str(a), str(b))
+    assert code == 3 and "text lines on one side only: a 1, b 0" in out["reason"]
+
+
+def test_a_list_value_and_a_running_average_are_judged(tmp_path: Path, capsys) -> None:
+    rows = [{"epoch": i, "loss": 1 / (i + 1), "test_coco_eval_bbox": [0.1 * i, 0.2, 0.3]}
+            for i in range(5)]  # fmt: skip
+    a = tmp_path / "a.jsonl"
+    a.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rows[3]["test_coco_eval_bbox"][2] = 0.31
+    b = tmp_path / "b.jsonl"
+    b.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert "test_coco_eval_bbox[2]" in load(a).steps[0].metrics
+    code, out = compare(capsys, str(a), str(b))
+    assert code == 1 and out["first_divergent_step"] == 3
+    assert out["first_divergent_metrics"] == ["test_coco_eval_bbox[2]"]
+
+
+def test_one_file_given_twice_is_said(tmp_path: Path, capsys) -> None:
+    a = tmp_path / "a.log"
+    a.write_text("step 1: loss 0.5\n")
+    assert main(["compare", str(a), str(a)]) == 2
+    assert "the same file" in capsys.readouterr().err
+    link = tmp_path / "link.log"
+    link.symlink_to(a)
+    assert main(["replay", str(a), str(link), "--headless"]) == 2
+
+
+def test_locate_finds_a_step_and_a_text_line(tmp_path: Path) -> None:
+    a = tmp_path / "a.log"
+    a.write_text("hello\n\nstep 1: loss 0.5\nstep 2: loss 0.4\nstep 1: loss 0.3\nbye 3\n")
+    assert locate(a, step=2) == 4 and locate(a, step=1, occurrence=1) == 5
+    assert locate(a, text=2) == 6 and locate(a, step=9) is None
