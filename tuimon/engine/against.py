@@ -77,7 +77,7 @@ class AgainstCheck:
         if saved is None:
             return None
         if not isinstance(named, str) or not Path(named).is_file():
-            return {"verdict": None, "error": "the retrain saved no W_E: not checked"}
+            return {"verdict": None, "error": "the retrain saved no W_E (stopped, or --no-save)"}
         session.artifacts = compare_artifacts({"emb": named}, {"emb": str(saved)})
         try:
             data = compare_arrays(

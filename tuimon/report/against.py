@@ -62,7 +62,8 @@ def _emb_line(emb: Mapping[str, Any]) -> str:
     head = "W_E against the saved one (emb-check)"
     verdict = emb.get("verdict")
     if emb.get("error"):
-        return f"{head}: {clean(str(verdict or 'not checked'), 20)}: {clean(emb['error'], 300)}"
+        said = "not checked" if verdict is None else clean(str(verdict), 20)
+        return f"{head}: {said}: {clean(emb['error'], 300)}"
     try:
         if emb["bitwise_equal"]:
             how = "bitwise equal"
