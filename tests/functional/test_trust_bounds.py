@@ -184,3 +184,17 @@ def test_a_pair_json_cut_while_written_is_incomplete(tmp_path: Path) -> None:
     (pair / "pair.json").write_bytes(data[: len(data) // 2])
     assert cli.main(["compare", str(pair)]) == 3
     assert cli.main(["replay", "--headless", str(pair)]) == 3
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+def test_watch_refuses_a_fifo_or_a_device_at_once(tmp_path: Path, special: str) -> None:
+    """Never opened (a FIFO would block the open, /dev/zero would grow without end)."""
+    a = tmp_path / "a.jsonl"
+    if special == "fifo":
+        os.mkfifo(a)
+    else:
+        a = Path(special)
+    b = tmp_path / "b.jsonl"
+    b.write_text('{"step": 0, "loss": 1.0}\n')
+    code, err, _ = tuimon("watch", a, b, "--headless", "--store", tmp_path / "store")
+    assert code == 2 and "not a log file" in err.splitlines()[0]  # and the --help hint

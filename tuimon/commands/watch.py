@@ -61,7 +61,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from tuimon.engine.follow import watch_factory
     from tuimon.engine.session import PairOptions
-    from tuimon.store import check_writable, resolve_store
+    from tuimon.store import check_writable, resolve_store, special
 
     check_storable(args)
     if args.json and not args.headless:
@@ -70,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
     for path in paths:
         if path.is_dir():
             raise UsageError(f"{path} is a directory: watch takes two log files")
+        if kind := special(path):  # refused at once, never opened (it could block or never end)
+            raise UsageError(f"{path} is {kind}, not a log file: watch takes regular files")
     if paths[0].resolve() == paths[1].resolve():
         raise UsageError("A and B are the same file: nothing would be compared")
     store = None

@@ -24,6 +24,7 @@ from typing import IO
 from tuimon.engine.runner import CHUNK, Exited, Lines, LineSplitter, SourceEvent, Stderr
 from tuimon.engine.session import Batch, PairOptions, PairSession, SideState
 from tuimon.readers import LineParser, Reading, line_parser, streamable
+from tuimon.readers.capped import NotRegular, open_regular
 from tuimon.sanitize import clean
 from tuimon.steplog import End
 from tuimon.store import SIDES, PairWriter
@@ -174,8 +175,10 @@ class Tail:
 
     def _open(self) -> bool:
         """Open the file once it is there and has bytes; False while it is not."""
-        try:
-            fh = open(self.path, "rb")  # noqa: SIM115 - kept open, closed in close()
+        try:  # non-blocking, regular files only: a FIFO or a device is refused, never read
+            fh = open_regular(self.path)
+        except NotRegular as exc:
+            raise FollowError(f"{self.name} is {exc.kind}, not a log file (refused)") from None
         except FileNotFoundError:
             if not self.appeared and not self.told_missing:
                 self.told_missing = True
@@ -183,9 +186,6 @@ class Tail:
             return False
         except OSError as exc:
             raise FollowError(f"cannot read {self.name}: {exc.strerror or exc}") from None
-        if os.path.isdir(self.path):
-            fh.close()
-            raise FollowError(f"{self.name} is a directory, not a log file")
         head = fh.read(1 << 16)
         if not head:
             fh.close()
