@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -306,3 +307,36 @@ def test_sweep_against_a_folder_of_logs(tmp_path, capsys):
     assert [(j["seed"], j["verdict"], j["first_step"]) for j in record["jobs"]] == [
         (0, "IDENTICAL", None), (1, "IDENTICAL", None), (2, "DIVERGED", 3)
     ]  # fmt: skip
+
+
+def test_stop_on_divergence_in_an_ordinary_pair(tmp_path, capsys):
+    store = tmp_path / "store"
+    argv = ["pair", "--headless", "--json", "--store", str(store), "--stop-on-divergence", "--",
+            sys.executable, FAKE_TRAINER, "--side", "{side}", "--steps", "300",
+            "--diverge-at", "2", "--sleep", "0.02"]  # fmt: skip
+    assert main(argv) == 1
+    res = result(capsys)
+    assert (res["verdict"], res["first_divergent_step"], res["status"]) == (
+        "DIVERGED", 2, "stopped"
+    )  # fmt: skip
+    _, doc = new_pair(store)
+    assert all(doc["runs"][s]["status"] == "interrupted" for s in "ab")
+    assert max(doc["runs"][s]["last_step"] for s in "ab") < 200
+
+
+def test_a_saved_pair_whose_monitor_was_killed_is_incomplete(tmp_path, capsys):
+    saved = saved_pair(tmp_path, "--steps", "5")
+    (saved / "pair.json").unlink()  # as a SIGKILLed monitor leaves it
+    store = tmp_path / "store"
+    capsys.readouterr()
+    assert main(live(store, f"{saved}/a", "--steps", "5")) == 3
+    reason = result(capsys)["reason"]
+    assert "the saved run has no pair.json in its pair (its monitor stopped at step 4)" in reason
+
+
+def test_a_fifo_as_the_saved_side_is_refused(tmp_path, capsys):
+    fifo = tmp_path / "log.jsonl"
+    os.mkfifo(fifo)
+    assert main(live(tmp_path / "store", str(fifo), "--steps", "5")) == 2
+    err = capsys.readouterr().err
+    assert "--against" in err and "Traceback" not in err

@@ -82,21 +82,22 @@ class SavedSide:
 
     def ending(self) -> tuple[int | None, str, str | None]:
         """How the saved run ended: exit code, status (finished / failed / interrupted) and,
-        when it did not finish, why."""
+        when it did not finish, why (words that follow "the saved run")."""
         last = "no step" if self.last_step is None else f"step {self.last_step}"
         if self.pair_dir is not None and not (self.pair_dir / PAIR_JSON).is_file():
-            return None, "interrupted", f"its pair has no pair.json (stopped at {last})"
+            why = f"has no pair.json in its pair (its monitor stopped at {last})"
+            return None, "interrupted", why
         run = self.doc.run(self.side) if self.side else None
         if run is not None and run.status not in (None, "finished"):
-            return run.exit_code, run.status, f"its run {run.status} at {last}"
+            return run.exit_code, run.status, f"{run.status} at {last}"
         end = self.end
         if end is not None and end.status != "ok":
-            return 1, "failed", f"it ended with status {end.status} at {last}"
+            return 1, "failed", f"ended with status {end.status} at {last}"
         if self.header is not None and end is None:
-            return None, "interrupted", f"its log has no end record (cut short at {last})"
+            return None, "interrupted", f"was cut short at {last} (its log has no end record)"
         planned = self.hyper.get("steps")
         if isinstance(planned, int) and self.last_step is not None and self.last_step < planned - 1:
-            return None, "interrupted", f"cut short at {last} of {planned} planned"
+            return None, "interrupted", f"was cut short at {last} of {planned} planned"
         return 0, "finished", None
 
     def provenance(self) -> dict[str, Any]:
