@@ -163,3 +163,50 @@ def test_locate_finds_a_step_and_a_text_line(tmp_path: Path) -> None:
     a.write_text("hello\n\nstep 1: loss 0.5\nstep 2: loss 0.4\nstep 1: loss 0.3\nbye 3\n")
     assert locate(a, step=2) == 4 and locate(a, step=1, occurrence=1) == 5
     assert locate(a, text=2) == 6 and locate(a, step=9) is None
+
+
+def _table(path: Path, header: str, rows: list[str], comment: str = "") -> Path:
+    path.write_text(comment + header + "\n" + "".join(r + "\n" for r in rows))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("header", "row", "comment", "how"),
+    [
+        ("time/fps,time/iterations,time/time_elapsed,time/total_timesteps,train/loss",
+         "{fps},{i},{t},{ts},{loss}", "", "step column 'time/total_timesteps'"),
+        ("r,l,t", "{loss},200,{t}", '#{"t_start": 1700000000.1, "env_id": "CartPole-v1"}\n',
+         "no step column: the row number"),
+        ("Epoch\tAverageEpRet\tTotalEnvInteracts\tTime", "{i}\t{loss}\t{ts}\t{t}", "",
+         "step column 'Epoch'"),
+        ("epoch     train_loss  valid_loss  time", "{i:<10}{loss:<12}{loss:<12}00:{i:02d}", "",
+         "step column 'epoch'"),
+    ],
+)  # fmt: skip
+def test_tables_told_by_content(
+    tmp_path: Path, capsys, header: str, row: str, comment: str, how: str
+) -> None:
+    def rows(bump: int | None = None, clock: float = 0.0) -> list[str]:
+        return [
+            row.format(
+                fps=900 + i + int(clock),
+                i=i,
+                t=f"{i * 1.5 + clock:.3f}",
+                ts=2048 * i,
+                loss=f"{1 / (i + 1) + (0.01 if i == bump else 0):.5f}",
+            )
+            for i in range(1, 30)
+        ]
+
+    a = _table(tmp_path / "a.txt", header, rows(), comment)
+    code, out = compare(capsys, str(a), str(twin(a)))
+    assert (code, out["verdict"], out["steps_compared"]) == (0, "IDENTICAL", 29)
+    assert any(how in note for note in out["accounts"]["a"]["notes"])
+    clocks = _table(tmp_path / "c.txt", header, rows(clock=0.5), comment)
+    assert compare(capsys, str(a), str(clocks))[0] == 0
+    changed = _table(tmp_path / "b.txt", header, rows(bump=12), comment)
+    code, out = compare(capsys, str(a), str(changed))
+    assert code == 1 and out["first_divergent_lines"] is not None
+    cut = tmp_path / "cut.txt"
+    cut.write_bytes(a.read_bytes()[: a.stat().st_size * 3 // 5])
+    assert compare(capsys, str(a), str(cut))[0] == 3

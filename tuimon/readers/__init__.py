@@ -34,6 +34,7 @@ from tuimon.readers.documents import cut_document, read_document
 from tuimon.readers.lines import BOM, LineParser, load_document
 from tuimon.readers.reading import Reading, parse_map
 from tuimon.readers.rows import renamed, step_key
+from tuimon.readers.table import read_table
 from tuimon.readers.tabular import csv_columns, read_csv
 from tuimon.readers.tensorboard import MissingExtra, event_dirs, read_events
 from tuimon.readers.text import PatternError
@@ -241,6 +242,10 @@ def _line_log(data: bytes, reading: Reading, side: str) -> Loaded:
     if csv_columns(first.strip(), reading.step_key):
         records = read_csv(data.decode("utf-8", "replace"), reading.step_key)
         return _as_asked(Loaded("CSV", records), reading, side)
+    if first[:1] not in ("{", "[") and (
+        table := read_table(data.decode("utf-8", "replace"), reading.step_key)
+    ):
+        return _as_asked(Loaded("table", table), reading, side)
     lines = _lines(data)
     parser = LineParser(reading, side)
     records = parser.feed(lines) + parser.close()  # as a live stream is read: the same rows
