@@ -20,6 +20,7 @@ from tuimon.commands import (
     explain,
     pair,
     plot,
+    read,
     replay,
     spread,
     sweep,
@@ -31,7 +32,20 @@ from tuimon.commands.pipes import guarded
 from tuimon.errors import TuimonError, UsageError
 from tuimon.sanitize import clean
 
-COMMANDS = (pair, sweep, watch, compare, emb_check, spread, plot, replay, browse, train, explain)
+COMMANDS = (
+    pair,
+    sweep,
+    watch,
+    compare,
+    read,
+    emb_check,
+    spread,
+    plot,
+    replay,
+    browse,
+    train,
+    explain,
+)
 """The subcommands, in the order --help lists them."""
 
 

@@ -210,3 +210,19 @@ def test_tables_told_by_content(
     cut = tmp_path / "cut.txt"
     cut.write_bytes(a.read_bytes()[: a.stat().st_size * 3 // 5])
     assert compare(capsys, str(a), str(cut))[0] == 3
+
+
+def test_read_shows_format_step_key_metrics_and_clocks(tmp_path: Path, capsys) -> None:
+    a = _mmcv(tmp_path / "a.log")
+    assert main(["read", str(a), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["format"] == "text" and "epoch and iteration" in got["step_key"]
+    assert got["metrics"] == ["lr", "memory", "loss"] and got["clocks"] == ["time", "data_time"]
+    assert got["steps"] == 18 and got["text_lines"] == 3 and len(got["first"]) == 5
+    rows = tmp_path / "r.jsonl"
+    rows.write_text("".join(json.dumps({"iter": i, "loss": 0.5, "ms_per_iter": 3}) + "\n"
+                            for i in range(4)))  # fmt: skip
+    assert main(["read", str(rows)]) == 0
+    out = capsys.readouterr().out
+    assert "step: iter" in out and "clocks, not judged (1): ms_per_iter" in out
+    assert main(["read", str(tmp_path / "nope.log")]) == 2

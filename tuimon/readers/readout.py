@@ -1,0 +1,111 @@
+"""What `tuimon read` shows: how one log is read, from the same readers every command uses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tuimon.readers.account import NOTE, Account
+from tuimon.readers.reading import Reading
+from tuimon.readers.rows import STEP_KEYS, step_key
+from tuimon.readers.text import _STEP, LEVELS_NOTE
+from tuimon.steplog import Header, Record, Step, Text
+
+WHY = {
+    "tuimon step log": "its first line is a tuimon.steplog header",
+    "JSON Lines": "lines of JSON objects with a step key",
+    "JSON document": "one JSON value holding rows or per-metric arrays",
+    "trainer_state.json": "a JSON document with a log_history list",
+    "CSV": "a header line with a step column, comma-separated",
+    "table": "a header of names over rows of numbers (delimiter and step column by content)",
+    "tensorboard": "TensorBoard event records",
+    "text": "printed lines: a step named on a line, then name value pairs",
+}
+"""Why each format of `tuimon.readers.load` was chosen (its rule of recognition)."""
+
+
+def _step_key(loaded_format: str, records: list[Record], path: Path, reading: Reading) -> str:
+    """The step key as a person checks it: the field, column or printed word."""
+    notes = [
+        r.text[len(NOTE) :] for r in records if isinstance(r, Text) and r.text.startswith(NOTE)
+    ]
+    if any(LEVELS_NOTE in n for n in notes):
+        return "two levels: epoch and iteration (step = epoch * 1e9 + iteration)"
+    if reading.step_key:
+        return f"{reading.step_key} (--step-key)"
+    table = next((n for n in notes if "separated table" in n), None)
+    if table is not None:
+        return table.split("; ", 1)[1]
+    if loaded_format == "tuimon step log":
+        return "step"
+    if loaded_format == "text":
+        return _printed_key(path) or "a printed step"
+    if loaded_format == "tensorboard":
+        return "the events' step"
+    if loaded_format == "CSV":
+        with open(path, "rb") as fh:
+            head = fh.readline(1 << 16).decode("utf-8", "replace").lower()
+        return next((k for k in STEP_KEYS if k in [c.strip() for c in head.split(",")]), "step")
+    return _json_key(path) or "step"
+
+
+def _printed_key(path: Path) -> str | None:
+    from tuimon.readers import open_log
+
+    with open_log(path) as fh:
+        for _, line in zip(range(2000), fh, strict=False):
+            m = _STEP.search(line.decode("utf-8", "replace"))
+            if m is not None:
+                return f"printed `{(m['key'] or m['key2'] or '').lower()} N`"
+    return None
+
+
+def _json_key(path: Path) -> str | None:
+    import orjson
+
+    from tuimon.readers import open_log
+
+    with open_log(path) as fh:
+        for _, line in zip(range(2000), fh, strict=False):
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(obj, dict) and (key := step_key(obj)) is not None:
+                return key
+    return None
+
+
+def describe(path: str | Path, reading: Reading | None = None) -> dict[str, Any]:
+    """How a log is read: format and why, step key, metrics judged, clocks, text lines,
+    skipped lines by reason, the first records (ReaderError when it cannot be read)."""
+    from tuimon.readers import load, to_line
+
+    path = Path(path)
+    reading = reading or Reading()
+    loaded = load(path, reading)
+    account = Account()
+    metrics: dict[str, None] = {}
+    clocks: dict[str, None] = {}
+    for record in loaded.records:
+        account.add(record)
+        if isinstance(record, Step):
+            metrics.update(dict.fromkeys(record.metrics))
+            clocks.update(dict.fromkeys(record.clocks))
+    firsts = [r for r in loaded.records if isinstance(r, (Step, Header))][:5]
+    data = account.to_dict()
+    return {
+        "path": str(path),
+        "format": loaded.format,
+        "why": WHY.get(loaded.format, ""),
+        "step_key": _step_key(loaded.format, loaded.records, path, reading),
+        "steps": account.steps,
+        "metrics": list(metrics),
+        "clocks": list(clocks),
+        "text_lines": data["text"] + sum(data["skipped"].values()),
+        "skipped": data["skipped"],
+        "first_skipped": data["first_skipped"],
+        "notes": data["notes"],
+        "account": account.line(),
+        "first": [to_line(r).decode("utf-8", "replace").rstrip("\n") for r in firsts],
+    }
