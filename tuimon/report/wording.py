@@ -208,7 +208,7 @@ def text_first(summary: Summary) -> dict[str, Any] | None:
     metrics = summary.first_divergent_metrics
     if not first or not (metrics and metrics[0].startswith("text line")):
         return None
-    return first  # type: ignore[no-any-return]
+    return first
 
 
 def account_lines(summary: Summary) -> list[str]:
