@@ -53,7 +53,9 @@ def test_text_printing_trainer_as_a_live_pair(tmp_path: Path, capsys) -> None:
 def test_pattern_and_map_in_a_live_pair(tmp_path: Path, capsys) -> None:
     pattern = r"iter (?P<step>\d+): loss (?P<loss>\S+),"
     code, out = run_pair(tmp_path, capsys, "--diverge-at", "4", extra=("--pattern", pattern))
-    assert code == 1 and out["first_divergent_step"] == 4
+    # the lines the pattern leaves out are judged as text: `step 4: ...` follows iter 3's record
+    assert code == 1 and out["first_divergent_step"] == 3
+    assert out["text"]["first"]["text_b"].startswith("step 4: train loss")
     meta = saved(out)
     assert meta["reading"]["patterns"] == [pattern]
     # replaying the saved pair reads it with the pair's own pattern

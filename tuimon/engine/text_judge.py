@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuimon.clocks import text_numbers
+from tuimon.readers.text import last_state
 from tuimon.steplog import TOO_LONG_TEXT
 
 MAX_TEXT = 400
@@ -98,6 +99,7 @@ class TextJudge:
         self._gap[side] = (steps_before, index)
         self._ordinal[side] = max(self._ordinal[side], steps_before)
         self._lines[side] += 1
+        text = last_state(text)  # a bar redrawn with \r: as a terminal shows it, its last state
         values = () if text.startswith(TOO_LONG_TEXT) else text_numbers(text)
         line = _Line(step, self._lines[side], text[:MAX_TEXT], values)
         other = "b" if side == "a" else "a"
