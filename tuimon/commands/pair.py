@@ -151,14 +151,51 @@ def add_pair_options(p: argparse.ArgumentParser) -> None:
         "--launch-a", default=None, metavar="PREFIX", help="launcher of run A, e.g. 'ssh -tt mac'"
     )
     p.add_argument("--launch-b", default=None, metavar="PREFIX", help="launcher of run B")
+    add_nproc(p)
     add_headless(p)
 
 
-def _threads(text: str | None, devices: tuple[str, ...]) -> tuple[int, int]:
+def add_nproc(p: argparse.ArgumentParser) -> None:
+    """--nproc N or A,B: each side as N ranks under torch.distributed's launcher."""
+    p.add_argument(
+        "--nproc",
+        default=None,
+        metavar="N[,M]",
+        help="run each side as N ranks (python -m torch.distributed.run --standalone "
+        "--nproc-per-node N, through --launch when given); A,B gives each side its own (1,2: "
+        "does the world size change the run?); rank 0's output is the side's step log, the "
+        "others' are saved beside it and their parameter digests checked against rank 0's",
+    )
+
+
+def nproc_of(text: str | None, devices: tuple[str, ...]) -> tuple[int | None, int | None]:
+    """The ranks of each side from `--nproc N` or `A,B` (None, None without it); UsageError
+    when bad, or more than one rank on MPS."""
+    if text is None:
+        return None, None
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise UsageError(f"--nproc takes N or A,B (got {text!r})") from None
+    if len(values) not in (1, 2) or min(values) < 1 or max(values) > 1024:
+        raise UsageError(f"--nproc takes N or A,B, each from 1 to 1024 (got {text!r})")
+    nproc = (values[0], values[-1])
+    for device, n in zip(devices, nproc, strict=False):
+        if device.startswith("mps") and n > 1:
+            raise UsageError(
+                f"--nproc {text}: mps runs one rank (no collective backend runs on MPS); "
+                "give an mps side 1, or use cpu / cuda for more ranks"
+            )
+    return nproc
+
+
+def _threads(
+    text: str | None, devices: tuple[str, ...], nproc: tuple[int | None, ...] = ()
+) -> tuple[int, int]:
     from tuimon.engine.plan import default_threads
 
     if text is None:
-        n = default_threads(devices)
+        n = default_threads(devices, nproc)
         return n, n
     try:
         values = [int(v) for v in text.split(",")]
@@ -232,7 +269,7 @@ def _check_pair_args(
         raise UsageError("--repeat must be at least 1")
     if args.steps is not None and args.steps < 1:
         raise UsageError("--steps must be at least 1")
-    threads = _threads(args.threads, devices)
+    threads = _threads(args.threads, devices, nproc_of(getattr(args, "nproc", None), devices))
     if args.json and not args.headless:
         raise UsageError("--json needs --headless")
     if getattr(args, "explain", False) and getattr(args, "no_save", False):
@@ -298,6 +335,7 @@ def pair_plan(
         reading=reading(args),
         launch=launch,
         select=select(args, reference=not template),
+        nproc=nproc_of(getattr(args, "nproc", None), devices),
     )
     if template and not args.shell:
         _check_programs(plan)
@@ -320,7 +358,7 @@ def _check_programs(plan: PairPlan) -> None:
     from tuimon.store import SIDES
 
     for side in SIDES:
-        program = plan.spec(side, None).argv[0]
+        program = plan.spec(side, None, ranks=False).argv[0]
         if "{pair_dir}" in (plan.template or ("",))[0] or shutil.which(program):
             continue
         where = "is not an executable file" if os.sep in program else "is not found on PATH"

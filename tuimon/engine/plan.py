@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tuimon.engine.against import AgainstCheck, AgainstSource, copy_saved_emb
 from tuimon.engine.align import MetricFilter
+from tuimon.engine.ranks import under_torchrun
 from tuimon.engine.runner import RunSpec, substitute
 from tuimon.engine.saved_side import SavedSide
 from tuimon.engine.session import Batch, LiveSource, PairOptions, PairSession, SideState
@@ -69,10 +70,12 @@ def python_module(module: str) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def default_threads(devices: Sequence[str]) -> int:
-    """Intra-op threads per run: two CPU runs share the cores without oversubscribing them."""
+def default_threads(devices: Sequence[str], nproc: Sequence[int | None] = ()) -> int:
+    """Intra-op threads per process: the CPU runs (each rank of a `--nproc` side is one) share
+    the cores without oversubscribing them."""
     cores = os.cpu_count() or 1
-    on_cpu = sum(d == "cpu" for d in devices)
+    ranks = list(nproc) + [None] * (len(devices) - len(nproc))
+    on_cpu = sum((n or 1) for d, n in zip(devices, ranks, strict=False) if d == "cpu")
     return max(1, cores // max(1, on_cpu))
 
 
@@ -114,6 +117,8 @@ class PairPlan:
     stop_on_divergence: bool = False
     against: SavedSide | None = None
     """`pair --against`: the saved run that is side b; only side a is launched."""
+    nproc: tuple[int | None, int | None] = (None, None)
+    """Ranks of each side under torch.distributed's launcher (`--nproc`); None: one process."""
 
     def env(self, side: str, device: str) -> dict[str, str]:
         """The child's environment additions: the same on both sides but for the device."""
@@ -134,10 +139,14 @@ class PairPlan:
             env["TUIMON_LOSS_DTYPE"] = self.loss_dtype
         return env
 
-    def spec(self, side: str, pair_dir: Path | None) -> RunSpec:
-        """The command of one side, through its launcher when it has one."""
+    def spec(self, side: str, pair_dir: Path | None, *, ranks: bool = True) -> RunSpec:
+        """The command of one side, as `--nproc` ranks (unless `ranks` is False) and through
+        its launcher when it has one."""
         spec = self._local_spec(side, pair_dir)
         launcher = self.launch[SIDES.index(side)]
+        nproc = self.nproc[SIDES.index(side)]
+        if nproc and ranks:
+            spec = under_torchrun(spec, nproc, pair_dir, python=REMOTE_PYTHON if launcher else None)
         if not launcher:
             return spec
         return replace(spec, argv=launched(launcher, spec), shell=False)
@@ -203,6 +212,7 @@ class PairPlan:
             "reading": self.reading.to_dict(),
             **({"sweep": self.sweep} if self.sweep else {}),
             **({"launch": launch} if any(self.launch) else {}),
+            **({"nproc": list(self.nproc)} if any(self.nproc) else {}),
         }
 
     def session_factory(

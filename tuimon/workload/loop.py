@@ -15,9 +15,10 @@ import torch.nn.functional as F
 from tuimon.freqs import key_frequencies
 from tuimon.steplog import StepLogger
 from tuimon.tracing import trace_step
-from tuimon.workload import digest
+from tuimon.workload import digest, dist
 from tuimon.workload.data import Split, make_split
 from tuimon.workload.digest import param_digests, tensor_digest
+from tuimon.workload.dist import World
 from tuimon.workload.model import Transformer
 from tuimon.workload.options import BETAS, Settings, lr_at
 
@@ -174,32 +175,39 @@ def train(
     loss_dtype: torch.dtype,
     logger: StepLogger,
     pipelined: bool | None = None,
+    world: World | None = None,
 ) -> None:
     """Run s.steps full-batch steps; step k logs the losses of the parameters after k updates.
-    The values of a step are read one step later on a GPU (`pipelined`, see `StepReader`)."""
+    The values of a step are read one step later on a GPU (`pipelined`, see `StepReader`).
+    Under torch.distributed (`world`) each rank takes its shard of the full batch and the
+    gradients and logged values are summed over the ranks (`tuimon.workload.dist`)."""
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=s.lr, betas=BETAS, weight_decay=s.weight_decay
     )
     device = data.train_x.device
     reader = StepReader(model, device, logger, pipelined)
     sizes = {"n_train": data.train_y.numel(), "n_test": data.test_y.numel()}
+    mine = data if world is None else dist.shard(world, data)
     try:
         for k in range(s.steps):
             lr = lr_at(k, s.lr, s.warmup)
             lanes = reader.lanes()  # outside the traced step, as the digests always were
             with trace_step(k, model, optimizer):  # a no-op unless `tuimon explain` asks for k
                 host: dict[str, Any] = {"lr": lr, **sizes}
-                loss, correct = _loss_correct(model(data.train_x), data.train_y, loss_dtype)
+                loss, correct = _shard_loss(model(mine.train_x), mine.train_y, sizes["n_train"],
+                                            loss_dtype, world)  # fmt: skip
                 values = {"train_loss": loss, "train_correct": correct}
                 if k % s.eval_every == 0 or k == s.steps - 1:
-                    values["test_loss"], values["test_correct"] = evaluate_tensors(
-                        model, data.test_x, data.test_y, loss_dtype
+                    values["test_loss"], values["test_correct"] = _shard_eval(
+                        model, mine, sizes["n_test"], loss_dtype, world
                     )
                 if s.freq_every and (k % s.freq_every == 0 or k == s.steps - 1):
                     host["key_freqs"] = key_freq_set(model)
-                reader.add(k, host, values, lanes)
+                reader.add(k, host, values if world is None else dist.summed(world, values), lanes)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
+                if world is not None:
+                    dist.sum_gradients(world, model.parameters())
                 for group in optimizer.param_groups:
                     group["lr"] = lr
                 optimizer.step()
@@ -208,6 +216,30 @@ def train(
             reader.flush()
         raise
     reader.flush()
+
+
+def _shard_loss(
+    logits: torch.Tensor,
+    labels: torch.Tensor,
+    total: int,
+    dtype: torch.dtype,
+    world: World | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The loss and right answers of one process: the full batch's mean alone, a shard's share
+    of it (`sum / total`) under torch.distributed."""
+    if world is None:
+        return _loss_correct(logits, labels, dtype)
+    return dist.loss_correct(logits, labels, total, dtype)
+
+
+def _shard_eval(
+    model: Transformer, mine: Split, total: int, dtype: torch.dtype, world: World | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The test loss and right answers of one process (a shard's share under distributed)."""
+    if world is None:
+        return evaluate_tensors(model, mine.test_x, mine.test_y, dtype)
+    with torch.inference_mode():
+        return dist.loss_correct(model.forward_tabled(mine.test_x), mine.test_y, total, dtype)
 
 
 def save_embedding(model: Transformer, path: Path) -> None:

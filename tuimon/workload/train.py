@@ -24,6 +24,8 @@ from tuimon.workload.options import Settings, emb_path, hyper_block, run_block, 
 if TYPE_CHECKING:
     import torch
 
+    from tuimon.workload.dist import World
+
 
 class Terminated(BaseException):
     """SIGTERM arrived: stop training, write the end record, exit 143."""
@@ -58,25 +60,31 @@ def run_settings(s: Settings, argv: list[str] | None = None) -> int:
     if s.deterministic:  # cuBLAS reads it when CUDA starts: set it before any torch call
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     from tuimon.workload import device as dev
+    from tuimon.workload import dist
 
     if s.cuda_graph and not dev.torch.cuda.is_available():
         raise DeviceError(
             "--cuda-graph needs CUDA, and torch sees no CUDA device here: run without it"
         )
-    device = dev.resolve_device(s.device)
+    world = dist.from_env()  # a torch.distributed launcher started this process
+    if s.cuda_graph and world is not None and world.size > 1:
+        raise UsageError(f"--cuda-graph runs one rank, this job has {world.size}: run without it")
+    device = dev.resolve_device(dist.device_for(world, s.device))
     if s.cuda_graph and device.type != "cuda":
         raise UsageError(f"--cuda-graph runs on CUDA only: add --device cuda (not {device})")
     loss_dtype = dev.torch_loss_dtype(device, s.loss_dtype)
     dev.configure(s.threads, s.deterministic)
+    world = dist.start(world, device)
+    env = dev.fingerprint(device, loss_dtype, s.time_only)
     logger = _open_logger(
         s,
         run=run_block(s, str(device), list(sys.argv if argv is None else argv)),
         hyper=hyper_block(s),
-        env=dev.fingerprint(device, loss_dtype, s.time_only),
+        env={**env, **(world.fingerprint() if world else {})},
     )
     try:
         with _sigterm_raises():
-            artifacts = _train_and_save(s, device, loss_dtype, logger)
+            artifacts = _train_and_save(s, device, loss_dtype, logger, world)
     except KeyboardInterrupt:
         return _finish(logger, 130, "interrupted", signal="SIGINT")
     except Terminated:
@@ -87,6 +95,8 @@ def run_settings(s: Settings, argv: list[str] | None = None) -> int:
     except Exception as exc:
         traceback.print_exc(file=sys.stderr)
         return _finish(logger, 1, "error", error=f"{type(exc).__name__}: {exc}")
+    finally:
+        dist.stop(world)
     return _finish(logger, 0, "ok", **({"artifacts": artifacts} if artifacts else {}))
 
 
@@ -102,16 +112,23 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _train_and_save(
-    s: Settings, device: torch.device, loss_dtype: torch.dtype, logger: StepLogger
+    s: Settings,
+    device: torch.device,
+    loss_dtype: torch.dtype,
+    logger: StepLogger,
+    world: World | None = None,
 ) -> dict[str, str]:
-    """Build, train, save W_E unless --time-only; the artifacts written, e.g. {"emb": path}."""
+    """Build, train, save W_E unless --time-only (rank 0 alone under torch.distributed); the
+    artifacts written, e.g. {"emb": path}."""
     from tuimon.workload import graph, loop
 
     model, data = loop.build(s, device)
-    trainer = graph.train if s.cuda_graph else loop.train  # the same record, two ways to step
-    trainer(s, model, data, loss_dtype, logger)
+    if s.cuda_graph:  # the same record, two ways to step
+        graph.train(s, model, data, loss_dtype, logger)
+    else:
+        loop.train(s, model, data, loss_dtype, logger, world=world)
     path = emb_path(s, str(device))
-    if path is None:
+    if path is None or (world is not None and not world.leader):
         return {}
     loop.save_embedding(model, path)
     return {"emb": str(path)}
