@@ -100,13 +100,26 @@ CUT_TAIL = "last line without its newline"
 """A log's last line that did not end: it may have been cut mid-number (`loss 0.12` of `loss
 0.1234`), so a step it would give is skipped and said, but, like a run that stopped early, it
 leaves a step missing rather than making the side's reading a minority (`Account.why`)."""
-SKIP_REASONS = (NO_STEP_KEY, KEY_ABSENT, STEP_RANGE, UNREADABLE, UNMATCHED_TEXT, CUT_TAIL)
+PATTERN_TIMEOUT = "--pattern timed out"
+"""A printed line a `--pattern` could not be matched against within its time limit
+(catastrophic backtracking, `(a|aa)+` on `aaa...!`), or not tried after the pattern gave up
+on too many lines (`tuimon.readers.reading.Guarded`): its content was not read."""
+SKIP_REASONS = (
+    NO_STEP_KEY,
+    KEY_ABSENT,
+    STEP_RANGE,
+    UNREADABLE,
+    UNMATCHED_TEXT,
+    CUT_TAIL,
+    PATTERN_TIMEOUT,
+)
 MAX_LINE = 16 * 1024 * 1024
 """A longer line is not parsed, live or saved: it is skipped as `UNREADABLE` (`too_long_note`
 stands for it in a live stream; the raw log keeps it whole)."""
 _TOO_LONG = b"[tuimon: a line of "
-TOO_LONG_TEXT = _TOO_LONG.decode()
-"""How the text of a line too long to parse begins: its content is not judged."""
+UNJUDGED = "[tuimon: "
+"""How the text of a line whose content tuimon could not read begins (a line too long to
+parse, a CSV quote that never closes): it is not judged as text, and it blocks a verdict."""
 
 
 def too_long_note(size: int) -> bytes:

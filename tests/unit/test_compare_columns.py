@@ -153,16 +153,19 @@ def test_a_wide_csv_judges_as_the_general_path(tmp_path: Path, odd: str | None) 
     assert got["values_compared"] == 6 * width - (odd is not None)  # a text cell: no value
 
 
-def test_a_second_run_in_the_file_is_said_and_the_last_compared(tmp_path: Path) -> None:
+def test_a_second_run_in_the_file_is_said_and_every_run_compared(tmp_path: Path) -> None:
     header = ["step", "loss"]
     rows = numeric_rows([0, 1, 2, 3, 0, 1, 2], 1, 4, None)
     a = write_csv(tmp_path / "a.csv", header, rows)
-    table = read_csv_columns(a)
-    assert table is not None and table.steps.tolist() == [0, 1, 2]
-    assert table.note is not None and "holds 2 runs" in table.note.text
+    assert read_csv_columns(a) is None  # runs, repeats: the general reader, run by run
     got = same_both_ways(a, a)
     summary = got["summary"]
-    assert summary["steps_compared"] == 3 and "2 runs" in summary["accounts"]["a"]["notes"][0]
+    assert summary["steps_compared"] == 7 and "2 runs" in summary["accounts"]["a"]["notes"][0]
+    other = [list(r) for r in rows]
+    other[1][1] = str(float(other[1][1]) + 1)  # the first run differs, the last does not
+    b = write_csv(tmp_path / "b.csv", header, other)
+    summary = same_both_ways(a, b)["summary"]
+    assert summary["verdict"] == "DIVERGED" and summary["first_divergent_step"] == 1
 
 
 def test_a_saved_csv_comparison_keeps_the_lines(tmp_path: Path) -> None:

@@ -226,3 +226,17 @@ def test_read_shows_format_step_key_metrics_and_clocks(tmp_path: Path, capsys) -
     out = capsys.readouterr().out
     assert "step: iter" in out and "clocks, not judged (1): ms_per_iter" in out
     assert main(["read", str(tmp_path / "nope.log")]) == 2
+
+
+def test_a_csv_quote_that_never_closes_is_incomplete_never_identical(
+    tmp_path: Path, capsys
+) -> None:
+    rows = ["step,loss,note", *(f"{i},{1 / (i + 1)},ok" for i in range(100))]
+    rows[5] = '4,0.2,"unclosed'
+    a = tmp_path / "a.csv"
+    a.write_text("\n".join(rows) + "\n")
+    rows[50] = "49,9.0,ok"  # swallowed by the open quote on both sides
+    b = tmp_path / "b.csv"
+    b.write_text("\n".join(rows) + "\n")
+    code, out = compare(capsys, str(a), str(b))
+    assert code == 3 and "quote that does not close" in out["reason"]

@@ -17,7 +17,7 @@ from typing import Any
 
 from tuimon.clocks import text_numbers
 from tuimon.readers.text import last_state
-from tuimon.steplog import TOO_LONG_TEXT
+from tuimon.steplog import UNJUDGED
 
 MAX_TEXT = 400
 """Characters of a line kept for the report."""
@@ -100,7 +100,7 @@ class TextJudge:
         self._ordinal[side] = max(self._ordinal[side], steps_before)
         self._lines[side] += 1
         text = last_state(text)  # a bar redrawn with \r: as a terminal shows it, its last state
-        values = () if text.startswith(TOO_LONG_TEXT) else text_numbers(text)
+        values = () if text.startswith(UNJUDGED) else text_numbers(text)
         line = _Line(step, self._lines[side], text[:MAX_TEXT], values)
         other = "b" if side == "a" else "a"
         match = self._pending[other].pop((steps_before, index), None)

@@ -23,8 +23,9 @@ from tuimon.steplog import (
     CUT_TAIL,
     KEY_ABSENT,
     NO_STEP_KEY,
+    PATTERN_TIMEOUT,
     STEP_RANGE,
-    TOO_LONG_TEXT,
+    UNJUDGED,
     UNMATCHED_TEXT,
     UNREADABLE,
     End,
@@ -50,12 +51,15 @@ FLAGS = {
     UNREADABLE: "damaged, cut or out-of-range records: no flag reads them",
     UNMATCHED_TEXT: "--pattern REGEX reads such lines",
     CUT_TAIL: "the file may have been cut, or is still being written",
+    PATTERN_TIMEOUT: "the --pattern backtracks without end on such lines: rewrite it without "
+    "nested or overlapping repeats such as (a|aa)+",
 }
 """What a user can do about each reason."""
-BLOCKING = frozenset({KEY_ABSENT, STEP_RANGE})
+BLOCKING = frozenset({KEY_ABSENT, STEP_RANGE, PATTERN_TIMEOUT})
 """Reasons whose records make a side's reading a minority (`Account.why`): records that name
-a step tuimon cannot use. Every other line is judged as text against its counterpart
-(`tuimon.engine.text_judge`), and a cut last line leaves a step missing."""
+a step tuimon cannot use, and lines a `--pattern` gave up on (their content was not read).
+Every other line is judged as text against its counterpart (`tuimon.engine.text_judge`), and a
+cut last line leaves a step missing."""
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
@@ -108,7 +112,7 @@ class Account:
         else:
             self.skipped[reason] += 1
             self.first.setdefault(reason, record.text)
-            if record.text.startswith(TOO_LONG_TEXT):
+            if record.text.startswith(UNJUDGED):
                 self.unjudged += 1  # its content was never read: it blocks (`why`)
 
     def reasons(self) -> dict[str, int]:

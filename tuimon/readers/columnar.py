@@ -144,8 +144,8 @@ def _columns(
     when steps repeat (merged or compared in order by the general reader)."""
     start, runs = _last_run(steps)
     kept = steps[start:]
-    if len(np.unique(kept)) != len(kept):
-        return None
+    if runs > 1 or len(np.unique(kept)) != len(kept):
+        return None  # several runs, repeats: compared run by run, in order, by `read_csv`
     clocks = _clocks(tuple(names))
     metric = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and not clocks[i]]
     clock = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and clocks[i]]

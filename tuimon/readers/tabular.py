@@ -14,7 +14,16 @@ import numpy as np
 from tuimon.clocks import is_clock
 from tuimon.readers.rows import CLOCK_FIELDS, COUNTERS, STEP_KEYS, as_float, merge, row_step
 from tuimon.sanitize import clean
-from tuimon.steplog import NO_STEP_KEY, STEP_RANGE, UNREADABLE, Record, Step, Text, in_int64
+from tuimon.steplog import (
+    NO_STEP_KEY,
+    STEP_RANGE,
+    UNJUDGED,
+    UNREADABLE,
+    Record,
+    Step,
+    Text,
+    in_int64,
+)
 
 csv.field_size_limit(1 << 24)
 
@@ -81,6 +90,16 @@ def read_csv(text: str, key: str | None = None) -> list[Record]:
     if not cut and (fast := uniform_rows(names, rows, key)) is not None:
         return merge(last_run(fast))
     for number, cells in enumerate(rows, 2):
+        if any("\n" in cell for cell in cells):  # a quote that never closed took the rest in
+            lines = sum(cell.count("\n") for cell in cells) + 1
+            records.append(
+                Text(
+                    f"{UNJUDGED}row {number}: a quote that does not close; the "
+                    f"{lines} lines from there are one cell, not read]",
+                    UNREADABLE,
+                )
+            )
+            continue
         row = {name: cell for name, cell in zip(names, cells, strict=False) if cell.strip()}
         step = row_step(row, key=key)
         if step is not None and cut and number == len(rows) + 1:
@@ -93,9 +112,10 @@ def read_csv(text: str, key: str | None = None) -> list[Record]:
 
 
 def last_run(records: list[Record]) -> list[Record]:
-    """The records of the last run when a file holds several (a logger that appends, as
-    Keras' CSVLogger does: the steps start again from the first), with a note that says so;
-    all records when it holds one."""
+    """Every record of a file, with a note when it holds several runs (a logger that appends,
+    as Keras' CSVLogger does: the steps start again from the first): each run is compared
+    with the same run of the other log, step by step in order (repeats of a step are matched
+    occurrence by occurrence), so no run is dropped from a verdict."""
     starts = [0]
     first = prev = None
     for i, record in enumerate(records):
@@ -109,12 +129,11 @@ def last_run(records: list[Record]) -> list[Record]:
         prev = record.step
     if len(starts) == 1:
         return records
-    before = sum(isinstance(r, Step) for r in records[: starts[-1]])
     note = Text(
-        f"tuimon: the file holds {len(starts)} runs (the steps start again); the last is "
-        f"compared, the {before} rows before it are not"
+        f"tuimon: the file holds {len(starts)} runs (the steps start again); each is "
+        "compared with the same run of the other log"
     )
-    return [note, *records[starts[-1] :]]
+    return [note, *records]
 
 
 def uniform_rows(names: list[str], rows: list[list[str]], key: str | None) -> list[Record] | None:
