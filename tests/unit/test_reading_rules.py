@@ -240,3 +240,49 @@ def test_a_csv_quote_that_never_closes_is_incomplete_never_identical(
     b.write_text("\n".join(rows) + "\n")
     code, out = compare(capsys, str(a), str(b))
     assert code == 3 and "quote that does not close" in out["reason"]
+
+
+def _mlflow(run: Path, bump: bool = False, clock: int = 0) -> Path:
+    for name in ("loss", "train/acc"):
+        path = run / "metrics" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = [
+            f"{1700000000000 + 10 * i + clock} {1 / (i + 1) + (0.5 if bump and i == 7 else 0)} {i}"
+            for i in range(20)
+        ]
+        path.write_text("\n".join(lines) + "\n")
+    return run
+
+
+def test_an_mlflow_run_folder(tmp_path: Path, capsys) -> None:
+    a = _mlflow(tmp_path / "a")
+    code, out = compare(capsys, str(a), str(_mlflow(tmp_path / "a2")))
+    assert (code, out["verdict"], out["steps_compared"]) == (0, "IDENTICAL", 20)
+    assert compare(capsys, str(a), str(_mlflow(tmp_path / "c", clock=3)))[0] == 0
+    code, out = compare(capsys, str(a), str(_mlflow(tmp_path / "b", bump=True)))
+    assert code == 1 and out["first_divergent_step"] == 7
+    cut = _mlflow(tmp_path / "cut")
+    (cut / "metrics" / "loss").write_text("1700000000000 1.0 0\n17000")
+    assert compare(capsys, str(a), str(cut))[0] == 3
+
+
+def _sacred(path: Path, bump: bool = False, clock: float = 0.0) -> Path:
+    doc = {
+        name: {"steps": list(range(0, 50, 5)),
+               "values": [i / 7 + (1 if bump and i == 20 and name == "test.acc" else 0)
+                          for i in range(0, 50, 5)],
+               "timestamps": [f"2020-01-01T00:00:{i + clock:02.0f}" for i in range(10)]}
+        for name in ("train.loss", "test.acc")
+    }  # fmt: skip
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_a_sacred_metrics_json(tmp_path: Path, capsys) -> None:
+    a = _sacred(tmp_path / "metrics.json")
+    code, out = compare(capsys, str(a), str(twin(a)))
+    assert (code, out["verdict"], out["steps_compared"]) == (0, "IDENTICAL", 10)
+    assert compare(capsys, str(a), str(_sacred(tmp_path / "c.json", clock=3)))[0] == 0
+    code, out = compare(capsys, str(a), str(_sacred(tmp_path / "b.json", bump=True)))
+    assert code == 1 and out["first_divergent_step"] == 20
+    assert out["first_divergent_metrics"] == ["test.acc"]

@@ -32,6 +32,7 @@ from tuimon.readers.account import Account
 from tuimon.readers.capped import open_capped, open_regular
 from tuimon.readers.documents import cut_document, read_document
 from tuimon.readers.lines import BOM, LineParser, load_document
+from tuimon.readers.per_metric import is_sacred, mlflow_metrics, read_mlflow, read_sacred
 from tuimon.readers.reading import Reading, parse_map
 from tuimon.readers.rows import renamed, step_key
 from tuimon.readers.table import read_table
@@ -63,7 +64,8 @@ __all__ = [
 
 FORMATS_TRIED = (
     "tuimon step log, JSON Lines with a step key, JSON document (metrics file, "
-    "trainer_state.json), CSV with a step column, TensorBoard events, printed text"
+    "trainer_state.json, sacred metrics.json), CSV or a table of numbers, TensorBoard events, "
+    "an MLflow run folder, printed text"
 )
 HELP = 'see README "Use with your script"; --pattern REGEX reads other printed lines'
 
@@ -144,9 +146,14 @@ def load(path: str | Path, reading: Reading | None = None, side: str = "a") -> L
 def _load(path: Path, reading: Reading, side: str) -> Loaded:
     """`load` by content: TensorBoard, a JSON document, else a log of lines."""
     if path.is_dir():
-        if not event_dirs(path):
-            raise ReaderError(f"{path}: a directory without TensorBoard event files ({HELP})")
-        return _as_asked(Loaded("tensorboard", read_events(path)), reading, side)
+        if event_dirs(path):
+            return _as_asked(Loaded("tensorboard", read_events(path)), reading, side)
+        if (metrics := mlflow_metrics(path)) is not None:
+            return _as_asked(Loaded("MLflow run", read_mlflow(metrics)), reading, side)
+        raise ReaderError(
+            f"{path}: a directory without TensorBoard event files or an MLflow metrics/ "
+            f"folder ({HELP})"
+        )
     data = read_bytes(path).removeprefix(BOM)
     if b"brain.Event:" in data[:256] or ("tfevents" in path.name and b"\x00" in data[:64]):
         return _as_asked(Loaded("tensorboard", read_events(path)), reading, side)
@@ -223,6 +230,8 @@ def _json_document(path: Path, data: bytes, reading: Reading) -> Loaded | None:
     )
     if single_row:
         return None
+    if is_sacred(doc):
+        return Loaded("sacred metrics.json", [*notes, *read_sacred(doc)])
     records = read_document(doc, reading.step_key)
     kind = (
         "trainer_state.json"

@@ -19,6 +19,8 @@ WHY = {
     "CSV": "a header line with a step column, comma-separated",
     "table": "a header of names over rows of numbers (delimiter and step column by content)",
     "tensorboard": "TensorBoard event records",
+    "MLflow run": "a folder whose metrics/ holds a file per metric: timestamp value step",
+    "sacred metrics.json": "one object per metric with steps, values and timestamps lists",
     "text": "printed lines: a step named on a line, then name value pairs",
 }
 """Why each format of `tuimon.readers.load` was chosen (its rule of recognition)."""
@@ -40,8 +42,8 @@ def _step_key(loaded_format: str, records: list[Record], path: Path, reading: Re
         return "step"
     if loaded_format == "text":
         return _printed_key(path) or "a printed step"
-    if loaded_format == "tensorboard":
-        return "the events' step"
+    if loaded_format in ("tensorboard", "MLflow run", "sacred metrics.json"):
+        return "each value's own step"
     if loaded_format == "CSV":
         with open(path, "rb") as fh:
             head = fh.readline(1 << 16).decode("utf-8", "replace").lower()
