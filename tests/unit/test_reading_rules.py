@@ -286,3 +286,16 @@ def test_a_sacred_metrics_json(tmp_path: Path, capsys) -> None:
     code, out = compare(capsys, str(a), str(_sacred(tmp_path / "b.json", bump=True)))
     assert code == 1 and out["first_divergent_step"] == 20
     assert out["first_divergent_metrics"] == ["test.acc"]
+
+
+def test_a_step_named_after_its_values(tmp_path: Path, capsys) -> None:
+    def log(path: Path, bump: bool = False) -> Path:
+        path.write_text("".join(f"loss = {1 / (i + 1) + (0.1 if bump and i == 30 else 0):.5f}, "
+                                f"step = {1000 + i}\n" for i in range(50)))  # fmt: skip
+        return path
+
+    a = log(tmp_path / "a.log")
+    assert compare(capsys, str(a), str(twin(a)))[1]["steps_compared"] == 50
+    code, out = compare(capsys, str(a), str(log(tmp_path / "b.log", bump=True)))
+    assert code == 1 and out["first_divergent_step"] == 1030
+    assert out["first_divergent_lines"] == {"a": 31, "b": 31}

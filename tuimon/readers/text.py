@@ -15,6 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
+
+import regex
 
 from tuimon.clocks import is_clock
 from tuimon.readers.rows import as_int, as_number
@@ -96,11 +99,13 @@ class PatternError(ValueError):
     """A `--pattern` that cannot be used (one line for the user)."""
 
 
-def compile_pattern(text: str) -> re.Pattern[str]:
-    """A user's `--pattern`: a regex with a named group for the step and one per metric."""
+def compile_pattern(text: str) -> Any:
+    """A user's `--pattern`: a regex with a named group for the step and one per metric.
+    Compiled by the `regex` module (the syntax of `re`), whose matches take a time limit and
+    let other threads run (`tuimon.readers.reading.Guarded`)."""
     try:
-        pattern = re.compile(text)
-    except re.error as exc:
+        pattern = regex.compile(text)
+    except (regex.error, RecursionError, OverflowError, ValueError) as exc:
         raise PatternError(f"--pattern {text!r}: not a regular expression ({exc})") from None
     groups = set(pattern.groupindex)
     if not groups & set(STEP_GROUPS):
@@ -155,6 +160,9 @@ def parse_text(
     if step is None:  # beyond int64: skipped
         return None
     found = _values(text, steps[0].start(), spans, step, bare)
+    if found is None or not (found.metrics or found.unreadable):  # `loss = 0.12, step = 1001`
+        before = _values(text[: steps[0].start()], 0, spans, step, False)
+        found = before if before is not None else found
     if found is not None and epochs:
         found.metrics["epoch"] = epochs[-1]
     return found
@@ -227,7 +235,9 @@ def metric_like(text: str) -> bool:
     return "{'" in text or _NAMED.search(text) is not None
 
 
-def _by_patterns(text: str, patterns: Sequence[re.Pattern[str]]) -> Step | None:
+def _by_patterns(text: str, patterns: Sequence[Any]) -> Step | None:
+    """The step the first matching `--pattern` reads. A pattern's `search` gives None for a
+    line it gave up on (`Guarded`: over its time limit), as for a line it does not match."""
     for pattern in patterns:
         m = pattern.search(text)
         if m is None:
