@@ -61,7 +61,7 @@ CLOCK_LEAF = re.compile(
     r"fps|t_start|start_time|end_time|sec|secs|seconds|wps|ups|speed|mfu|time_elapsed|time_total_s|time_this_iter_s|time_since_restore|train_wall)$"
 )
 CLOCK_PART = re.compile(
-    r"(?i)(^|_)(time|timestamp|runtime|eta|elapsed|duration)(_|$)|_per_sec|"
+    r"(?i)(^|[_\s])(time|timestamp|runtime|eta|elapsed|duration)([_\s]|$)|_per_sec|"
     r"per_second|^ms_per|^sec_per|/s$|_ms$|_sec$|_secs$|_seconds$|_s$|fps"
 )
 COUNTER = re.compile(
@@ -72,6 +72,7 @@ COUNTER = re.compile(
 
 def is_clock(key: str) -> bool:
     """A clock or rate by its leaf name (never a counter)."""
+    key = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", key)
     leaf = re.split(r"[/.]", key.strip().lower())[-1].strip("_") or key.lower()
     if COUNTER.search(leaf) and not leaf.endswith(("_time", "_s", "per_second")):
         return False
@@ -197,20 +198,23 @@ def keyed(lines: list[str]) -> dict[int, list[tuple[int, int, str, set[float]]]]
         return doc
     out: dict[int, list[tuple[int, int, str, set[float]]]] = {}
     header: list[str] = []
-    delim = ","
+    delim, rows = ",", 0
     for i, line in enumerate(lines):
         s = line.strip()
         if s.startswith(("{", "[")) and (spans := json_spans(line)) is not None:
-            out[i] = spans
+            idx = {float(rows), float(rows + 1)}  # no step key: the record's index is the step
+            out[i], rows = [(a, b, k, st or idx) for a, b, k, st in spans], rows + 1
             continue
         cells = split_cells(line, delim)
         if header and len(cells) == len(header) and any(NUM.fullmatch(line[a:b]) for a, b in cells):
             row = [(a, b, h) for (a, b), h in zip(cells, header, strict=True)]
             row = [(a, b, h) for a, b, h in row if NUM.fullmatch(line[a:b])]
             steps = {float(line[a:b]) for a, b, h in row if is_counter(h)}
-            out[i] = [(a, b, h, steps) for a, b, h in row]
+            ints = {float(line[a:b]) for a, b, h in row if re.fullmatch(r"\d+", line[a:b])}
+            steps = steps or {float(rows), float(rows + 1)} | ints  # the row index, or by content
+            out[i], rows = [(a, b, h, steps) for a, b, h in row], rows + 1
             continue
-        header = []
+        header, rows = [], 0
         for d in (",", "\t", " "):
             names = [line[a:b] for a, b in split_cells(line, d)]
             nxt = next((x for x in lines[i + 1 : i + 3] if x.strip()), "")
@@ -220,7 +224,7 @@ def keyed(lines: list[str]) -> dict[int, list[tuple[int, int, str, set[float]]]]
                 and not s.startswith("#")
                 and not any(NUM.fullmatch(c) for c in names)
                 and len(vals) == len(names)
-                and sum(bool(NUM.fullmatch(c)) for c in vals) * 2 >= len(names)
+                and sum(bool(NUM.fullmatch(c)) for c in vals) * 2 >= len([c for c in vals if c])
             ):
                 header, delim = names, d
                 break
@@ -544,10 +548,9 @@ def located(report: dict, info: dict) -> tuple[bool, str]:
         if k.startswith("first_diverg") and not any(s in k for s in ("metric", "tensor"))
     }
     text_first = (report.get("text") or {}).get("first")
-    lines = [x for v in [*firsts.values(), text_first] for x in lines_in(v)]
-    steps = [
-        x for k, v in firsts.items() if "line" not in k for x in numbers_in(v, ("line", "lines"))
-    ]
+    lines = lines_in(firsts) + lines_in(text_first)
+    levels = [v for k, v in firsts.items() if isinstance(v, dict) and "line" not in k]
+    steps = numbers_in(levels) if levels else numbers_in(firsts, ("line",))
     if not steps and text_first:
         steps = numbers_in(text_first, ("line", "lines", "text", "a", "b"))
     got = f"step {steps or None}, lines {lines or None}"
