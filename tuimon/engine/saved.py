@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tuimon.engine.align import MetricFilter, compare_steps
 from tuimon.errors import ReplayError, StoreError
-from tuimon.readers import ReaderError, Reading, log_lines, read_log
+from tuimon.readers import PatternError, ReaderError, Reading, log_lines, read_log
 from tuimon.steplog import Record, Step, parse_line
 from tuimon.store import PAIR_JSON, SIDES, PairDoc, SavedLogs, is_pair_dir, pair_file, special
 
@@ -46,7 +46,7 @@ def resolve_logs(paths: list[str], reading: Reading | None = None) -> SavedLogs:
         except StoreError as exc:
             raise ReplayError(str(exc)) from None
         if reading is None or not reading.asked:
-            reading = Reading.from_dict(doc.more.get("reading"))
+            reading = saved_reading(path, doc)
         return SavedLogs(a, b, doc, path, reading, damaged)
     if len(paths) == 2:
         for p in paths:
@@ -57,6 +57,15 @@ def resolve_logs(paths: list[str], reading: Reading | None = None) -> SavedLogs:
         check_two(paths)
         return SavedLogs(Path(paths[0]), Path(paths[1]), reading=reading or Reading())
     raise ReplayError("give one saved pair directory or two log files")
+
+
+def saved_reading(pair_dir: Path, doc: PairDoc) -> Reading:
+    """How a saved pair was read (its pair.json's `reading`); ReplayError naming a saved
+    pattern that cannot be used: it is never dropped for a verdict under another reading."""
+    try:
+        return Reading.from_dict(doc.more.get("reading"))
+    except PatternError as exc:
+        raise ReplayError(f"{pair_dir / PAIR_JSON}: {exc}") from None
 
 
 def check_two(paths: list[str]) -> None:

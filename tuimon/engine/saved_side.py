@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tuimon.engine.saved import read_records
+from tuimon.engine.saved import read_records, saved_reading
 from tuimon.errors import ReplayError, StoreError, UsageError
 from tuimon.readers import Reading
 from tuimon.steplog import End, Header, Record, Step
@@ -194,7 +194,7 @@ def resolve_saved(
         except StoreError as exc:
             raise ReplayError(str(exc)) from None
         if not reading.asked:
-            reading = Reading.from_dict(doc.more.get("reading"))
+            reading = saved_reading(pair_dir, doc)
     else:
         log = where
     if emb is not None and not Path(emb).is_file():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
@@ -9,11 +10,47 @@ from functools import cached_property
 from typing import Any
 
 from tuimon.readers.text import PatternError, compile_pattern
-from tuimon.steplog import Record, Step
+from tuimon.steplog import PATTERN_TIMEOUT, Record, Step, Text
 
 NATIVE = (None, "step")
 """Step keys under which a tuimon step record is read as written; under another
 (`--step-key iter`), it is read as a row, stepped by that field."""
+
+
+LINE_LIMIT_S = 0.1
+"""The CPU time a `--pattern` may take on one line (the `regex` module's timeout): a plain
+pattern takes microseconds on a line of a log; a catastrophic one (`(a|aa)+$` on fifty `a`s
+and a `!`) would take years."""
+GIVE_UP = 4
+"""Lines over the limit after which a pattern is not tried again (every later line it would
+read is skipped as `PATTERN_TIMEOUT`): a whole log of such lines costs well under a second."""
+_TIMED_OUT = threading.local()
+"""Set by `Guarded.search` when the line at hand was not read; taken by `Reading.promote`
+(one line's parse runs in one thread)."""
+
+
+class Guarded:
+    """A compiled `--pattern` whose search stops at `LINE_LIMIT_S` (the `regex` module lets
+    other threads run meanwhile: the TUI answers keys) and is given up after `GIVE_UP`."""
+
+    def __init__(self, text: str, first: bool = True) -> None:
+        self.text = text
+        self.pattern = compile_pattern(text)
+        self.first = first
+        """The first of a reading's patterns: tried first on every line."""
+        self.timeouts = 0
+
+    def search(self, line: str) -> Any:
+        """The match in `line`, or None: also when the limit was reached (said by `promote`)."""
+        if self.first:  # a new line: what an earlier one left is not this one's
+            _TIMED_OUT.line = False
+        if self.timeouts < GIVE_UP:
+            try:
+                return self.pattern.search(line, timeout=LINE_LIMIT_S)
+            except TimeoutError:
+                self.timeouts += 1
+        _TIMED_OUT.line = True
+        return None
 
 
 @dataclass(frozen=True)
@@ -31,10 +68,16 @@ class Reading:
 
     @cached_property
     def compiled(self) -> tuple[Any, ...]:
-        return tuple(compile_pattern(p) for p in self.patterns)
+        """The patterns, compiled as `Guarded` (PatternError names one that cannot be used)."""
+        return tuple(Guarded(p, i == 0) for i, p in enumerate(self.patterns))
 
     def promote(self, record: Record) -> Record:
-        """A step with the clocks `--judge` names moved to its metrics."""
+        """A step with the clocks `--judge` names moved to its metrics; a line a pattern gave
+        up on (`Guarded`) skipped as `PATTERN_TIMEOUT`, unless another pattern read it."""
+        if getattr(_TIMED_OUT, "line", False):
+            _TIMED_OUT.line = False
+            if isinstance(record, Text) and self.patterns:
+                return Text(record.text, PATTERN_TIMEOUT)
         if not self.judge or not isinstance(record, Step) or not record.clocks:
             return record
         moved = {
@@ -72,7 +115,9 @@ class Reading:
 
     @classmethod
     def from_dict(cls, data: Any) -> Reading:
-        """From pair.json's `reading` block (anything malformed reads as the default)."""
+        """From pair.json's `reading` block (anything malformed reads as the default, but a
+        pattern that cannot be used is PatternError naming it: not a verdict under another
+        reading)."""
         if not isinstance(data, Mapping):
             return cls()
         patterns = data.get("patterns")
@@ -80,11 +125,11 @@ class Reading:
         pats = (
             tuple(p for p in patterns if isinstance(p, str)) if isinstance(patterns, list) else ()
         )
-        try:
-            for p in pats:
+        for p in pats:
+            try:
                 compile_pattern(p)
-        except PatternError:
-            pats = ()
+            except PatternError as exc:
+                raise PatternError(f"the saved reading's {exc}") from None
         pairs = mapping.items() if isinstance(mapping, Mapping) else ()
         key = data.get("step_key")
         judge = data.get("judge")
