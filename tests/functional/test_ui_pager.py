@@ -74,6 +74,28 @@ def test_pager_jumps_finds_divergences_searches_and_copies() -> None:
     assert value is not None and value.startswith("step 17 loss: a=") and "diff=9.99998" in value
 
 
+def test_search_finds_a_value_as_the_panes_show_it() -> None:
+    """Issue 31: `0.15093` on screen, 0.1509286... stored; the rounded text finds its row."""
+    rows = PairRows(100)
+    for side in "ab":
+        rows.add(side, [Step(step=s, metrics={"loss": 0.1509286 + s}) for s in range(3)])
+    host = Host(rows)
+    pager = Pager(host)
+    pager.jump_to_step("0")
+    pager.search("2.15093")
+    assert pager.cursor_step() == 2
+    pager.jump_to_step("0")
+    pager.search("0.15093")  # the row under the cursor is not the next
+    assert pager.cursor_step() == 0 and host.notes[-1] == "not found: 0.15093"
+    pager.jump_to_step("2")
+    pager.search("0.15093", forward=False)
+    assert pager.cursor_step() == 0
+    pager.search("1.1509286", forward=True)  # the stored digits still find it
+    assert pager.cursor_step() == 1
+    pager.search("1.51e-01", forward=False)
+    assert pager.cursor_step() == 0
+
+
 def test_csv_rows_are_aligned_and_say_which_differ() -> None:
     a = {0: {"loss": 1.0}, 1: {"loss": 0.5}, 2: {"loss": 0.25}}
     b = {0: {"loss": 1.0}, 1: {"loss": 0.5000000000000001}}

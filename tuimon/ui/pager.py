@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -57,6 +58,25 @@ def row_words(rows: PairRows, index: int) -> str:
             values = " ".join(f"{k}={fmt_number(v, 17)}" for k, v in metrics.items())
             parts.append(f"{side}: {values}")
     return " | ".join(parts)
+
+
+_NUMBER = re.compile(r"[-+]?(?P<mantissa>\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?")
+
+
+def shows_number(rows: PairRows, index: int, needle: str) -> bool:
+    """True when a value of the kept row reads as the number `needle` rounded to as many
+    significant digits as `needle` has: the panes round (0.1509286 shows as `0.15093`)."""
+    step = rows.entries[index][0]
+    found = _NUMBER.fullmatch(needle.strip())
+    if step is None or found is None:
+        return False
+    wanted = float(found[0])
+    digits = len(found["mantissa"].replace(".", "").lstrip("0")) or 1
+    for side in SIDE_NAMES:
+        for value in (rows.metrics_of(step, side) or {}).values():
+            if float(fmt_number(value, min(digits, 17))) == wanted:
+                return True
+    return False
 
 
 class Pager:
@@ -127,14 +147,20 @@ class Pager:
         self.put(found)
 
     def search(self, query: str, forward: bool = True) -> None:
-        """The cursor on the next row whose text holds `query` (case-insensitive)."""
+        """The cursor on the next row whose text holds `query` (case-insensitive), or that
+        shows it as a number (`shows_number`: a value as the panes round it)."""
         if query:
             self.query = query
         needle = self.query.lower()
         if not needle:
             self.host.notify("no search yet: / searches", timeout=3)
             return
-        found = self._find(lambda i: needle in row_words(self.rows, i).lower(), forward)
+        found = self._find(
+            lambda i: (
+                needle in row_words(self.rows, i).lower() or shows_number(self.rows, i, needle)
+            ),
+            forward,
+        )
         if found is None:
             self.host.notify(f"not found: {clean(self.query, 60)}", timeout=3)
             return
