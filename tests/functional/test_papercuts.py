@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from helpers import TESTS
 
@@ -18,3 +20,12 @@ def test_the_flagship_samples_headline_is_a_judged_metric(
     assert cli.main(["compare", str(SAMPLES / "cpu-cpu-threads2-contiguous")]) == 1
     head = capsys.readouterr().out.splitlines()[0]
     assert "max divergence 0.131 at step 61" in head, head
+
+
+@pytest.mark.parametrize("command", [["spread"], ["plot", "-o", "x.svg"]])
+def test_a_mistyped_pair_is_not_called_a_missing_sweep(
+    tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main([*command, str(tmp_path / "nope"), "--store", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "no such pair directory, nor a sweep of that id" in err, err

@@ -10,6 +10,7 @@ same judge as `tuimon compare` (`compare_steps`).
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -257,6 +258,11 @@ def _sweep_pairs(ref: str, store: Path) -> tuple[list[tuple[Path, str]], list[st
     try:
         sweep = Sweep.load(store, ref)
     except SweepError as exc:
+        if not os.path.lexists(ref) and str(exc).startswith("no sweep"):  # a mistyped pair?
+            raise SpreadError(
+                f"{ref}: no such pair directory, nor a sweep of that id in {store}"
+                " (give pair directories or one sweep)"
+            ) from None
         raise SpreadError(str(exc)) from None
     pairs, missing = [], []
     for i, job in enumerate(sweep.jobs):
