@@ -29,3 +29,17 @@ def test_a_mistyped_pair_is_not_called_a_missing_sweep(
     assert cli.main([*command, str(tmp_path / "nope"), "--store", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "no such pair directory, nor a sweep of that id" in err, err
+
+
+def test_explains_advice_names_a_readme_section_and_the_optimizer() -> None:
+    import re
+
+    from tuimon.engine.explain import NO_HELPER
+
+    section = re.search(r"README, '(.+)'\)", NO_HELPER)
+    assert section is not None, NO_HELPER
+    readme = (TESTS.parent / "README.md").read_text()
+    headings = {h.strip() for h in re.findall(r"^#+ (.+)$", readme, re.MULTILINE)}
+    assert section[1] in headings
+    assert "trace_step(step, model, optimizer)" in NO_HELPER
+    assert "trace_step(step, model, optimizer)" in readme
