@@ -43,3 +43,25 @@ def test_explains_advice_names_a_readme_section_and_the_optimizer() -> None:
     assert section[1] in headings
     assert "trace_step(step, model, optimizer)" in NO_HELPER
     assert "trace_step(step, model, optimizer)" in readme
+
+
+@pytest.mark.parametrize(
+    "command", [["pair", "--headless"], ["sweep", "--headless", "--seeds", "0,1"]]
+)
+def test_a_mistyped_placeholder_is_refused(
+    tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [*command, "--store", str(tmp_path), "--", "python", "-c", "pass", "--seed", "{sed}"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "{sed} in '{sed}' is not substituted: did you mean {seed}?" in err, err
+    assert not any(tmp_path.iterdir())  # nothing started, nothing made
+
+
+def test_braces_of_the_command_itself_pass() -> None:
+    from tuimon.engine.plan import SUBSTITUTED
+    from tuimon.engine.runner import mistyped_placeholder
+
+    own = ["python", "-c", 'print(f"{i}")', "awk", "{print}", "${HOME}", "{{size}}", "{seed}"]
+    assert mistyped_placeholder(own, SUBSTITUTED) is None
+    assert "did you mean {pair_dir}" in (mistyped_placeholder(["{pairdir}/x"], SUBSTITUTED) or "")

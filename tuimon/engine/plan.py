@@ -12,9 +12,10 @@ from pathlib import Path
 from tuimon.engine.against import AgainstCheck, AgainstSource, copy_saved_emb
 from tuimon.engine.align import MetricFilter
 from tuimon.engine.ranks import under_torchrun
-from tuimon.engine.runner import RunSpec, substitute
+from tuimon.engine.runner import RunSpec, mistyped_placeholder, substitute
 from tuimon.engine.saved_side import SavedSide
 from tuimon.engine.session import Batch, LiveSource, PairOptions, PairSession, SideState
+from tuimon.errors import UsageError
 from tuimon.readers import Reading
 from tuimon.store import SIDES, PairWriter
 
@@ -119,6 +120,13 @@ class PairPlan:
     """`pair --against`: the saved run that is side b; only side a is launched."""
     nproc: tuple[int | None, int | None] = (None, None)
     """Ranks of each side under torch.distributed's launcher (`--nproc`); None: one process."""
+
+    def __post_init__(self) -> None:
+        """A mistyped `{name}` in the template or --log-file (`{sed}`) is UsageError: it
+        would reach the script as written, without a word."""
+        args = [*(self.template or ()), *([self.log_file] if self.log_file else [])]
+        if problem := mistyped_placeholder(args, SUBSTITUTED):
+            raise UsageError(problem)
 
     def env(self, side: str, device: str) -> dict[str, str]:
         """The child's environment additions: the same on both sides but for the device."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import functools
 import os
 import re
@@ -134,6 +135,28 @@ def substitute(
         return quote(text) if quote is not None else text
 
     return tuple(pattern.sub(value, arg) for arg in template)
+
+
+_PLACEHOLDER = re.compile(r"(?<![{$])\{([A-Za-z_]\w*)\}(?!})")
+
+
+def mistyped_placeholder(args: Sequence[str], names: Sequence[str]) -> str | None:
+    """One line for a `{name}` in `args` that is close to one of `names` but is none of them
+    (`{sed}` for `{seed}`): it would reach the script as written. Other braces (`{i}` in a
+    `python -c` f-string, awk's `{print}`, `${HOME}`) are the command's own; None when none."""
+    for arg in args:
+        for match in _PLACEHOLDER.finditer(arg):
+            name = match[1]
+            if name in names:
+                continue
+            close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
+            if close:
+                known = ", ".join("{" + n + "}" for n in names)
+                return (
+                    f"{{{name}}} in {arg!r} is not substituted: did you mean {{{close[0]}}}? "
+                    f"(substituted: {known})"
+                )
+    return None
 
 
 class LineSplitter:
