@@ -65,3 +65,14 @@ def test_braces_of_the_command_itself_pass() -> None:
     own = ["python", "-c", 'print(f"{i}")', "awk", "{print}", "${HOME}", "{{size}}", "{seed}"]
     assert mistyped_placeholder(own, SUBSTITUTED) is None
     assert "did you mean {pair_dir}" in (mistyped_placeholder(["{pairdir}/x"], SUBSTITUTED) or "")
+
+
+def test_minus_zero_against_zero_says_the_bits_differ(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text('{"step": 0, "loss": 1.0}\n{"step": 1, "loss": 0.0}\n')
+    b.write_text('{"step": 0, "loss": 1.0}\n{"step": 1, "loss": -0.0}\n')
+    assert cli.main(["compare", str(a), str(b)]) == 1
+    head = capsys.readouterr().out.splitlines()[0]
+    assert "first divergent step 1 (loss); values differ in their bits only (-0.0" in head, head

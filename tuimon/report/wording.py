@@ -183,6 +183,8 @@ def headline(summary: Summary) -> str:
             f"max divergence {s.max_divergence:.3g} at step "
             f"{step_text(s.max_divergence_step, s.step_levels)}"
             if s.max_divergence_step is not None
+            else "values differ in their bits only (-0.0 against 0.0, or a NaN's payload)"
+            if s.first_divergent_metrics
             else "no numeric value differs (digests or labels do)"
         )
         first_step = step_text(s.first_divergent_step, s.step_levels)
