@@ -76,3 +76,15 @@ def test_minus_zero_against_zero_says_the_bits_differ(
     assert cli.main(["compare", str(a), str(b)]) == 1
     head = capsys.readouterr().out.splitlines()[0]
     assert "first divergent step 1 (loss); values differ in their bits only (-0.0" in head, head
+
+
+def test_the_emb_line_is_said_once_headless() -> None:
+    """The last batch's message held the artifacts' lines that the report prints after it."""
+    from tuimon.engine.session import Batch
+    from tuimon.report.headless import _not_in_report
+
+    emb = "emb at the end: bitwise equal; key frequencies a 3 1 2 | b 3 1 2: sets agree"
+    where = Path("/store/pair")
+    message = f"run b ended; {emb}; saved to {where}"
+    batch = Batch({}, {}, [], {}, None, done=True, pair_path=where, message=message)  # type: ignore[arg-type]
+    assert _not_in_report(batch) == "run b ended"

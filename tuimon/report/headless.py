@@ -80,8 +80,20 @@ class HeadlessReporter:
         if summary.first_divergent_step is not None and not self.first_told:
             self.first_told = True
             self.console.print(Text(first_divergence_event(summary)))
-        if batch.message:
-            self.console.print(Text(clean(batch.message, None)))
+        if message := _not_in_report(batch) if batch.done else batch.message:
+            self.console.print(Text(clean(message, None)))
+
+
+def _not_in_report(batch: Batch) -> str:
+    """A last batch's message without what the report that follows says (the artifacts'
+    lines, `emb at the end: ...; key frequencies ...`, and where the pair is saved)."""
+    told: list[str] = []
+    dropped = False
+    for part in (batch.message or "").split("; "):
+        dropped = " at the end:" in part or (dropped and part.startswith("key frequencies"))
+        if part and not dropped and part != f"saved to {batch.pair_path}":
+            told.append(part)
+    return "; ".join(told)
 
 
 def run_headless(
