@@ -467,8 +467,9 @@ class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[No
     def _ended(self) -> str:
         """How the pair ended, in a word or two: finished, interrupted, run b failed."""
         statuses = {side: state.status for side, state in self.model.sides.items()}
-        if self.session is not None and self.session.stopped_at is not None:
-            return f"stopped at step {self.session.stopped_at} (--stop-on-divergence)"
+        stopped = getattr(self.session, "stopped_at", None)  # a sweep's or a test's session
+        if stopped is not None:
+            return f"stopped at step {stopped} (--stop-on-divergence)"
         if "interrupted" in statuses.values():
             return "interrupted"
         failed = [side for side, status in statuses.items() if status == "failed"]
