@@ -88,3 +88,23 @@ def test_the_emb_line_is_said_once_headless() -> None:
     message = f"run b ended; {emb}; saved to {where}"
     batch = Batch({}, {}, [], {}, None, done=True, pair_path=where, message=message)  # type: ignore[arg-type]
     assert _not_in_report(batch) == "run b ended"
+
+
+def test_train_with_a_log_file_says_its_progress_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not a terminal here: a line every 30 s (`every` shortened), the log itself unchanged."""
+    from tuimon.steplog import parse_line
+    from tuimon.workload.train import _Progress
+
+    log = _Progress(str(tmp_path / "run.jsonl"), 3)
+    assert not log.tty
+    log.every = log.next = 0.0
+    for step in range(3):
+        log.step(step, train_loss=0.5, test_acc=0.25)
+    log.close("ok")
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1].startswith("tuimon train: step 2 (3/3 steps, "), err
+    assert err[-1].endswith("train_loss 0.5 test_acc 0.25")
+    lines = (tmp_path / "run.jsonl").read_bytes().splitlines()
+    assert len(lines) == 5 and parse_line(lines[1]).step == 0  # type: ignore[union-attr]

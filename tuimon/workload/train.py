@@ -48,8 +48,52 @@ def _sigterm_raises() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+class _Progress(StepLogger):
+    """A step log written to `--log FILE`, with its progress on stderr (the terminal saw
+    nothing for minutes): redrawn in place on a terminal, a line every 30 s otherwise."""
+
+    def __init__(self, file: str, total: int | None, **blocks: Any) -> None:
+        super().__init__(file, **blocks)
+        self.total = total
+        self.tty = sys.stderr.isatty()
+        self.every = 0.25 if self.tty else 30.0
+        self.next = self.elapsed() + (0.0 if self.tty else self.every)
+        self.drawn = False
+        self.last: tuple[int, dict[str, Any]] | None = None
+
+    def step(self, step: int, **metrics: Any) -> None:
+        super().step(step, **metrics)
+        self.last = (step, metrics)
+        if self.elapsed() >= self.next:
+            self.next = self.elapsed() + self.every
+            self._say(step, metrics)
+
+    def _say(self, step: int, metrics: dict[str, Any]) -> None:
+        done = self._steps
+        rate = done / max(self.elapsed(), 1e-9)
+        of = f"/{self.total}" if self.total else ""
+        values = " ".join(
+            f"{k} {v:.4g}" for k, v in metrics.items() if k in ("train_loss", "test_acc")
+        )
+        line = f"tuimon train: step {step} ({done}{of} steps, {rate:.1f} steps/s) {values}"
+        with contextlib.suppress(OSError):
+            sys.stderr.write(f"\r{line}\x1b[K" if self.tty else f"{line}\n")
+            sys.stderr.flush()
+            self.drawn = True
+
+    def close(self, status: str = "ok", **extra: Any) -> None:
+        closed = self._closed
+        super().close(status, **extra)
+        if not closed and self.tty and self.drawn and self.last is not None:
+            self._say(*self.last)  # where it ended
+            with contextlib.suppress(OSError):
+                sys.stderr.write("\n")
+
+
 def _open_logger(s: Settings, **blocks: Any) -> StepLogger:
     try:
+        if s.log:
+            return _Progress(s.log, s.steps, **blocks)
         return StepLogger(s.log, **blocks)
     except OSError as exc:
         raise UsageError(f"cannot write the log {s.log}: {exc.strerror or exc}") from None
