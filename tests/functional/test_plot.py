@@ -66,7 +66,7 @@ def test_bad_output_or_no_matplotlib_is_exit_2(tmp_path: Path, capsys, monkeypat
     assert main(["plot", str(pair), "-o", str(tmp_path / "x.svg")]) == 2
     err = capsys.readouterr().err
     assert err.strip() == (
-        'tuimon: error: tuimon plot needs matplotlib: pip install "tuimon[plot]" '
-        "(or pip install matplotlib)"
+        "tuimon: error: tuimon plot needs matplotlib: pip install matplotlib "
+        '(in the tuimon checkout: pip install -e ".[plot]")'
     )
     assert not (tmp_path / "x.svg").exists()

@@ -321,7 +321,7 @@ def test_tensorboard_missing_extra_is_one_clear_line(
     monkeypatch.setitem(sys.modules, "tensorboard.backend.event_processing", None)
     assert main(["compare", str(run), str(twin(run))]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and 'pip install "tuimon[tensorboard]"' in err
+    assert err.count("\n") == 0 and 'pip install -e ".[tensorboard]"' in err
 
 
 def test_tensorboard_garbage_event_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

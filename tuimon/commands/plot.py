@@ -18,7 +18,8 @@ def add(sub: argparse._SubParsersAction) -> None:
         "frequency), or several pairs / one sweep record as `tuimon spread` sees them (the "
         "first divergent step per pair, the gaps between sides beside the gaps between seeds, "
         "the reach curves, the key-frequency sets). Needs matplotlib: "
-        'pip install "tuimon[plot]". Readable in black and white.',
+        'pip install matplotlib (in the tuimon checkout: pip install -e ".[plot]"). '
+        "Readable in black and white.",
         epilog="exit codes: 0 written, 2 bad input or no matplotlib",
     )
     p.add_argument("pairs", nargs="+", metavar="PAIR", help="a pair directory, several, or a sweep")

@@ -1,8 +1,8 @@
 """TensorBoard event files or run directories -> records, through TensorBoard's own reader.
 
-An optional extra: `pip install "tuimon[tensorboard]"`. Scalars of every tag (and scalar
-tensors, as TF2 summaries write them) become metrics; sub-directories (`train/`, `validation/`)
-prefix their tags. A tag logged twice at one step keeps both values, in order.
+An optional extra (`pip install -e ".[tensorboard]"` in the checkout). Scalars of every tag
+(and scalar tensors, as TF2 summaries write them) become metrics; sub-directories (`train/`,
+`validation/`) prefix their tags. A tag logged twice at one step keeps both values, in order.
 """
 
 from __future__ import annotations
@@ -16,7 +16,10 @@ from tuimon.readers.capped import TooLarge, open_regular
 from tuimon.readers.rows import merge
 from tuimon.steplog import UNREADABLE, Record, Step, Text
 
-MISSING = 'reading TensorBoard event files needs the extra: pip install "tuimon[tensorboard]"'
+MISSING = (
+    "reading TensorBoard event files needs tensorboard: pip install tensorboard "
+    '(in the tuimon checkout: pip install -e ".[tensorboard]")'
+)
 
 
 class MissingExtra(ImportError):

@@ -1,9 +1,9 @@
 """Figures for a lab note (`tuimon plot`): a pair, or pairs of several seeds (a sweep, spread).
 
-matplotlib is an optional extra (`pip install "tuimon[plot]"`), imported here lazily, without
-pyplot (no display, no global state). Every figure reads in black and white: the two sides
-differ by line style (a solid, b dashed) and the markers by shape (filled / open), not by
-colour alone.
+matplotlib is an optional extra (`pip install -e ".[plot]"` in the checkout), imported here
+lazily, without pyplot (no display, no global state). Every figure reads in black and white:
+the two sides differ by line style (a solid, b dashed) and the markers by shape (filled /
+open), not by colour alone.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ def _figure(rows: int, cols: int, size: tuple[float, float]) -> Figure:
         from matplotlib.figure import Figure
     except ImportError:
         raise PlotError(
-            'tuimon plot needs matplotlib: pip install "tuimon[plot]" (or pip install matplotlib)'
+            "tuimon plot needs matplotlib: pip install matplotlib "
+            '(in the tuimon checkout: pip install -e ".[plot]")'
         ) from None
     fig = Figure(figsize=size, layout="constrained")
     fig.subplots(rows, cols)

@@ -1,5 +1,6 @@
 """The lanes of `tuimon.devsum/1` (tuimon/workload/digest.py) on the CPU in one compiled pass
-over the words, on torch's threads: numba, where it is installed (`pip install tuimon[fast]`).
+over the words, on torch's threads: numba, where it is installed (`pip install -e ".[fast]"` in
+the checkout).
 
 The same integers as the definition, computed with the products a CPU's vector units have. Split
 each column multiplier G = G_lo + 2**32 * G_hi (halves of 32 bits) and read G_lo as a signed
