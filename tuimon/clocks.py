@@ -1,6 +1,6 @@
 """Which values are clocks or throughput: shown, never judged. The one place for the rule
-(every reader, `tuimon.steplog` and the judge of text lines ask here); no imports of the
-package, so anything may use it.
+(every reader, `tuimon.steplog` and the judge of text lines ask here); nothing of the package
+imported, so anything may use it.
 
 The rule is by principle, on the name's leaf (`time/fps` -> `fps`) and its unit:
 - a rate is a clock: `*_per_second`, `*/s`, `fps`, `tok/s`, `it/s`, `mfu`, `tflops`,
@@ -20,7 +20,10 @@ are clocks.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from functools import lru_cache
+
+import orjson
 
 TIME_KEYS = frozenset({"t", "time", "timestamp", "_timestamp", "_runtime", "wall_s", "elapsed"})
 """The clocks of the step-log format (`tuimon.steplog.TIME_KEYS`)."""
@@ -137,5 +140,30 @@ def mask_clocks(text: str) -> str:
 
 def text_numbers(text: str) -> tuple[str, ...]:
     """The numbers of a printed line that are judged: every number standing alone, once its
-    clocks are masked (`mask_clocks`)."""
+    clocks are masked (`mask_clocks`); a JSON object's values but those under a clock's key
+    (`is_clock`), nested ones and list items included."""
+    body = text.strip()
+    if body[:1] == "{" and body[-1:] == "}":
+        try:
+            obj = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            obj = None
+        if isinstance(obj, dict):
+            return tuple(_json_numbers(obj))
     return tuple(m.group(0).lstrip("+") for m in NUMBER.finditer(mask_clocks(text)))
+
+
+def _json_numbers(value: object, depth: int = 0) -> Iterator[str]:
+    if depth > 16:
+        return
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if not is_clock(str(key)):
+                yield from _json_numbers(inner, depth + 1)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _json_numbers(inner, depth + 1)
+    elif isinstance(value, (bool, int, float)):
+        yield repr(value)
+    elif isinstance(value, str):
+        yield from text_numbers(value)

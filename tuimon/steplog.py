@@ -104,6 +104,9 @@ PATTERN_TIMEOUT = "--pattern timed out"
 """A printed line a `--pattern` could not be matched against within its time limit
 (catastrophic backtracking, `(a|aa)+` on `aaa...!`), or not tried after the pattern gave up
 on too many lines (`tuimon.readers.reading.Guarded`): its content was not read."""
+IN_RECORD = "a row of a record"
+"""A line that is part of a record printed over several lines (a `| key | value |` row of a
+dumped table): read into that record, neither text nor skipped."""
 SKIP_REASONS = (
     NO_STEP_KEY,
     KEY_ABSENT,

@@ -130,8 +130,8 @@ def test_step_key_by_content_and_by_flag(tmp_path: Path, capsys) -> None:
     assert [s.step for s in loaded.steps][:3] == [10, 20, 30]
     assert loaded.steps[0].metrics["epoch"] == 0.02  # a float epoch is a metric
     custom = write(tmp_path / "c.jsonl", [json.dumps({"upd": i, "loss": 0.5}) for i in range(9)])
-    assert main(["compare", str(custom), str(twin(custom))]) == 2
-    assert "--step-key" in capsys.readouterr().err
+    code, out = compare(capsys, str(custom), str(twin(custom)))  # the row number is the step
+    assert code == 0 and "the row number" in out["accounts"]["a"]["notes"][0]
     code, out = compare(capsys, "--step-key", "upd", str(custom), str(twin(custom)))
     assert code == 0 and out["steps_compared"] == 9
     text = write(tmp_path / "t.log", [f"upd={i} loss={i / 3}" for i in range(9)])
@@ -156,9 +156,9 @@ def test_a_step_key_no_record_has_is_said_in_every_format(tmp_path: Path, capsys
         assert main(["compare", "--step-key", "nope", str(path), str(twin(path))]) == 2
         err = capsys.readouterr().err
         assert said in err and "Traceback" not in err and err.count("\n") == 1
-    no_step = write(tmp_path / "s.csv", ["a,b", "1,2"])
-    assert main(["compare", str(no_step), str(twin(no_step))]) == 2
-    assert "a CSV header with no step column" in capsys.readouterr().err
+    no_step = write(tmp_path / "s.csv", ["a,b", "1,2", "3,4"])  # the row number is the step
+    code, out = compare(capsys, str(no_step), str(twin(no_step)))
+    assert code == 0 and "the row number is the step" in out["accounts"]["a"]["notes"][0]
 
 
 def test_a_tuimon_log_stepped_by_another_field(tmp_path: Path, capsys) -> None:

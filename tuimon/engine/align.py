@@ -27,7 +27,7 @@ import numpy as np
 from tuimon.engine.text_judge import TextJudge
 from tuimon.readers.account import NOTE, Account
 from tuimon.readers.text import LEVEL, LEVELS_NOTE
-from tuimon.steplog import End, Header, Step, Text, jsonable
+from tuimon.steplog import CUT_TAIL, IN_RECORD, End, Header, Step, Text, jsonable
 from tuimon.store import SIDES
 
 IDENTICAL, CLOSE, DIVERGED, INCOMPLETE = "IDENTICAL", "CLOSE", "DIVERGED", "INCOMPLETE"
@@ -980,7 +980,11 @@ class PairAligner:
         the last one's step, when the side's steps are noted after its text (a live batch)."""
         account = self.accounts[side]
         account.add(record)
-        if isinstance(record, Text) and not record.text.startswith(NOTE):
+        if (
+            isinstance(record, Text)
+            and not record.text.startswith(NOTE)
+            and record.skipped not in (CUT_TAIL, IN_RECORD)  # a line that may be cut: missing
+        ):
             count, step = after if after is not None else (account.steps, self.last_step[side])
             self.text.add(side, record.text, count, step)
 
@@ -1036,10 +1040,9 @@ class PairAligner:
         if text.first is not None and (first is None or _text_first(text.first.step, first)):
             first = text.first.step
             metrics = [f"text line {text.first.line_a}"]
-        judged = verdict(t.steps_compared, t.steps_equal, t.max_divergence, self.tolerance, ok,
-                         beyond=t.beyond or text.beyond)  # fmt: skip
-        if judged == IDENTICAL and text.differ:
-            judged = CLOSE
+        judged = verdict(t.steps_compared + text.compared,
+                         t.steps_equal + text.compared - text.differ, t.max_divergence,
+                         self.tolerance, ok, beyond=t.beyond or text.beyond)  # fmt: skip
         levels = any(LEVELS_NOTE in a.notes for a in self.accounts.values())
         only = {s: sorted(self.names[s] - self.names["b" if s == "a" else "a"]) for s in SIDES}
         return Summary(
@@ -1101,8 +1104,10 @@ class PairAligner:
     def _coverage_reasons(self, ua: int, ub: int) -> list[str]:
         t = self.tally
         out = []
-        if t.steps_compared == 0:
+        if t.steps_compared == 0 and not self.text.compared:
             out.append(_NO_STEP)
+        elif t.steps_compared == 0:
+            pass  # a log of text lines: judged line by line (`TextJudge`)
         elif t.steps_without_values == t.steps_compared:
             out.append("the two logs share no metric")
         elif t.steps_without_values:

@@ -550,6 +550,8 @@ def judge(
     finally:
         gc.enable()
     empty = [(side, log) for side, log in zip(SIDES, sides, strict=True) if not log.steps]
+    if aligner.text.compared and logs.reading.step_key is None:  # text logs: lines judged
+        empty = []
     if len(empty) == 2 and logs.pair_dir is None:  # two files with no step: not logs it reads
         side, log = empty[0]
         raise CompareError(_no_steps(log, logs.reading, aligner.accounts[side]))

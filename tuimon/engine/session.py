@@ -536,7 +536,8 @@ class PairSession:
                 )
             if s.end is not None and s.end.status != "ok":
                 return False, f"run {side} ended with status {s.end.status}"
-            if not s.records:  # nothing to judge: say what the lines looked like
+            text_log = self.aligner.text.compared > 0  # a log of text: its lines were judged
+            if not s.records and not text_log:  # nothing judged: say what the lines were
                 return False, no_step_reason(side, s.texts, self._first_text.get(side))
         return True, None
 

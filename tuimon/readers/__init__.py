@@ -89,6 +89,8 @@ class Loaded:
     format: str
     records: list[Record]
     raw: list[bytes] | None = None
+    step_key: str | None = None
+    """The step key the reader found (`tuimon read`), where it names one."""
 
     @property
     def steps(self) -> list[Step]:
@@ -261,7 +263,8 @@ def _line_log(data: bytes, reading: Reading, side: str) -> Loaded:
     records = parser.feed(lines) + parser.close()  # as a live stream is read: the same rows
     if parser.tuimon:
         return Loaded("tuimon step log", records, lines if reading.as_written(side) else None)
-    return Loaded("JSON Lines" if parser.json_rows else "text", records)
+    kind = "JSON Lines" if parser.json_rows or parser.numbered else "text"
+    return Loaded(kind, records, step_key=parser.first_key)
 
 
 def no_steps(path: str | Path, reading: Reading | None = None) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 
 from tuimon.steplog import (
     CUT_TAIL,
+    IN_RECORD,
     KEY_ABSENT,
     NO_STEP_KEY,
     PATTERN_TIMEOUT,
@@ -96,6 +97,8 @@ class Account:
     def add_text(self, record: Text) -> None:
         """Count a line that is not a record: plain text, or skipped with its reason."""
         reason = record.skipped
+        if reason == IN_RECORD:  # read into the record it belongs to
+            return
         if record.text.startswith(NOTE) and len(self.notes) < 20:
             self.notes.append(record.text[len(NOTE) :])
             if reason is None:
@@ -112,8 +115,8 @@ class Account:
         else:
             self.skipped[reason] += 1
             self.first.setdefault(reason, record.text)
-            if record.text.startswith(UNJUDGED):
-                self.unjudged += 1  # its content was never read: it blocks (`why`)
+            if record.text.startswith((UNJUDGED, NOTE)):  # a line, or the rest of a file,
+                self.unjudged += 1  # whose content was never read: it blocks (`why`)
 
     def reasons(self) -> dict[str, int]:
         """Skipped records per reason (printed shapes that repeat included)."""

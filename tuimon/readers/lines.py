@@ -18,7 +18,8 @@ import orjson
 from tuimon.readers.account import NOTE
 from tuimon.readers.literal import literal_row
 from tuimon.readers.reading import NATIVE, Reading
-from tuimon.readers.rows import StreamMerger, as_number, renamed, row_step, step_key
+from tuimon.readers.rows import StreamMerger, as_int, as_number, renamed, row_step, step_key
+from tuimon.readers.table import ROW
 from tuimon.readers.text import (
     LEVEL,
     LEVELS_NOTE,
@@ -31,6 +32,7 @@ from tuimon.readers.text import (
 )
 from tuimon.steplog import (
     CUT_TAIL,
+    IN_RECORD,
     NO_STEP_KEY,
     STEP_RANGE,
     UNMATCHED_TEXT,
@@ -47,6 +49,15 @@ from tuimon.steplog import (
     why_not_step,
 )
 
+_DASHES = re.compile(r"-{8,}")
+_TABLE_ROW = re.compile(r"\|\s*(?P<key>[^|]*?[^|\s])\s*\|\s*(?P<value>[^|]*?)\s*\|")
+_TABLE_STEP = re.compile(
+    r"^(total_?timesteps|timesteps(_?so_?far|_total)?|steps|total_?steps|iterations?|iters?"
+    r"|n_?updates|nupdates|updates|epochs?|serial_timesteps)$",
+    re.IGNORECASE,
+)
+_TABLE_ORDER = ("timesteps", "steps", "iter", "updates", "epoch", "")
+"""Step-like keys of a dumped table, best first."""
 BOM = b"\xef\xbb\xbf"
 """UTF-8's byte-order mark, which Windows tools put before a file's first line: not data."""
 
@@ -104,6 +115,15 @@ class LineParser:
         self.levels = False
         """Steps of two levels (epoch, iteration) were read: said once in a note."""
         self._told_levels = False
+        self._rows = 0
+        """JSON objects without a step key numbered so far (`_numbered`)."""
+        self.first_key: str | None = None
+        """The step key of the first record read by key (what `tuimon read` shows)."""
+        self._table: dict[str, str] | None = None
+        """The rows of a dumped table being read (`_dumped`)."""
+        self._tables = 0
+        self._notes: list[str] = []
+        self._notes_told = False
 
     def parse(self, line: bytes) -> tuple[Record, bool]:
         """One line as a record, and whether it is a complete tuimon step (never merged). A
@@ -113,6 +133,8 @@ class LineParser:
         cut = not line.endswith(b"\n") and not line.rstrip().endswith(b"}")
         if isinstance(record, Step) and cut:
             return Text(f"{_cut(line, 200)} [cut short?]", CUT_TAIL), False
+        if cut and isinstance(record, Text) and record.text.strip():  # not judged as text
+            return Text(record.text, CUT_TAIL), False
         return self.reading.promote(record), complete
 
     def _parse(self, line: bytes) -> tuple[Record, bool]:
@@ -135,12 +157,16 @@ class LineParser:
                         if record is not None:
                             return self._renamed(record), kind == "step"
                     elif (step := row_step(obj, self.rename, self.key)) is not None:  # a row
+                        if not self.json_rows:
+                            self.first_key = step_key(obj, self.key)
                         self.json_rows = True
                         if suspect(step):  # an integer beyond 64 bits, read as a float?
                             step = row_step(loads_checked(stripped), self.rename, self.key) or step
                         return step, False
                     elif self.key is not None:
                         return Text(_cut(stripped), why_not_step(obj, self.key)), False
+                    elif (numbered := self._numbered(obj)) is not None:
+                        return numbered, False
             except (ValueError, RecursionError):
                 pass
             if (printed := self._printed_dict(stripped)) is not None:
@@ -154,6 +180,8 @@ class LineParser:
         """A printed line: a value of the open block, a dict inside a logger's line, a step
         by the built-in shapes or `--pattern`, else text (skipped when it looks like data)."""
         text = last_state(line.decode("utf-8", "replace"))
+        if (dumped := self._dumped(text)) is not None:
+            return dumped
         if self._block is not None:
             if line[:1] in b" \t" and (found := block_value(text)) is not None:
                 step = row_step({"step": self._block, found[0]: found[1]}, self.rename)
@@ -218,6 +246,61 @@ class LineParser:
         self._printed_dicts += 1
         return row_step(row, self.rename)
 
+    def _dumped(self, text: str) -> Record | None:
+        """A table dumped between dashed lines, a `| key | value |` row a line (the loggers
+        of OpenAI baselines, stable-baselines, rllab): one record per table, stepped by its
+        step-like key (`total/steps`, `time/total_timesteps`, `iteration`), else its number."""
+        stripped = text.strip()
+        if _DASHES.fullmatch(stripped):
+            if self._table is None:
+                self._table = {}
+                return Text(text, IN_RECORD)
+            table, self._table = self._table, None
+            return self._table_step(table) or Text(text)
+        if self._table is None:
+            return None
+        m = _TABLE_ROW.fullmatch(stripped)
+        if m is None:  # the table ended without its closing line: what it held is text
+            self._table = None
+            return None
+        self._table[m["key"]] = m["value"]
+        return Text(text, IN_RECORD)
+
+    def _table_step(self, table: dict[str, str]) -> Step | None:
+        if not table:
+            return None
+        self._tables += 1
+        steppy = [k for k in table if as_int(table[k]) is not None
+                  and _TABLE_STEP.search(k.rsplit("/", 1)[-1])]  # fmt: skip
+        steppy.sort(key=lambda k: next(i for i, w in enumerate(_TABLE_ORDER) if w in k.lower()))
+        key = step_key(table) or (steppy[0] if steppy else None)
+        if key is None:
+            key = "table" if "table" not in table else "_table"
+            table = {key: str(self._tables), **table}
+            if not self._notes_told:
+                self._notes.append("tables without a step key: the table's number is the step")
+        self.first_key = self.first_key or f"{key} (of a dumped | key | value | table)"
+        return row_step(table, self.rename, key)
+
+    @property
+    def numbered(self) -> bool:
+        """JSON objects without a step key were read, stepped by their row number."""
+        return self._rows > 0
+
+    def _numbered(self, obj: dict[str, Any]) -> Step | None:
+        """A JSON object without a step key, in a stream where no object has had one (DETR's
+        `log.txt`): its row number (1 = the first such object) is its step, said once."""
+        if self.json_rows or self.tuimon or "type" in obj:
+            return None
+        if not any(as_number(v) is not None for v in obj.values()):
+            return None
+        self._rows += 1
+        key = ROW if ROW not in obj else "_" + ROW
+        self.first_key = self.first_key or f"{key}: the row number (no step key)"
+        if not self._notes_told:
+            self._notes.append(f"JSON rows without a step key: the row number ({key}) is the step")
+        return row_step({key: self._rows, **obj}, self.rename, key)
+
     def _renamed(self, record: Record) -> Record:
         return renamed(record, self.rename) if isinstance(record, Step) else record
 
@@ -229,6 +312,9 @@ class LineParser:
             if self.levels and not self._told_levels:
                 self._told_levels = True
                 out += self._merger.feed(Text(NOTE + LEVELS_NOTE))
+            if self._notes and not self._notes_told:
+                self._notes_told = True
+                out += self._merger.feed(Text(NOTE + self._notes.pop()))
             out += self._merger.feed(record, complete=complete)
         return out
 

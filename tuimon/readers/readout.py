@@ -35,6 +35,9 @@ def _step_key(loaded_format: str, records: list[Record], path: Path, reading: Re
         return "two levels: epoch and iteration (step = epoch * 1e9 + iteration)"
     if reading.step_key:
         return f"{reading.step_key} (--step-key)"
+    rows = next((n for n in notes if "the row number" in n and "JSON rows" in n), None)
+    if rows is not None:
+        return rows
     table = next((n for n in notes if "separated table" in n), None)
     if table is not None:
         return table.split("; ", 1)[1]
@@ -100,7 +103,7 @@ def describe(path: str | Path, reading: Reading | None = None) -> dict[str, Any]
         "path": str(path),
         "format": loaded.format,
         "why": WHY.get(loaded.format, ""),
-        "step_key": _step_key(loaded.format, loaded.records, path, reading),
+        "step_key": loaded.step_key or _step_key(loaded.format, loaded.records, path, reading),
         "steps": account.steps,
         "metrics": list(metrics),
         "clocks": list(clocks),

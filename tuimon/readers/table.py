@@ -66,6 +66,8 @@ def sniff(text: str, key: str | None = None) -> tuple[str, int, list[str], str |
         cells = [c for r in fit for c in r]
         if sum(as_float(c) is not None for c in cells) < 0.5 * len(cells):
             continue
+        if key is not None and key not in names:
+            return None  # `--step-key` names no column: said as for a CSV (`csv_hint`)
         return delimiter, start, names, _step_column(names, fit, key)
     return None
 

@@ -153,17 +153,15 @@ def headline(summary: Summary) -> str:
     """One line: the verdict and where the runs part."""
     s = summary
     verdict = f"{s.verdict} (interrupted)" if s.interrupted else s.verdict
-    if s.steps_compared == 0:
+    lines = (s.text or {}).get("compared", 0)
+    if s.steps_compared == 0 and lines and text_first(s) is None:
+        text = f"{verdict}: no step records; {lines} text lines with numbers compared"
+        if s.first_divergent_step is None and s.complete:
+            text += ", all equal"
+    elif s.steps_compared == 0 and not lines:
         text = f"{verdict}: no step logged by both runs"
         if s.reason == "no step logged by both runs":
             return text
-    elif s.first_divergent_step is None and s.complete:
-        text = f"{verdict}: {s.steps_compared} steps bitwise equal"
-    elif s.first_divergent_step is None:  # no claim of equality where coverage is missing
-        text = (
-            f"{verdict}: no difference in {s.values_compared} values compared "
-            f"over {s.steps_compared} steps"
-        )
     elif text_first(s) is not None:
         first = text_first(s)
         assert first is not None
@@ -176,6 +174,13 @@ def headline(summary: Summary) -> str:
             f"{verdict}: first difference in a text line {where}: line {first['line_a']} of a "
             f"`{clean(first['text_a'], 80)}`, line {first['line_b']} of b "
             f"`{clean(first['text_b'], 80)}`"
+        )
+    elif s.first_divergent_step is None and s.complete:
+        text = f"{verdict}: {s.steps_compared} steps bitwise equal"
+    elif s.first_divergent_step is None:  # no claim of equality where coverage is missing
+        text = (
+            f"{verdict}: no difference in {s.values_compared} values compared "
+            f"over {s.steps_compared} steps"
         )
     else:
         what = names(s.first_divergent_metrics or s.first_tensors or ["digest"])
