@@ -108,3 +108,22 @@ def test_train_with_a_log_file_says_its_progress_on_stderr(
     assert err[-1].endswith("train_loss 0.5 test_acc 0.25")
     lines = (tmp_path / "run.jsonl").read_bytes().splitlines()
     assert len(lines) == 5 and parse_line(lines[1]).step == 0  # type: ignore[union-attr]
+
+
+def test_the_env_view_of_a_reference_pair_is_not_its_own_paths() -> None:
+    """Commands that differ only in each side's own file (`emb-a.npy`, `emb-b.npy`) are no
+    difference; a real one shows only the words where the commands part."""
+    from tuimon.ui.modals import EnvDiffScreen, _words_apart
+    from tuimon.ui.pair_model import EnvRow
+
+    a = "python -m tuimon train --device cpu --threads 2 --seed 0 --save-emb /s/p/emb-a.npy"
+    b = a.replace("emb-a", "emb-b")
+    screen = EnvDiffScreen([EnvRow("command", a, b, True), EnvRow("env.torch", "2", "2", False)])
+    assert not any(r.differs for r in screen.rows) and screen.show_same
+    other = b.replace("--device cpu", "--device cuda")
+    screen = EnvDiffScreen([EnvRow("command", a, other, True)])
+    assert screen.rows[0].differs
+    assert _words_apart(a, other) == (
+        "… --device cpu … --save-emb /s/p/emb-a.npy",
+        "… --device cuda … --save-emb /s/p/emb-b.npy",
+    )

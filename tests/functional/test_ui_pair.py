@@ -20,6 +20,7 @@ from tuimon.store import PairWriter
 from tuimon.ui.app import TuimonApp, terminate_leftovers
 from tuimon.ui.chart import LossChart
 from tuimon.ui.commands import ScreenActions
+from tuimon.ui.divergence import DivergencePanel
 from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen
 from tuimon.ui.pair_model import env_rows
 from tuimon.ui.pair_screen import PairScreen
@@ -225,6 +226,8 @@ async def test_live_pair_is_saved_and_says_where(tmp_path: Path) -> None:
             assert f"! warning on stderr {side}" in lines
         await pilot.press("o")
         assert app.clipboard == str(saved)
+        note = screen.query_one(DivergencePanel).notes[-1]  # issue 31: it showed a literal ^J
+        assert note == f"pair folder: {saved.resolve()} (copied to the clipboard)", note
         await pilot.press("e")
         assert isinstance(app.screen, EnvDiffScreen)
         await pilot.press("escape")

@@ -127,7 +127,8 @@ class DivergencePanel(Vertical):
         toast would cover pane B's rows on a narrow terminal)."""
         if self._note_timer is not None:
             self._note_timer.stop()
-        line = " · ".join(part for part in clean(message, None).splitlines() if part.strip())
+        # lines joined first, then each cleaned (cleaned first, a newline showed as a literal ^J)
+        line = " · ".join(clean(part, None) for part in message.splitlines() if part.strip())
         widget = self.query_one("#message", Static)
         show_text(widget, Text(line, no_wrap=True, overflow="ellipsis"))
         widget.set_class(severity == "error", "note-error")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -56,6 +59,42 @@ def _cell(value: Any) -> str:
     return clean(value if isinstance(value, str) else repr(value), 200)
 
 
+_SIDE = re.compile(r"(?<=[-_/.])a(?=[-_.])|^a(?=[-_.])")
+
+
+def _own_paths(a: Any, b: Any) -> bool:
+    """Two command lines that differ only in each side's own file (`--save-emb .../emb-a.npy`
+    against `.../emb-b.npy`): no difference between the runs (two log paths alone still are)."""
+    if not (isinstance(a, str) and isinstance(b, str)):
+        return False
+    wa, wb = a.split(" "), b.split(" ")
+    return 1 < len(wa) == len(wb) and all(
+        x == y or (("/" in x + y or "." in x + y) and _SIDE.sub("b", x) == y)
+        for x, y in zip(wa, wb, strict=True)
+    )
+
+
+def _words_apart(a: Any, b: Any) -> tuple[Any, Any]:
+    """Two differing command lines (or other long texts of words) as only the words where
+    they part, with the word before each (its flag) and "…" for what they share: a reference
+    pair's commands differ in `--save-emb .../emb-a.npy` alone, which a full line hid."""
+    if not (isinstance(a, str) and isinstance(b, str)) or len(a) + len(b) < 80:
+        return a, b
+    wa, wb = a.split(" "), b.split(" ")
+    shown: tuple[list[str], list[str]] = ([], [])
+    matcher = difflib.SequenceMatcher(a=wa, b=wb, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            for out in shown:
+                out.append("…")
+            continue
+        for out, words, start, end in ((shown[0], wa, i1, i2), (shown[1], wb, j1, j2)):
+            if start > 0 and out and out[-1] == "…":
+                out.append(words[start - 1])  # the flag the changed value belongs to
+            out.extend(words[start:end])
+    return " ".join(shown[0]), " ".join(shown[1])
+
+
 class EnvDiffScreen(ModalScreen[None]):
     """The two runs' fingerprints key by key: differing keys first and marked, the rest dimmed."""
 
@@ -66,9 +105,12 @@ class EnvDiffScreen(ModalScreen[None]):
 
     def __init__(self, rows: list[EnvRow], *, note: str = "") -> None:
         super().__init__(classes="env-diff")
-        self.rows = rows
+        self.rows = [
+            dataclasses.replace(r, differs=False) if r.differs and _own_paths(r.a, r.b) else r
+            for r in rows
+        ]
         self.note = note
-        self.show_same = not any(r.differs for r in rows)
+        self.show_same = not any(r.differs for r in self.rows)
         """Identical keys shown (dimmed); at first only when no key differs."""
 
     def compose(self) -> ComposeResult:
@@ -95,10 +137,11 @@ class EnvDiffScreen(ModalScreen[None]):
             if not row.differs and not self.show_same:
                 continue
             style = warn if row.differs else dim
+            a, b = _words_apart(row.a, row.b) if row.differs else (row.a, row.b)
             table.add_row(
                 Text(("≠ " if row.differs else "  ") + clean(row.key), style=style),
-                Text(_cell(row.a), style=style),
-                Text(_cell(row.b), style=style),
+                Text(_cell(a), style=style),
+                Text(_cell(b), style=style),
                 key=row.key,
             )
         same = len(self.rows) - len(differ)

@@ -93,7 +93,7 @@ class ViewKeys:
         path = path.resolve()
         self.app.copy_to_clipboard(str(path))
         self.notify(
-            f"{clean(path, None)}\n(copied to the clipboard)",
+            f"{clean(path, None)} (copied to the clipboard)",  # one line: the bottom line
             title="pair folder",
             markup=False,
             timeout=4,
