@@ -156,7 +156,7 @@ def test_a_step_key_no_record_has_is_said_in_every_format(tmp_path: Path, capsys
         assert main(["compare", "--step-key", "nope", str(path), str(twin(path))]) == 2
         err = capsys.readouterr().err
         assert said in err and "Traceback" not in err and err.count("\n") == 1
-    no_step = write(tmp_path / "s.csv", ["a,b", "1,2", "1,4"])  # the row number is the step
+    no_step = write(tmp_path / "s.csv", ["a,b", "1,2.5", "1,4.5"])  # the row number: the step
     code, out = compare(capsys, str(no_step), str(twin(no_step)))
     assert code == 0 and "the row number is the step" in out["accounts"]["a"]["notes"][0]
 
