@@ -138,6 +138,8 @@ class EnvDiffScreen(ModalScreen[None]):
                 continue
             style = warn if row.differs else dim
             a, b = _words_apart(row.a, row.b) if row.differs else (row.a, row.b)
+            if not row.differs and a != b:  # the same command but each side's own file
+                b = "the same, with its own files"
             table.add_row(
                 Text(("≠ " if row.differs else "  ") + clean(row.key), style=style),
                 Text(_cell(a), style=style),
