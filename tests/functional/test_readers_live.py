@@ -93,6 +93,43 @@ CASES: dict[str, tuple[bytes, bytes]] = {
         lines([LOGGER + repr({"loss": 0.5 + i, "epoch": i / 9}) for i in range(9)]),
         lines([LOGGER + repr({"loss": 0.5 + i + (i == 6), "epoch": i / 9}) for i in range(9)]),
     ),
+    "a printed table": (
+        lines(
+            ["epoch     train_loss  valid_loss  time"]
+            + [f"{i:<10}{1 / (i + 1):<12.6f}{2 / (i + 1):<12.6f}00:{i:02d}" for i in range(6)]
+        ),
+        lines(
+            ["epoch     train_loss  valid_loss  time"]
+            + [
+                f"{i:<10}{1 / (i + 1) + (i == 4):<12.6f}{2 / (i + 1):<12.6f}00:{i + 1:02d}"
+                for i in range(6)
+            ]
+        ),
+    ),
+    "two-level steps and an evaluation line": (
+        lines(
+            [
+                f"Epoch [{e}][{i}/30]  lr: 0.01, time: 0.5, loss: {1 / (e + i):.4f}"
+                for e in (1, 2)
+                for i in (10, 20, 30)
+            ]
+            + ["Epoch(val) [2][30]  mAP: 0.4510"]
+        ),
+        lines(
+            [
+                f"Epoch [{e}][{i}/30]  lr: 0.01, time: 0.7, loss: {1 / (e + i):.4f}"
+                for e in (1, 2)
+                for i in (10, 20, 30)
+            ]
+            + ["Epoch(val) [2][30]  mAP: 0.4511"]
+        ),
+    ),
+    "JSON rows without a step key": (
+        lines([json.dumps({"train_loss": 1 / (i + 1), "ap": [0.1, 0.2]}) for i in range(6)]),
+        lines(
+            [json.dumps({"train_loss": 1 / (i + 1), "ap": [0.1, 0.2 + (i == 3)]}) for i in range(6)]
+        ),
+    ),
     "an OLMo block": (
         lines([f"[step={s}/90]" for s in range(3)] + ["[step=3/90]", "    loss=2.5"]),
         lines([f"[step={s}/90]" for s in range(3)] + ["[step=3/90]", "    loss=2.6"]),

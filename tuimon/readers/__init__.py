@@ -35,7 +35,6 @@ from tuimon.readers.lines import BOM, LineParser, load_document
 from tuimon.readers.per_metric import is_sacred, mlflow_metrics, read_mlflow, read_sacred
 from tuimon.readers.reading import Reading, parse_map
 from tuimon.readers.rows import renamed, step_key
-from tuimon.readers.table import read_table
 from tuimon.readers.tabular import csv_columns, read_csv
 from tuimon.readers.tensorboard import MissingExtra, event_dirs, read_events
 from tuimon.readers.text import PatternError
@@ -254,16 +253,13 @@ def _line_log(data: bytes, reading: Reading, side: str) -> Loaded:
     if csv_columns(first.strip(), reading.step_key):
         records = read_csv(data.decode("utf-8", "replace"), reading.step_key)
         return _as_asked(Loaded("CSV", records), reading, side)
-    if first[:1] not in ("{", "[") and (
-        table := read_table(data.decode("utf-8", "replace"), reading.step_key)
-    ):
-        return _as_asked(Loaded("table", table), reading, side)
     lines = _lines(data)
     parser = LineParser(reading, side)
     records = parser.feed(lines) + parser.close()  # as a live stream is read: the same rows
     if parser.tuimon:
         return Loaded("tuimon step log", records, lines if reading.as_written(side) else None)
     kind = "JSON Lines" if parser.json_rows or parser.numbered else "text"
+    kind = "table" if parser.tables.step is not None and kind == "text" else kind
     return Loaded(kind, records, step_key=parser.first_key)
 
 

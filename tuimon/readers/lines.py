@@ -19,7 +19,7 @@ from tuimon.readers.account import NOTE
 from tuimon.readers.literal import literal_row
 from tuimon.readers.reading import NATIVE, Reading
 from tuimon.readers.rows import StreamMerger, as_int, as_number, renamed, row_step, step_key
-from tuimon.readers.table import ROW
+from tuimon.readers.table import ROW, TableRows
 from tuimon.readers.text import (
     LEVEL,
     LEVELS_NOTE,
@@ -117,6 +117,8 @@ class LineParser:
         self._told_levels = False
         self._rows = 0
         """JSON objects without a step key numbered so far (`_numbered`)."""
+        self.tables = TableRows(self.key)
+        """Tables of numbers under a header of names (`tuimon.readers.table`)."""
         self.first_key: str | None = None
         """The step key of the first record read by key (what `tuimon read` shows)."""
         self._table: dict[str, str] | None = None
@@ -182,6 +184,13 @@ class LineParser:
         text = last_state(line.decode("utf-8", "replace"))
         if (dumped := self._dumped(text)) is not None:
             return dumped
+        if not self.patterns and (row := self.tables.feed(text)) is not None:
+            if self.tables.note and not self._notes_told:
+                self._notes.append(self.tables.note)
+            self.first_key = self.first_key or self.tables.note
+            step = row_step(row, self.rename, self.tables.step)
+            if step is not None:
+                return step
         if self._block is not None:
             if line[:1] in b" \t" and (found := block_value(text)) is not None:
                 step = row_step({"step": self._block, found[0]: found[1]}, self.rename)

@@ -17,7 +17,7 @@ WHY = {
     "JSON document": "one JSON value holding rows or per-metric arrays",
     "trainer_state.json": "a JSON document with a log_history list",
     "CSV": "a header line with a step column, comma-separated",
-    "table": "a header of names over rows of numbers (delimiter and step column by content)",
+    "table": "a header of names over rows of numbers (delimiter by content, step column by name)",
     "tensorboard": "TensorBoard event records",
     "MLflow run": "a folder whose metrics/ holds a file per metric: timestamp value step",
     "sacred metrics.json": "one object per metric with steps, values and timestamps lists",
