@@ -262,7 +262,7 @@ def test_compare_logs_and_pair_dir(tmp_path, capsys):
     assert result(capsys)["first_divergent_step"] == 4
     assert main(["compare", str(d)]) == 1
     assert "first divergent step 4" in capsys.readouterr().out
-    assert main(["compare", str(d / "a.jsonl"), str(d / "a.jsonl")]) == 0
+    assert main(["compare", str(d / "a.jsonl"), str(twin(d / "a.jsonl"))]) == 0
     capsys.readouterr()
     assert main(["compare", str(d / "a.jsonl"), str(d / "b.jsonl"), "--save",
                  "--store", str(tmp_path / "saved")]) == 1  # fmt: skip
