@@ -576,12 +576,11 @@ def first_lines(
 ) -> dict[str, int | None] | None:
     """The line of each log where the runs part first (a text line or a step record), so a
     user opens both files there; None without a divergence."""
-    if summary.first_divergent_step is None:
-        return None
     first = aligner.text.first
-    by_text = bool(summary.first_divergent_metrics) and summary.first_divergent_metrics[
-        0
-    ].startswith("text line")
+    metrics = summary.first_divergent_metrics
+    by_text = bool(metrics) and metrics[0].startswith("text line")
+    if summary.first_divergent_step is None and not by_text:
+        return None
     where: dict[str, int | None] = {}
     for side in SIDES:
         path = getattr(logs, side)

@@ -365,8 +365,10 @@ def streamable(head: bytes) -> bool:
         return False
     body = head.lstrip()
     first = body.split(b"\n", 1)[0].strip()
-    if body[:1] == b"[" or (body[:1] == b"{" and not first.endswith(b"}")):
-        return False
+    if (body[:1] == b"[" and _DOCUMENT.match(body)) or (
+        body[:1] == b"{" and not first.endswith(b"}")
+    ):
+        return False  # a JSON document (a `[11/19 08:55:03] INFO` line is not one)
     return csv_columns(first.decode("utf-8", "replace")) is None
 
 

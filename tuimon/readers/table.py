@@ -79,7 +79,8 @@ class TableRows:
     def _fits(cells: list[str], names: list[str]) -> bool:
         if len(cells) != len(names):
             return False
-        return sum(as_float(c) is not None for c in cells) * 2 >= len(cells)
+        filled = [c for c in cells if c]  # an empty cell: a metric not logged in this row
+        return bool(filled) and sum(as_float(c) is not None for c in filled) * 2 >= len(filled)
 
     def _header_of(self, text: str) -> tuple[str, list[str]] | None:
         for delimiter in (",", "\t", " "):
