@@ -299,3 +299,11 @@ def test_a_step_named_after_its_values(tmp_path: Path, capsys) -> None:
     code, out = compare(capsys, str(a), str(log(tmp_path / "b.log", bump=True)))
     assert code == 1 and out["first_divergent_step"] == 1030
     assert out["first_divergent_lines"] == {"a": 31, "b": 31}
+
+
+def test_a_cut_document_is_incomplete_however_little_is_missing(tmp_path: Path, capsys) -> None:
+    a = _sacred(tmp_path / "metrics.json")
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(a.read_bytes()[: a.stat().st_size * 6 // 10])
+    code, out = compare(capsys, str(a), str(cut))
+    assert code == 3 and "cut short" in out["reason"]

@@ -151,7 +151,7 @@ class Account:
         if self.unjudged and UNREADABLE not in skipped:
             skipped[UNREADABLE] = self.unjudged
         total = sum(skipped.values())
-        if not total or total <= LIMIT * (self.steps + total):
+        if not total or (total <= LIMIT * (self.steps + total) and not self.unjudged):
             return None
         reason = max(skipped, key=lambda name: skipped[name])
         example = _shown(self.examples().get(reason, ""), 60)
