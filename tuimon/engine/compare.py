@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
-from itertools import chain, compress
+from itertools import chain, compress, islice
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -100,6 +100,14 @@ class SideLog:
     """A tuimon step log read as written, its lines straight from the file."""
     plain_key: str | None = None
     """The step key of plain JSON Lines, read block by block (`_plain_key`)."""
+    segments: list[tuple[int, int, int, int, int]] | None = field(default_factory=list)
+    """Blocks of lines whose every line is at most one record (line, byte offset, lines,
+    lowest and highest step), so `first_lines` finds a step's line without parsing the
+    whole log again; None when a line may have been cut between blocks."""
+    line: int = 0
+    """Lines read so far (raw blocks)."""
+    byte: int = 0
+    """Bytes read so far (raw blocks)."""
 
     @property
     def tuimon(self) -> bool:
@@ -219,12 +227,14 @@ class _BlockReader:
         """Plain JSON Lines that are not uniform are read as a live pair reads them."""
         self.last = -(2**63) - 1
         """The highest step read so far (plain JSON Lines)."""
+        self.whole = False
+        """The last block of plain JSON Lines was read into columns whole (`_plain`)."""
 
     def block(self, lines: Block) -> Columns | None:
         """The steps of a block of lines (or records) as columns (None when it holds no
         step)."""
         if isinstance(lines, _PlainBlock):
-            return self._plain(lines)
+            return self._placed(lines, self._plain(lines), self.log.plain_key)
         if isinstance(lines, _CsvBlock):
             return self._table(lines.table, lines.start, lines.stop)
         if isinstance(lines, _RecordBlock):
@@ -233,12 +243,31 @@ class _BlockReader:
             return self._slow(lines)
         if self.keep:
             self.log.lines += lines
+        if self.log.line == 0 and lines and not lines[0].endswith(b"\n"):
+            self.log.segments = None  # a first line longer than `_line_source` reads at once
         if max(map(len, lines), default=0) > MAX_LINE:  # skipped as a live pair skips it
-            return self._slow([parse_line(line) for line in lines if line.strip()])
-        try:
-            return self._rows(list(map(orjson.loads, lines)))
-        except (orjson.JSONDecodeError, _Suspect):  # text lines, NaN tokens, huge numbers
-            return self._slow([parse_line(line) for line in lines if line.strip()])
+            cols = self._slow([parse_line(line) for line in lines if line.strip()])
+        else:
+            try:
+                cols = self._rows(list(map(orjson.loads, lines)))
+            except (orjson.JSONDecodeError, _Suspect):  # text lines, NaN tokens, huge numbers
+                cols = self._slow([parse_line(line) for line in lines if line.strip()])
+        return self._placed(lines, cols, "step")
+
+    def _placed(self, lines: list[bytes], cols: Columns | None, key: str | None) -> Columns | None:
+        """Note where a block of lines lies in its file and the steps it gave (`segments`),
+        when each of its lines is one record of its own (a step log's lines, a block of plain
+        JSON Lines read into columns whole)."""
+        line, byte = self.log.line, self.log.byte
+        self.log.line += len(lines)
+        self.log.byte += sum(map(len, lines))
+        if cols is None or not len(cols.steps) or self.log.segments is None:
+            return cols
+        if key != "step" and not self.whole:
+            return cols  # plain JSON Lines read by the parser: a record may span blocks
+        steps = cols.steps
+        self.log.segments.append((line, byte, len(lines), int(steps.min()), int(steps.max())))
+        return cols
 
     def _rows(self, rows: list[Any]) -> Columns | None:
         """Parsed rows: the step rows that share their keys column-wise, the rest as records.
@@ -287,9 +316,11 @@ class _BlockReader:
                 fast = self._plain_columns(list(map(orjson.loads, lines)))
             except (orjson.JSONDecodeError, _Suspect, KeyError, TypeError):
                 fast = None
+        self.whole = False
         if fast is None:
             return self._records_of(self.parser.feed(lines))
         held = self._records_of(self.parser.close())
+        self.whole = held is None
         return fast() if held is None else Columns.concat([held, fast()])
 
     def _plain_columns(self, rows: list[Any]) -> Callable[[], Columns] | None:
@@ -456,8 +487,8 @@ def _numbers(col: list[Any]) -> np.ndarray | None:
     kinds = set(map(type, col))
     if not kinds <= _NUMBERS:
         return None
-    if kinds != _FLOATS and any(type(v) is int and not -(2**63) <= v < 2**63 for v in col):
-        raise _Suspect
+    if kinds != _FLOATS and any(type(v) is int and not -(2**53) < v < 2**53 for v in col):
+        raise _Suspect  # an integer a float64 may round: judged exactly, record by record
     arr = np.array(col, dtype=np.float64)
     if len(arr) and float(np.abs(arr).max()) >= HUGE:
         raise _Suspect
@@ -567,30 +598,71 @@ def judge(
         nothing = (no_step_reason(side, log.texts, log.first_text) for side, log in empty)
         reason = "; ".join(filter(None, (reason, *nothing)))
     summary = aligner.summary(complete=reason is None, reason=reason, interrupted=interrupted)
-    summary.first_divergent_lines = first_lines(logs, aligner, summary)
+    summary.first_divergent_lines = first_lines(logs, aligner, summary, sides)
     return Judged(summary, aligned, _doc(logs, sides, summary, whole=keep), sides)
 
 
 def first_lines(
-    logs: SavedLogs, aligner: PairAligner, summary: Summary
+    logs: SavedLogs,
+    aligner: PairAligner,
+    summary: Summary,
+    sides: tuple[SideLog, SideLog] | None = None,
 ) -> dict[str, int | None] | None:
     """The line of each log where the runs part first (a text line or a step record), so a
-    user opens both files there; None without a divergence."""
+    user opens both files there; None without a divergence. `sides`: the logs as `compare`
+    streamed them (a step's line found in the block that held it)."""
     first = aligner.text.first
     metrics = summary.first_divergent_metrics
     by_text = bool(metrics) and metrics[0].startswith("text line")
     if summary.first_divergent_step is None and not by_text:
         return None
     where: dict[str, int | None] = {}
-    for side in SIDES:
+    for i, side in enumerate(SIDES):
         path = getattr(logs, side)
+        log = sides[i] if sides is not None else None
         if by_text and first is not None:
             index = first.line_a if side == "a" else first.line_b
             where[side] = locate(path, logs.reading, side, text=index)
         else:
             key = aligner.tally.first_divergent or (summary.first_divergent_step, 0)
-            where[side] = locate(path, logs.reading, side, step=key[0], occurrence=key[1])
+            found = _located(log, key) if log is not None else None
+            if found is None:
+                found = locate(path, logs.reading, side, step=key[0], occurrence=key[1])
+            where[side] = found
     return where
+
+
+def _located(log: SideLog, key: tuple[int, int]) -> int | None:
+    """The line of a step's record in a log streamed as lines (`SideLog.segments`): only the
+    block that holds it is read again. None when not known so (`locate` reads the log)."""
+    step, occurrence = key
+    if occurrence or not log.segments or not (log.native or log.plain_key):
+        return None
+    name = "step" if log.native else log.plain_key
+    try:
+        with open(log.path, "rb") as fh:
+            for line, byte, count, low, high in log.segments:
+                if not low <= step <= high:
+                    continue
+                fh.seek(byte)
+                for number, text in enumerate(islice(fh, count), line + 1):
+                    try:
+                        row = orjson.loads(text)
+                    except orjson.JSONDecodeError:
+                        record = parse_line(text) if log.native and text.strip() else None
+                        if isinstance(record, Step) and record.step == step:
+                            return number
+                        continue
+                    if (
+                        type(row) is dict
+                        and (not log.native or row.get("type") == "step")
+                        and type(row.get(name)) is int
+                        and row[name] == step
+                    ):
+                        return number
+    except OSError:
+        return None
+    return None
 
 
 def _by_records(
