@@ -221,8 +221,8 @@ for step in range(300):
 
 
 def golden_recipe() -> list[str]:
-    """The shell lines of the README's golden-log recipe, comments dropped."""
-    text = (ROOT / "README.md").read_text()
+    """The shell lines of the golden-log recipe (docs/retrain-check.md), comments dropped."""
+    text = (ROOT / "docs" / "retrain-check.md").read_text()
     start = text.index("**Golden logs in CI.**")
     block = re.search(r"```sh\n(.*?)```", text[start:], re.S)
     assert block is not None

@@ -1,4 +1,4 @@
-"""Issue 31, item 8: what a new user met first (each fixed, or the README says what happens)."""
+"""Issue 31, item 8: what a new user met first (each fixed, or the docs say what happens)."""
 
 from __future__ import annotations
 
@@ -31,18 +31,18 @@ def test_a_mistyped_pair_is_not_called_a_missing_sweep(
     assert "no such pair directory, nor a sweep of that id" in err, err
 
 
-def test_explains_advice_names_a_readme_section_and_the_optimizer() -> None:
+def test_explains_advice_names_a_docs_section_and_the_optimizer() -> None:
     import re
 
     from tuimon.engine.explain import NO_HELPER
 
-    section = re.search(r"README, '(.+)'\)", NO_HELPER)
+    section = re.search(r"(docs/[\w-]+\.md), '(.+)'\)", NO_HELPER)
     assert section is not None, NO_HELPER
-    readme = (TESTS.parent / "README.md").read_text()
-    headings = {h.strip() for h in re.findall(r"^#+ (.+)$", readme, re.MULTILINE)}
-    assert section[1] in headings
+    page = (TESTS.parent / section[1]).read_text()
+    headings = {h.strip() for h in re.findall(r"^#+ (.+)$", page, re.MULTILINE)}
+    assert section[2] in headings
     assert "trace_step(step, model, optimizer)" in NO_HELPER
-    assert "trace_step(step, model, optimizer)" in readme
+    assert "trace_step(step, model, optimizer)" in page
 
 
 @pytest.mark.parametrize(

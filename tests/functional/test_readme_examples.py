@@ -1,4 +1,6 @@
-"""The worked examples of README's "Use with your script", run as they are written."""
+"""The examples of README.md and of every page of docs/, run or parsed as they are written: the
+scripts of docs/your-script.md run as pairs, every `tuimon ...` line of a shell block parses, the
+ones that name sample_logs/ run."""
 
 from __future__ import annotations
 
@@ -16,12 +18,17 @@ from tuimon.readers import LineParser, Reading
 from tuimon.steplog import Step
 
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+
+
+def pages() -> list[Path]:
+    """The README and every page of the documentation site."""
+    return [README, *sorted(DOCS.glob("*.md"))]
 
 
 def section() -> str:
-    text = README.read_text()
-    start = text.index("## Use with your script")
-    return text[start : text.index("\n## ", start + 1)]
+    """The page "Use with your script" (its examples run below)."""
+    return (DOCS / "your-script.md").read_text()
 
 
 def python_blocks() -> list[str]:
@@ -64,7 +71,7 @@ def test_the_pattern_example_and_the_printed_shapes() -> None:
     parser = LineParser(Reading(patterns=(pattern,)))
     (step,) = parser.feed([b"it 3 | L=0.5\n"]) + parser.close()
     assert step == Step(3, {"loss": 0.5})
-    block = text[text.index("**Printed text works too.**") :].split("```")[1]
+    block = text[text.index("## Printed text") :].split("```")[1]
     shapes = [s.strip() for line in block.splitlines() for s in re.split(r"\s{3,}", line)]
     shapes = [s for s in shapes if s]
     assert len(shapes) == 6
@@ -74,16 +81,17 @@ def test_the_pattern_example_and_the_printed_shapes() -> None:
         assert len(got) == 1 and isinstance(got[0], Step), shape
 
 
-# --- every command example of the README -----------------------------------------------------
+# --- every command example of the README and the docs -----------------------------------------
 
 REPO = README.parent
 
 
 def command_examples() -> list[str]:
-    """Every `tuimon ...` line of the README's shell blocks (continuations joined, comments,
-    `[optional]` groups and `...` left out): what a user would paste."""
+    """Every `tuimon ...` line of the shell blocks of README.md and docs/*.md (continuations
+    joined, comments, `[optional]` groups and `...` left out): what a user would paste."""
     out = []
-    for lang, body in re.findall(r"```(\w*)\n(.*?)```", README.read_text(), re.S):
+    text = "\n".join(page.read_text() for page in pages())
+    for lang, body in re.findall(r"```(\w*)\n(.*?)```", text, re.S):
         if lang not in ("", "sh", "bash", "console", "shell"):
             continue
         for line in body.replace("\\\n", " ").splitlines():
@@ -96,10 +104,11 @@ def command_examples() -> list[str]:
     return out
 
 
-def test_the_readme_has_its_command_examples() -> None:
+def test_the_readme_and_docs_have_their_command_examples() -> None:
     examples = command_examples()
     assert len(examples) >= 25
     assert any(e.startswith("tuimon replay sample_logs/") for e in examples)
+    assert "tuimon pair --seed 0 --devices cpu,cpu --headless" in examples  # the CPU quick start
 
 
 @pytest.mark.parametrize("example", command_examples())

@@ -344,7 +344,7 @@ def test_headless_replay_into_a_pipe_is_not_paced(monkeypatch, capsys, extra, sp
     assert seen == [speed]
 
 
-# -- --help is the source, the README holds every option ------------------------------------
+# -- --help is the source, the README and the docs hold every option ------------------------
 
 
 def subparsers() -> dict[str, argparse.ArgumentParser]:
@@ -353,8 +353,9 @@ def subparsers() -> dict[str, argparse.ArgumentParser]:
     return dict(action.choices)
 
 
-def test_every_option_of_every_subcommand_is_in_the_readme():
-    readme = (ROOT / "README.md").read_text()
+def test_every_option_of_every_subcommand_is_in_the_readme_or_docs():
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    readme = "\n".join(page.read_text() for page in pages)
     missing = []
     for name, sub in subparsers().items():
         for action in sub._actions:
@@ -363,7 +364,7 @@ def test_every_option_of_every_subcommand_is_in_the_readme():
                     continue
                 if not re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", readme):
                     missing.append(f"{name} {option}")
-    assert not missing, f"not in README.md: {missing}"
+    assert not missing, f"not in README.md nor docs/*.md: {missing}"
 
 
 def test_help_describes_each_subcommand_and_every_substitution():

@@ -218,7 +218,7 @@ def test_a_run_that_printed_no_step_says_what_it_printed(tmp_path: Path, capsys)
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["verdict"] == INCOMPLETE
     assert "printed 2 lines, none read as a step; first: `hello`" in out["reason"]
-    assert "Use with your script" in out["reason"]
+    assert "docs/your-script.md" in out["reason"]
 
 
 @settings(max_examples=60, deadline=None)

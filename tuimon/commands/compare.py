@@ -31,7 +31,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         description="Compare two logs or one saved pair directory. A log is read by its "
         "content: a tuimon step log, JSON Lines with a step key, a JSON metrics document or "
         "trainer_state.json, a CSV with a step column (Lightning), TensorBoard events "
-        "(a file or a run directory), or printed text (see README: Use with your script).",
+        "(a file or a run directory), or printed text (see docs/reading-logs.md).",
         epilog="exit codes: 0 IDENTICAL or CLOSE, 1 DIVERGED, 3 INCOMPLETE, 2 bad usage",
     )
     p.add_argument("logs", nargs="+", metavar="LOG", help="two log files, or one pair directory")

@@ -28,7 +28,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         "--layout",
         choices=("auto", "d_model-first", "residues-first"),
         default="auto",
-        help="which axis holds d_model (default auto: see README)",
+        help="which axis holds d_model (default auto: see docs/explain-emb-check-spread-plot.md)",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(handler=run, help_prog=p.prog)

@@ -18,7 +18,8 @@ def add(sub: argparse._SubParsersAction) -> None:
         "yes (y/N on a terminal, or --yes). exit codes: 0 an op named (or the reruns did not "
         "diverge), 3 it could not trace, 2 bad usage, an unreadable pair or no yes. Your own "
         "script needs `with tuimon.tracing.trace_step(step, model, optimizer):` around each "
-        "step (README, 'tuimon explain: the op where two runs part').",
+        "step (docs/explain-emb-check-spread-plot.md, "
+        "'`tuimon explain`: the op where two runs part').",
     )
     p.add_argument("pair", metavar="PAIR", help="a saved pair directory")
     p.add_argument("--repeats", type=int64, default=3, help="traced reruns (default 3)")

@@ -38,7 +38,7 @@ PRECEDENCE = (
     "one shared value and both sides logged the same steps; then IDENTICAL when bitwise equal, "
     "else CLOSE"
 )
-"""The verdict rule, the same for headless, the TUI, pair.json, the browser and the README."""
+"""The verdict rule, the same for headless, the TUI, pair.json, the browser and the docs."""
 _FIRST_UNREADABLE = 5
 _NO_STEP = "no step logged by both runs"
 
@@ -1141,13 +1141,13 @@ def exit_code(summary: Summary) -> int:
 
 def no_step_reason(side: str, lines: int, first: str | None) -> str:
     """Why a run gave nothing to judge: how many lines it printed and what the first looked
-    like (escaped), and where the README says how to log steps."""
+    like (escaped), and where the docs say how to log steps."""
     if not lines:
         return f"run {side} printed no line"
     shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in (first or "")[:80])
     return (
         f"run {side} printed {lines} lines, none read as a step; "
-        f"first: `{shown}` (README: Use with your script)"
+        f"first: `{shown}` (see docs/your-script.md)"
     )
 
 

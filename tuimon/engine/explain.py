@@ -55,8 +55,8 @@ DEFAULT_TIMEOUT = 900.0
 """Seconds one traced rerun (both sides) may take."""
 NO_HELPER = (
     "the training script does not honour trace requests: wrap each step in "
-    "`with tuimon.tracing.trace_step(step, model, optimizer):` (README, '`tuimon explain`: "
-    "the op where two runs part')"
+    "`with tuimon.tracing.trace_step(step, model, optimizer):` "
+    "(docs/explain-emb-check-spread-plot.md, '`tuimon explain`: the op where two runs part')"
 )
 
 DOCS = "torch.use_deterministic_algorithms docs (PyTorch 2.x)"

@@ -66,7 +66,7 @@ FORMATS_TRIED = (
     "trainer_state.json, sacred metrics.json), CSV or a table of numbers, TensorBoard events, "
     "an MLflow run folder, printed text"
 )
-HELP = 'see README "Use with your script"; --pattern REGEX reads other printed lines'
+HELP = "see docs/reading-logs.md; --pattern REGEX reads other printed lines"
 
 
 class ReaderError(Exception):

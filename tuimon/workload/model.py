@@ -67,7 +67,8 @@ class Transformer(nn.Module):
         # "view" keeps d_model outermost as the published code does (W_E[:, x] permuted as a
         # view); "contiguous" copies it to (batch, pos, d_model), and then the backward of the
         # gather adds rows of samples into W_E's columns, which is not deterministic on CPU
-        # with more than one thread (see DESIGN.md and README "gather layout").
+        # with more than one thread (see DESIGN.md, and docs/workload-and-digests.md "Against
+        # the published code").
         embedded = self.W_E[:, x].permute(1, 2, 0)
         if self.gather == "contiguous":
             embedded = embedded.contiguous()
