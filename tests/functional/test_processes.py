@@ -114,7 +114,7 @@ def test_signal_to_the_tui_stops_both_runs_saves_and_restores_the_terminal(tmp_p
         wait_until(lambda: len(raw_lines(store, "b")) > 5 and catches(proc.pid, signal.SIGTERM))
         if sig == "hang-up":  # the terminal goes away (a closed window, a dropped ssh)
             os.close(master)
-            assert proc.wait(timeout=60) == 3  # INCOMPLETE, as headless (README, "Exit codes")
+            assert proc.wait(timeout=60) == 3  # INCOMPLETE, as headless (docs, "Exit codes")
         else:
             proc.send_signal(sig)
             assert proc.wait(timeout=60) == 3

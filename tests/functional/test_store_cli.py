@@ -1,5 +1,5 @@
 """The store and the command line hold up: saves that fail say so, hostile pair directories,
-running pairs, values that cannot be stored, substitution, the README as the reference."""
+running pairs, values that cannot be stored, substitution, the README and docs/ as the reference."""
 
 from __future__ import annotations
 

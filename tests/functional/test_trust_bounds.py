@@ -1,4 +1,4 @@
-"""Hostile input, bounded (README "What tuimon survives"): compression bombs, length fields and
+"""Hostile input, bounded (docs/survival-and-trust.md): compression bombs, length fields and
 .npy headers that claim more than exists, an internal error. Each ends in one line and exit 2,
 never 0 or 1, and within a memory ceiling measured on the child (`ru_maxrss`). The bombs are
 made on the fly (concatenated gzip members / xz streams of one compressed block), never kept."""

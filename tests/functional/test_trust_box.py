@@ -1,4 +1,4 @@
-"""A pair is a closed box (README "A saved pair is data"): `sweep --attach` of a planted record
+"""A pair is a closed box (docs/survival-and-trust.md): `sweep --attach` of a planted record
 never writes through a link out of the store nor rewrites a saved pair's pair.json, and a
 `replay` never opens the arrays a log's end record names outside the pair directory."""
 

@@ -1,4 +1,4 @@
-"""Exit codes mean the same everywhere (README, "Exit codes"): the verdict's 0/1/3, 2 for bad
+"""Exit codes mean the same everywhere (docs/survival-and-trust.md): the verdict's 0/1/3, 2 for bad
 usage or an unreadable input, in every subcommand, also when stdout or stderr is a pipe whose
 reader has gone (`| head`): no traceback, no 141."""
 

@@ -1,4 +1,4 @@
-"""SIGTERM, SIGINT and SIGHUP end a sweep as they end a pair (README "Exit codes"): the running
+"""SIGTERM, SIGINT and SIGHUP end a sweep as they end a pair (docs, "Exit codes"): the running
 pairs stopped and saved as interrupted, the record never left "running", exit 3 (INCOMPLETE),
 headless as in the TUI."""
 

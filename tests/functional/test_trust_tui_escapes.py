@@ -1,4 +1,4 @@
-"""Data never reaches the terminal as control (README "A saved pair is data"): the TUI driven in
+"""Data never reaches the terminal as control (docs/survival-and-trust.md): the TUI driven in
 tmux, with OSC 52 (clipboard), OSC 0 (window title) and CSI planted in the store's path and a
 pair's name. The raw bytes the app wrote carry none of them; tmux's title and paste buffers
 are untouched."""
