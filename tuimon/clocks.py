@@ -47,7 +47,7 @@ _RATES = frozenset(
 )  # fmt: skip
 _COUNTERS = ("total", "num", "tokens", "token", "consumed", "flops", "flos", "count", "seen")
 _RATE_TAIL = re.compile(
-    r"(_|\b)per_?(second|sec|s)$|/s(ec)?$|(^|_)(ps|per_s)$|^s/it$|(tok|tokens|samples|img|"
+    r"(_|\b)per_?(second|sec|s)$|/s(ec)?$|(^|_)(ps|per_s)$|^s/it$|(^|_)(tok|tokens|samples|img|"
     r"images|it|items|ex|examples|seqs|words|updates|steps|batches)_?(ps|s)$",
     re.IGNORECASE,
 )
@@ -98,7 +98,7 @@ def is_media(value: object) -> bool:
 
 # --- clocks in printed text --------------------------------------------------------------------
 
-_NUM = r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"
+_NUM = r"[-+]?(?:\d{1,3}(?:_\d{3})+|\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"
 _CLOCK_SPANS = re.compile(
     # dates and times of day: 2023-01-01, 2023/01/01 12:00:00,123, 12:01:33, [00:01<00:02]
     r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?:[T_ ]\d{1,2}[:.]?\d{2}(?:[:.]?\d{2}(?:[.,]\d+)?)?)?"

@@ -162,6 +162,28 @@ def number_of(value: Any) -> float | None:
     return None
 
 
+EXACT = 2**53
+"""Integers from here on (in magnitude) do not all fit a float64: they are judged exactly by
+their float and the rest (`low_bits`)."""
+LOW_BITS = ".low_bits"
+"""The metric that carries what an integer's float64 drops: `tokens.low_bits`."""
+
+
+def low_bits(value: Any) -> float | None:
+    """What an integer of at least 2**53 in magnitude loses as a float64 (an exact, small
+    float: 1.0 for 2**53 + 1), so that two integers that round to the same float still differ;
+    None for anything else. Integers are compared as integers: by this and their float."""
+    if type(value) is not int or -EXACT < value < EXACT:
+        return None
+    return float(value - int(float(value)))
+
+
+def int_text(text: str) -> int | None:
+    """An integer written in text (`9007199254740993`, `-12`), or None."""
+    digits = text.strip().removeprefix("-").removeprefix("+")
+    return int(text) if digits.isdigit() and len(digits) < 400 else None
+
+
 def _as_text(line: bytes, skipped: str | None = None) -> Text:
     text = line.decode("utf-8", "replace").rstrip("\r\n")
     if len(text) > _MAX_TEXT:
@@ -236,7 +258,7 @@ def parse_obj(obj: Mapping[str, Any]) -> Record | None:
         kind = type(value)
         if kind is float:
             (clocks if is_clock(name) else metrics)[name] = value
-        elif kind is int and -(2**63) <= value < 2**63:
+        elif kind is int and -EXACT < value < EXACT:
             (clocks if is_clock(name) else metrics)[name] = float(value)
         elif kind is str:
             if value in NONFINITE:
@@ -340,6 +362,8 @@ def _add_metrics(
     number = number_of(value)
     if number is not None:
         (clocks if shown else out)[name] = number
+        if not shown and (low := low_bits(value)) is not None:
+            out[name + LOW_BITS] = low
 
 
 def _str(value: Any, default: str) -> str:

@@ -307,3 +307,36 @@ def test_a_cut_document_is_incomplete_however_little_is_missing(tmp_path: Path, 
     cut.write_bytes(a.read_bytes()[: a.stat().st_size * 6 // 10])
     code, out = compare(capsys, str(a), str(cut))
     assert code == 3 and "cut short" in out["reason"]
+
+
+@pytest.mark.parametrize(
+    ("name", "a", "b"),
+    [
+        ("x.jsonl", '{"step": 1, "tokens": 9007199254740993}\n',
+         '{"step": 1, "tokens": 9007199254740992}\n'),
+        ("x.csv", "step,tokens\n1,9007199254740993\n", "step,tokens\n1,9007199254740992\n"),
+        ("x.log", "step 1: tokens 9007199254740993\n", "step 1: tokens 9007199254740992\n"),
+        ("t.jsonl",
+         '{"type": "step", "step": 1, "tokens": 9007199254740993}\n',
+         '{"type": "step", "step": 1, "tokens": 9007199254740992}\n'),
+    ],
+)  # fmt: skip
+def test_integers_are_compared_as_integers(
+    tmp_path: Path, capsys, name: str, a: str, b: str
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    pa, pb = tmp_path / "a" / name, tmp_path / "b" / name
+    pa.write_text(a * 3)
+    pb.write_text(b * 3)
+    code, out = compare(capsys, str(pa), str(pb))
+    assert code == 1 and out["first_divergent_metrics"] == ["tokens.low_bits"]
+    assert compare(capsys, str(pa), str(twin(pa)))[0] == 0
+
+
+def test_an_integer_beyond_64_bits_with_underscores_is_never_equal(tmp_path: Path, capsys) -> None:
+    a = tmp_path / "a.log"
+    a.write_text("step 0: tokens 1_000_000_000_000_000_000_001\n")
+    b = tmp_path / "b.log"
+    b.write_text("step 0: tokens 1_000_000_000_000_000_000_000\n")
+    assert compare(capsys, str(a), str(b))[0] == 3

@@ -108,8 +108,8 @@ def _block(lines: list[bytes], width: int, k: int) -> tuple[np.ndarray, np.ndarr
     values = _cells(data).reshape(-1, width)
     if values.shape != (len(lines), width):
         raise _NotUniform  # a blank line (loadtxt skips it; `read_csv` does not)
-    if np.isinf(values).any() or (np.abs(values) >= _MAX_STEP).any():
-        raise _NotUniform  # an infinity, an overflow, a huge integer: `as_number` tells
+    if np.isinf(values).any() or (np.abs(values) >= 2.0**53).any():
+        raise _NotUniform  # an infinity, an overflow, an integer a float64 may round: row by row
     column = values[:, k]
     if len(column) and float(np.abs(column).max()) < 2.0**53:  # the float is the integer
         return column.astype(np.int64), values

@@ -16,7 +16,17 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from tuimon.clocks import is_clock, is_media
-from tuimon.steplog import NONFINITE, Record, Step, Unreadable, in_int64, number_of
+from tuimon.steplog import (
+    LOW_BITS,
+    NONFINITE,
+    Record,
+    Step,
+    Unreadable,
+    in_int64,
+    int_text,
+    low_bits,
+    number_of,
+)
 
 STEP_KEYS = (
     "step", "_step", "global_step", "iteration", "iter", "current_steps", "num_updates",
@@ -70,9 +80,9 @@ def as_number(value: Any) -> float | Unreadable | None:
             number = float(text)
         except ValueError:
             return None
-        digits = text.lstrip("+-")
+        digits = text.lstrip("+-").replace("_", "")
         if digits.isdigit() and (len(digits) > 19 or not in_int64(int(text))):
-            return Unreadable(text)  # an integer beyond 64 bits
+            return Unreadable(text)  # an integer beyond 64 bits (`1_000_000` too)
         if math.isinf(number) and text.lstrip("+-").lower() not in _NONFINITE_WORDS:
             return Unreadable(text)  # `1e400`: it overflowed, it is not an infinity
         return number
@@ -116,6 +126,9 @@ def numbers(name: str, value: Any, depth: int = 0) -> Iterator[tuple[str, float 
     number = as_number(value)
     if number is not None:
         yield name, number
+        exact = int_text(value) if isinstance(value, str) else value
+        if not isinstance(number, Unreadable) and (low := low_bits(exact)) is not None:
+            yield name + LOW_BITS, low
 
 
 def row_step(

@@ -154,7 +154,7 @@ def uniform_rows(names: list[str], rows: list[list[str]], key: str | None) -> li
         values = np.array(rows, dtype=np.float64)
     except ValueError:
         return None
-    if np.isinf(values).any() or (np.abs(values) >= 2.0**63).any():
+    if np.isinf(values).any() or (np.abs(values) >= 2.0**53).any():
         return None  # an infinity or an overflow, a huge integer: `as_number` tells them apart
     metric = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and not is_clock(n)]
     clock = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and is_clock(n)]

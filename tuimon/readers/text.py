@@ -21,10 +21,10 @@ import regex
 
 from tuimon.clocks import is_clock
 from tuimon.readers.rows import as_int, as_number
-from tuimon.steplog import Step, Unreadable
+from tuimon.steplog import LOW_BITS, Step, Unreadable, int_text, low_bits
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
-_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b"
+_NUM = r"[-+]?(?:\d{1,3}(?:_\d{3})+|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b"
 _STEP = re.compile(
     r"(?<![\w./])(?P<key>global[_ ]step|step|iteration|iter|it|epoch)\b\s*[:=#]?\s*\[?\s*"
     r"(?P<n>\d+)(?![,.]\d)(?:\s*/\s*\d+)?\b"
@@ -192,6 +192,8 @@ def _values(
         unit = (m["unit"] or "").lower()
         clock = unit in ("ms", "us", "µs", "s") or is_clock(name)
         (clocks if clock else metrics)[name] = value
+        if not clock and (low := low_bits(int_text(m["value"]))) is not None:
+            metrics[name + LOW_BITS] = low  # an integer beyond 2**53: judged exactly
         if m["avg"] is not None and (avg := as_number(m["avg"])) is not None:
             if isinstance(avg, Unreadable):
                 bad.append(f"{name}_avg={avg}")
