@@ -340,3 +340,24 @@ def test_an_integer_beyond_64_bits_with_underscores_is_never_equal(tmp_path: Pat
     b = tmp_path / "b.log"
     b.write_text("step 0: tokens 1_000_000_000_000_000_000_000\n")
     assert compare(capsys, str(a), str(b))[0] == 3
+
+
+def _dumped(path: Path, bump: bool = False) -> Path:
+    lines = ["Logging to /tmp/openai-2018", "-" * 40, "env info: python 3.8", "-" * 40]
+    for i in range(6):
+        ret = -100 + i + (0.5 if bump and i == 3 else 0)
+        lines += ["-" * 39, f"| rollout/return   | {ret:<8} |",
+                  f"| total/steps      | {2000 * (i + 1):<8} |",
+                  f"| total/duration   | {i * 3.3:<8.3g} |", "-" * 39]  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_dumped_table_is_a_record_stepped_by_its_step_key(tmp_path: Path, capsys) -> None:
+    a = _dumped(tmp_path / "a.txt")
+    code, out = compare(capsys, str(a), str(twin(a)))
+    assert (code, out["steps_compared"]) == (0, 6) and "total/duration" in out["ignored"]
+    code, out = compare(capsys, str(a), str(_dumped(tmp_path / "b.txt", bump=True)))
+    assert code == 1 and out["first_divergent_step"] == 8000
+    assert main(["read", str(a)]) == 0
+    assert "step: total/steps" in capsys.readouterr().out

@@ -38,7 +38,17 @@ from tuimon.readers.rows import renamed, step_key
 from tuimon.readers.tabular import csv_columns, read_csv
 from tuimon.readers.tensorboard import MissingExtra, event_dirs, read_events
 from tuimon.readers.text import PatternError
-from tuimon.steplog import End, Header, Record, Step, Text, dumps, parse_line
+from tuimon.steplog import (
+    CUT_TAIL,
+    IN_RECORD,
+    End,
+    Header,
+    Record,
+    Step,
+    Text,
+    dumps,
+    parse_line,
+)
 
 __all__ = [
     "FORMATS_TRIED",
@@ -406,7 +416,11 @@ def locate(
                             return number
                         seen += 1
                     previous = record.step
-                elif isinstance(record, Text) and not record.text.startswith("tuimon: "):
+                elif (
+                    isinstance(record, Text)
+                    and not record.text.startswith("tuimon: ")
+                    and record.skipped not in (CUT_TAIL, IN_RECORD)  # as the text judge counts
+                ):
                     texts += 1
                     if texts == text:
                         return number

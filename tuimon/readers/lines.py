@@ -261,9 +261,9 @@ class LineParser:
         step-like key (`total/steps`, `time/total_timesteps`, `iteration`), else its number."""
         stripped = text.strip()
         if _DASHES.fullmatch(stripped):
-            if self._table is None:
+            if not self._table:  # none open, or one with no row yet: (re)opened
                 self._table = {}
-                return Text(text, IN_RECORD)
+                return Text(text)  # a separator, judged as text, unless rows follow
             table, self._table = self._table, None
             return self._table_step(table) or Text(text)
         if self._table is None:
