@@ -12,6 +12,7 @@ from pathlib import Path
 from tuimon.engine.against import AgainstCheck, AgainstSource, copy_saved_emb
 from tuimon.engine.align import MetricFilter
 from tuimon.engine.ranks import under_torchrun
+from tuimon.engine.replicas import ReplicaWatch
 from tuimon.engine.runner import RunSpec, mistyped_placeholder, substitute
 from tuimon.engine.saved_side import SavedSide
 from tuimon.engine.session import Batch, LiveSource, PairOptions, PairSession, SideState
@@ -246,6 +247,7 @@ class PairPlan:
                 stop_on_divergence=self.stop_on_divergence,
                 totals=(self.steps, self.steps),
                 meta=self.meta(specs),
+                replicas=ReplicaWatch(pair_dir, self.nproc, self.reading) or None,
             )
             source = LiveSource(specs)  # type: ignore[arg-type]
             if saved is not None:

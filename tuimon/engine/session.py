@@ -24,6 +24,7 @@ from tuimon.engine.align import MetricFilter, PairAligner, Summary, no_step_reas
 from tuimon.engine.artifacts import compare_artifacts, describe
 from tuimon.engine.fingerprints import env_diff
 from tuimon.engine.hints import likely_causes
+from tuimon.engine.replicas import ReplicaWatch
 from tuimon.engine.runner import (
     TICK,
     Exited,
@@ -224,6 +225,8 @@ class PairOptions:
     totals: tuple[int | None, int | None] = (None, None)
     meta: dict[str, Any] = field(default_factory=dict)
     """pair.json fields of the launch: seed, devices, commands, label ... (see `PairDoc`)."""
+    replicas: ReplicaWatch | None = None
+    """`--nproc`: the other ranks of each side checked against rank 0 (`engine.replicas`)."""
 
 
 class PairSession:
@@ -473,6 +476,8 @@ class PairSession:
                     self._first_text.setdefault(state.side, record.text)
         if not steps:
             return
+        if self.options.replicas:
+            self._messages += self.options.replicas.feed(state.side, steps)
         state.records += len(steps)
         state.step = steps[-1].step
         now = time.monotonic()
@@ -504,6 +509,12 @@ class PairSession:
         state = self.sides[event.side]
         if event.status == "failed":
             tail = " | ".join(self._stderr[event.side]) or "no stderr"
+            if self.options.replicas and (
+                rank := self.options.replicas.side_failed(
+                    event.side, "\n".join(self._stderr[event.side])
+                )
+            ):
+                tail = f"{rank}; {tail}"
             self._say(f"run {event.side} failed ({exit_text(event.code)}): {tail[-300:]}")
             if self.options.stop_on_fail and isinstance(self.source, LiveSource):
                 other = "b" if event.side == "a" else "a"
@@ -519,7 +530,9 @@ class PairSession:
         for side, state in self.sides.items():
             if state.status in ("starting", "running") and self.source.quiet_for(side) > timeout:
                 state.status = "stalled"
-                self._say(f"run {side} stalled: no output for {timeout:g} s")
+                lag = self.options.replicas.lag(side) if self.options.replicas else None
+                self._say(f"run {side} stalled: no output for {timeout:g} s" + (
+                    f" ({lag}: a rank may wait in a collective)" if lag else ""))  # fmt: skip
 
     def _complete(self) -> tuple[bool, str | None]:
         if self.interrupted:
@@ -531,9 +544,10 @@ class PairSession:
                     "(--stop-on-divergence)"
                 )
             if s.status != "finished":
+                rank = self.options.replicas.failed.get(side) if self.options.replicas else None
                 return False, f"run {side} {s.status}" + (
                     f" ({exit_text(s.exit_code)})" if s.exit_code not in (None, 0) else ""
-                )
+                ) + (f": {rank}" if rank else "")
             if s.end is not None and s.end.status != "ok":
                 return False, f"run {side} ended with status {s.end.status}"
             text_log = self.aligner.text.compared > 0  # a log of text: its lines were judged
@@ -543,6 +557,8 @@ class PairSession:
 
     def _flush(self, *, done: bool = False, message: str | None = None) -> None:
         self._feed()
+        if self.options.replicas and not done:
+            self._messages += self.options.replicas.poll()
         if not done:
             self.summary = self.aligner.summary(running=True)
         for side, state in self.sides.items():
@@ -578,6 +594,8 @@ class PairSession:
 
     def _finish(self) -> Summary:
         self._feed()
+        if self.options.replicas:
+            self._messages += self.options.replicas.poll(final=True)
         complete, reason = self._complete()
         self.summary = self.aligner.summary(
             complete=complete, reason=reason, interrupted=self.interrupted
@@ -641,5 +659,7 @@ class PairSession:
         )
         if self.stopped_at is not None:
             doc.more["stopped_on_divergence"] = self.stopped_at
+        if self.options.replicas:
+            doc.more["replicas"] = self.options.replicas.to_dict()
         doc.more["hints"] = [h.to_dict() for h in likely_causes(doc.to_json())]
         return doc

@@ -20,6 +20,7 @@ from rich.text import Text
 from tuimon.engine.align import Summary, exit_code
 from tuimon.engine.artifacts import lines as artifact_lines
 from tuimon.engine.hints import Hint, likely_causes
+from tuimon.engine.replicas import replica_lines
 from tuimon.engine.session import Batch, PairSession
 from tuimon.report.against import against_lines, pair_headline
 from tuimon.report.wording import (
@@ -173,6 +174,7 @@ class PairReport:
             "hints": [h.to_dict() for h in self.hints],
             **({"artifacts": artifacts} if artifacts else {}),
             **({"against": self.doc["against"]} if "against" in self.doc else {}),
+            **({"replicas": self.doc["replicas"]} if "replicas" in self.doc else {}),
         }
         if self.explained is not None:
             record["explain"] = self.explained
@@ -183,6 +185,7 @@ class PairReport:
         lines = [pair_headline(self.summary, self.doc), *account_lines(self.summary)]
         lines += [clean(line, None) for line in artifact_lines(self.artifacts)]
         lines += against_lines(self.doc)
+        lines += [clean(line, None) for line in replica_lines(self.doc.get("replicas"))]
         lines += [hint.text() for hint in self.hints]
         if self.explained is not None:
             from tuimon.engine.explain import describe
