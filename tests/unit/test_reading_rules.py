@@ -361,3 +361,31 @@ def test_a_dumped_table_is_a_record_stepped_by_its_step_key(tmp_path: Path, caps
     assert code == 1 and out["first_divergent_step"] == 8000
     assert main(["read", str(a)]) == 0
     assert "step: total/steps" in capsys.readouterr().out
+
+
+def _folder(path: Path, bump: bool = False) -> Path:
+    path.mkdir()
+    for e in range(5):
+        doc = {"training_loss": 1 / (e + 1) + (0.5 if bump and e == 3 else 0),
+               "training_duration": f"0:0{e}:00", "best_epoch": 0}  # fmt: skip
+        (path / f"metrics_epoch_{e}.json").write_text(json.dumps(doc))
+    return path
+
+
+def test_a_folder_of_json_files_one_per_epoch(tmp_path: Path, capsys) -> None:
+    a = _folder(tmp_path / "a")
+    code, out = compare(capsys, str(a), str(_folder(tmp_path / "c")))
+    assert (code, out["steps_compared"]) == (0, 5)
+    code, out = compare(capsys, str(a), str(_folder(tmp_path / "b", bump=True)))
+    assert code == 1 and out["first_divergent_step"] == 3
+
+
+def test_json_rows_stepped_by_a_counter_found_by_its_name(tmp_path: Path, capsys) -> None:
+    rows = [{"episode_reward_mean": 10 + i, "training_iteration": i + 1,
+             "time_this_iter_s": 3.2 + i} for i in range(8)]  # fmt: skip
+    a = tmp_path / "result.json"
+    a.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, out = compare(capsys, str(a), str(twin(a)))
+    assert (code, out["steps_compared"]) == (0, 8) and "time_this_iter_s" in out["ignored"]
+    assert main(["read", str(a)]) == 0
+    assert "training_iteration (by content" in capsys.readouterr().out

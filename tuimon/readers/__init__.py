@@ -31,6 +31,7 @@ from tuimon.clocks import is_clock
 from tuimon.readers.account import Account
 from tuimon.readers.capped import open_capped, open_regular
 from tuimon.readers.documents import cut_document, read_document
+from tuimon.readers.folder import json_files, read_folder
 from tuimon.readers.lines import BOM, LineParser, load_document
 from tuimon.readers.per_metric import is_sacred, mlflow_metrics, read_mlflow, read_sacred
 from tuimon.readers.reading import Reading, parse_map
@@ -161,9 +162,11 @@ def _load(path: Path, reading: Reading, side: str) -> Loaded:
             return _as_asked(Loaded("tensorboard", read_events(path)), reading, side)
         if (metrics := mlflow_metrics(path)) is not None:
             return _as_asked(Loaded("MLflow run", read_mlflow(metrics)), reading, side)
+        if files := json_files(path):
+            return _as_asked(Loaded("JSON files", read_folder(files)), reading, side)
         raise ReaderError(
-            f"{path}: a directory without TensorBoard event files or an MLflow metrics/ "
-            f"folder ({HELP})"
+            f"{path}: a directory without TensorBoard event files, an MLflow metrics/ "
+            f"folder or numbered JSON files ({HELP})"
         )
     data = read_bytes(path).removeprefix(BOM)
     if b"brain.Event:" in data[:256] or ("tfevents" in path.name and b"\x00" in data[:64]):

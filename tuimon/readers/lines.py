@@ -18,7 +18,15 @@ import orjson
 from tuimon.readers.account import NOTE
 from tuimon.readers.literal import literal_row
 from tuimon.readers.reading import NATIVE, Reading
-from tuimon.readers.rows import StreamMerger, as_int, as_number, renamed, row_step, step_key
+from tuimon.readers.rows import (
+    StreamMerger,
+    as_int,
+    as_number,
+    content_key,
+    renamed,
+    row_step,
+    step_key,
+)
 from tuimon.readers.table import ROW, TableRows
 from tuimon.readers.text import (
     LEVEL,
@@ -117,6 +125,8 @@ class LineParser:
         self._told_levels = False
         self._rows = 0
         """JSON objects without a step key numbered so far (`_numbered`)."""
+        self._content_key: str | None = None
+        """The step key found by content in the first JSON row (`content_key`)."""
         self.tables = TableRows(self.key)
         """Tables of numbers under a header of names (`tuimon.readers.table`)."""
         self.first_key: str | None = None
@@ -158,12 +168,14 @@ class LineParser:
                             self.tuimon = True
                         if record is not None:
                             return self._renamed(record), kind == "step"
-                    elif (step := row_step(obj, self.rename, self.key)) is not None:  # a row
+                    elif (step := self._row(obj)) is not None:  # a row
                         if not self.json_rows:
-                            self.first_key = step_key(obj, self.key)
+                            self.first_key = step_key(obj, self.key) or (
+                                f"{self._content_key} (by content: a counter's name)"
+                            )
                         self.json_rows = True
                         if suspect(step):  # an integer beyond 64 bits, read as a float?
-                            step = row_step(loads_checked(stripped), self.rename, self.key) or step
+                            step = self._row(loads_checked(stripped)) or step
                         return step, False
                     elif self.key is not None:
                         return Text(_cut(stripped), why_not_step(obj, self.key)), False
@@ -295,6 +307,18 @@ class LineParser:
     def numbered(self) -> bool:
         """JSON objects without a step key were read, stepped by their row number."""
         return self._rows > 0
+
+    def _row(self, obj: dict[str, Any]) -> Step | None:
+        """A JSON row's step: by a step key, or by the key found by content in the stream's
+        first row (`content_key`)."""
+        step = row_step(obj, self.rename, self.key)
+        if step is not None or self.key is not None or "type" in obj:
+            return step
+        if self._content_key is None and not self.json_rows:
+            self._content_key = content_key(obj)
+        if self._content_key is None:
+            return None
+        return row_step(obj, self.rename, self._content_key)
 
     def _numbered(self, obj: dict[str, Any]) -> Step | None:
         """A JSON object without a step key, in a stream where no object has had one (DETR's

@@ -20,6 +20,7 @@ WHY = {
     "table": "a header of names over rows of numbers (delimiter by content, step column by name)",
     "tensorboard": "TensorBoard event records",
     "MLflow run": "a folder whose metrics/ holds a file per metric: timestamp value step",
+    "JSON files": "a folder of numbered JSON files, one row each",
     "sacred metrics.json": "one object per metric with steps, values and timestamps lists",
     "text": "printed lines: a step named on a line, then name value pairs",
 }
@@ -45,6 +46,8 @@ def _step_key(loaded_format: str, records: list[Record], path: Path, reading: Re
         return "step"
     if loaded_format == "text":
         return _printed_key(path) or "a printed step"
+    if loaded_format == "JSON files":
+        return "each file's step key, else the number in its name"
     if loaded_format in ("tensorboard", "MLflow run", "sacred metrics.json"):
         return "each value's own step"
     if loaded_format == "CSV":

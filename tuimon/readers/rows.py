@@ -108,6 +108,24 @@ MAX_ITEMS = 1024
 """Items of a list value judged one by one; the rest is said (unreadable), never dropped."""
 
 
+CONTENT_WORDS = ("step", "iter", "update", "epoch", "batch")
+"""Words in a field's name that make an integer field the step when no step key is there
+(`training_iteration`, `timesteps_total`, `num_updates`), best first."""
+
+
+def content_key(row: Mapping[str, Any]) -> str | None:
+    """The field of a row without a step key whose name says it counts steps and whose value
+    is an integer (`training_iteration` of RLlib's result.json), or None."""
+    found = [
+        (rank, str(k))
+        for k, v in row.items()
+        if type(v) is int and in_int64(v)
+        for rank, word in enumerate(CONTENT_WORDS)
+        if word in str(k).rsplit("/", 1)[-1].lower()
+    ]
+    return min(found)[1] if found else None
+
+
 def numbers(name: str, value: Any, depth: int = 0) -> Iterator[tuple[str, float | Unreadable]]:
     """(name, number) for a number, and for the numbers of a nested object as dotted names; a
     number that does not fit a float64 or an int64 comes as its `Unreadable` text."""
