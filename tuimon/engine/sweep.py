@@ -55,7 +55,7 @@ MANY_BATCH = 0.5
 seconds: its steps are judged a batch at a time, and the aligner's cost is per call more than
 per step (bench/bench_sweep.py)."""
 _SEEDS = re.compile(r"^\s*(-?\d+)\s*(?:-\s*(-?\d+)\s*)?$")
-_TUPLE_FIELDS = ("devices", "threads", "template")
+_TUPLE_FIELDS = ("devices", "threads", "template", "nproc")
 
 
 class SweepError(TuimonError):
@@ -87,11 +87,7 @@ def default_jobs(plan: PairPlan) -> int:
     time; `--threads 1` lets `cores / 2` CPU pairs run together. Pairs with no local CPU run
     (GPUs, launchers) run one at a time unless `--jobs` says otherwise.
     """
-    local_cpu = sum(
-        threads
-        for device, threads, launcher in zip(plan.devices, plan.threads, plan.launch, strict=True)
-        if device == "cpu" and not launcher
-    )
+    local_cpu = _local_cpu(plan)
     if not local_cpu:
         return 1
     return max(1, (os.cpu_count() or 1) // local_cpu)
@@ -99,12 +95,13 @@ def default_jobs(plan: PairPlan) -> int:
 
 def oversubscribed(plan: PairPlan, jobs: int) -> bool:
     """True when `jobs` pairs at once ask for more local CPU threads than there are cores."""
-    local_cpu = sum(
-        threads
-        for device, threads, launcher in zip(plan.devices, plan.threads, plan.launch, strict=True)
-        if device == "cpu" and not launcher
-    )
-    return local_cpu * jobs > (os.cpu_count() or 1)
+    return _local_cpu(plan) * jobs > (os.cpu_count() or 1)
+
+
+def _local_cpu(plan: PairPlan) -> int:
+    """The CPU threads a pair's local runs take: threads times ranks (`--nproc`) a side."""
+    sides = zip(plan.devices, plan.threads, plan.launch, plan.nproc, strict=True)
+    return sum(t * (n or 1) for d, t, launcher, n in sides if d == "cpu" and not launcher)
 
 
 def key_frequencies(meta: Mapping[str, Any]) -> str | None:

@@ -75,6 +75,9 @@ PLAN: tuple[tuple[str, Check, str], ...] = (
     ("sweep", _opt(lambda v: isinstance(v, str)), "a sweep id or null"),
     ("reading", _opt(lambda v: isinstance(v, dict)), "an object"),
     ("select", _opt(lambda v: isinstance(v, dict)), "an object"),
+    ("nproc", lambda v: isinstance(v, list) and len(v) == 2
+     and all(x is None or (_count(x) and x <= 1024) for x in v),
+     "a list of two rank counts or nulls"),
 )  # fmt: skip
 """Each plan value the record must hold (a missing one takes its default), and what it must be."""
 
