@@ -76,9 +76,11 @@ for path in sys.argv[1:]:
     with opener(path, "rb") as fh:
         if path.endswith(".csv"):
             fh.readline()
-            rows = [orjson.loads(b"[" + line + b"]") for line in fh]
+            for line in fh:
+                orjson.loads(b"[" + line + b"]")
         else:
-            rows = [orjson.loads(line) for line in fh]
+            for line in fh:
+                orjson.loads(line)
 """
 
 
@@ -207,6 +209,8 @@ def main() -> None:
                 name: ["env", f"PYTHONPATH={tree}", py, "-m", "tuimon", "compare", str(a), str(b)]
                 for name, tree in trees.items()
             }
+            if fmt != base:  # a log expands past the 256 MiB cap on a compressed file
+                cmds = {k: [*v, "--max-bytes", "2G"] for k, v in cmds.items()}
             if have_polars:
                 script = "polars_csv.py" if base == "csv" else "polars_jsonl.py"
                 cmds["polars"] = [py, str(folder / script), str(a), str(b)]

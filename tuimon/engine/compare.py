@@ -11,11 +11,16 @@ through `align.compare_steps` instead: the same judge, record by record.
 from __future__ import annotations
 
 import gc
+import gzip
+import io
+import lzma
+import multiprocessing
 import operator
-from collections.abc import Callable, Iterable, Iterator
+import os
+from contextlib import contextmanager
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from functools import partial
 from itertools import chain, compress, islice
 from operator import itemgetter
 from pathlib import Path
@@ -46,6 +51,7 @@ from tuimon.readers import (
     Reading,
     load,
     locate,
+    open_log,
     no_steps,
     to_line,
 )
@@ -139,23 +145,52 @@ def resolve(paths: list[str], reading: Reading | None) -> SavedLogs:
         raise CompareError(str(exc)) from None
 
 
-def _line_source(logs: SavedLogs, side: str, log: SideLog, keep: bool) -> Iterator[Block]:
-    """A log in blocks: a tuimon step log's lines straight from the file, a CSV of numbers
-    as columns (unless its lines are kept), any other format as the records `tuimon.readers`
-    reads."""
+_CORRUPT = (EOFError, lzma.LZMAError, gzip.BadGzipFile)
+"""A cut or damaged .gz / .xz (as `tuimon.readers.load` tells them)."""
+WORKERS_FROM = 8 << 20
+"""A pair whose larger log holds at least this many bytes (on disk) is read by two worker
+processes at once, one a side, where the machine has more than one CPU (`_workers`)."""
+
+
+@contextmanager
+def _opened(path: Path) -> Iterator[Any]:
+    """A log's bytes, decompressed as a capped stream when it is gzip or xz (`open_log`);
+    what cannot be read is a `CompareError` worded as `tuimon.readers.load` words it."""
+    try:
+        with open_log(path) as fh:
+            yield fh
+    except _CORRUPT as exc:
+        raise CompareError(f"{path}: cannot decompress: {exc or type(exc).__name__}") from None
+    except OSError as exc:
+        raise CompareError(f"{path}: {exc.strerror or exc}") from None
+
+
+def _line_source(
+    logs: SavedLogs, side: str, log: SideLog, keep: bool, reader: _BlockReader | None = None
+) -> Iterator[Block]:
+    """A log in blocks: a tuimon step log's lines straight from the file (decompressed when
+    it is gzip or xz), plain JSON Lines the same way, a CSV of numbers as columns (unless its
+    lines are kept), any other format as the records `tuimon.readers` reads. With `reader`,
+    a worker process reads the lines into columns (`_worker_blocks`)."""
     path: Path = getattr(logs, side)
     if logs.reading.as_written(side) and path.is_file():
-        with open(path, "rb") as fh:
+        with _opened(path) as fh:
             first = fh.readline(1 << 20)
             if b'"header"' in first and b"tuimon.steplog" in first:
                 log.native = True
                 yield [first]
+                if reader is not None:
+                    yield from _worker_blocks(reader, path, None)
+                    return
                 while block := fh.readlines(CHUNK):
                     yield block
                 return
     if (key := _plain_key(path, logs.reading, side)) is not None:
         log.plain_key = key
-        with open(path, "rb") as fh:
+        if reader is not None:
+            yield from _worker_blocks(reader, path, key)
+            return
+        with _opened(path) as fh:
             while block := fh.readlines(CHUNK):
                 yield _PlainBlock(block)
         return
@@ -174,7 +209,7 @@ def _plain_key(path: Path, reading: Reading, side: str) -> str | None:
     block by block into columns like a step log; None for any other format."""
     if reading.renames(side) or reading.judge or not path.is_file():
         return None
-    with open(path, "rb") as fh:
+    with _opened(path) as fh:
         first = fh.readline(1 << 20).strip()
     if not (first.startswith(b"{") and first.endswith(b"}")):
         return None
@@ -212,6 +247,91 @@ class _RecordBlock(list):
     """A block of records a reader gave (not lines)."""
 
 
+@dataclass
+class _Prepared:
+    """A block of lines as far as it reads without its side's state (`_BlockReader.prepare`;
+    in a worker process when the pair is large, `_worker_blocks`)."""
+
+    key: str | None
+    """None: a tuimon step log's lines; else the step key of plain JSON Lines."""
+    count: int
+    """Lines in the block."""
+    size: int
+    """Bytes in the block."""
+    args: tuple[Any, ...] | None = None
+    """Uniform step rows: the arguments of `_BlockReader._counted`."""
+    first: int = 0
+    final: int = 0
+    """The first and last steps of uniform plain rows."""
+    slow: bool = False
+    """A step log's block read line by line (`parse_line`): a line too long, a huge number."""
+    lines: list[bytes] | None = None
+    """The lines (None when a worker read them into `args`)."""
+    rows: list[Any] | None = None
+    """The lines parsed, when they are not uniform steps (not sent by a worker)."""
+
+
+def _workers(logs: SavedLogs, keep: bool) -> bool:
+    """Whether to read the two logs in worker processes at once: large logs, more than one
+    CPU, nothing kept."""
+    if keep:
+        return False
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        size = max(logs.a.stat().st_size, logs.b.stat().st_size)
+    except OSError:
+        return False
+    return cpus > 1 and size >= WORKERS_FROM and "fork" in multiprocessing.get_all_start_methods()
+
+
+def _worker_blocks(reader: _BlockReader, path: Path, key: str | None) -> Iterator[_Prepared]:
+    """A side's blocks as a forked worker process prepares them (`_BlockReader.prepare`: the
+    parse, the columns of uniform rows), in order; this process counts and judges them
+    (`_BlockReader.apply`), so the verdict is the one a single process gives. The pipe holds
+    a few blocks: memory stays bounded however far one side runs ahead."""
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    worker = ctx.Process(target=_serve, args=(reader, path, key, send), daemon=True)
+    worker.start()
+    send.close()
+    try:
+        while True:
+            try:
+                got = receive.recv()
+            except EOFError:
+                raise CompareError(f"{path}: the process reading it stopped") from None
+            if got is None:
+                return
+            if isinstance(got, BaseException):
+                with _opened(path):
+                    raise got
+            yield got
+    finally:
+        receive.close()
+        if worker.is_alive():
+            worker.terminate()
+        worker.join()
+
+
+def _serve(reader: _BlockReader, path: Path, key: str | None, send: Any) -> None:
+    """The worker of `_worker_blocks`: the log's blocks, prepared, into `send`."""
+    gc.disable()
+    try:
+        with open_log(path) as fh:
+            if key is None:
+                fh.readline(1 << 20)  # the header line, read by the parent
+            while block := fh.readlines(CHUNK):
+                send.send(reader.prepare(block, key, whole=False))
+        send.send(None)
+    except Exception as exc:  # told to the parent, which words it
+        send.send(exc)
+    finally:
+        send.close()
+
+
 Block = list[bytes] | _RecordBlock | _PlainBlock | _CsvBlock
 
 
@@ -234,39 +354,116 @@ class _BlockReader:
         """The steps of a block of lines (or records) as columns (None when it holds no
         step)."""
         if isinstance(lines, _PlainBlock):
-            return self._placed(lines, self._plain(lines), self.log.plain_key)
+            return self.apply(self.prepare(lines, self.log.plain_key, whole=True))
+        if isinstance(lines, _Prepared):
+            return self.apply(lines)
         if isinstance(lines, _CsvBlock):
             return self._table(lines.table, lines.start, lines.stop)
         if isinstance(lines, _RecordBlock):
             if self.keep:
                 self.log.lines += [to_line(r) for r in lines]
             return self._slow(lines)
-        if self.keep:
-            self.log.lines += lines
-        if self.log.line == 0 and lines and not lines[0].endswith(b"\n"):
-            self.log.segments = None  # a first line longer than `_line_source` reads at once
+        return self.apply(self.prepare(lines, None, whole=True))
+
+    def prepare(self, lines: list[bytes], key: str | None, *, whole: bool) -> _Prepared:
+        """What can be read of a block of lines without this side's state (so a worker
+        process may do it, `_workers`): its rows parsed, and when they are uniform steps
+        the arguments of `_counted`. `key`: None for a tuimon step log, else the step key of
+        plain JSON Lines. `whole`: keep the lines and rows (else only when needed)."""
+        got = _Prepared(key, len(lines), sum(map(len, lines)), lines=lines)
         if max(map(len, lines), default=0) > MAX_LINE:  # skipped as a live pair skips it
-            cols = self._slow([parse_line(line) for line in lines if line.strip()])
+            got.slow = True
+            return got
+        try:
+            rows = list(map(orjson.loads, lines))
+        except orjson.JSONDecodeError:  # text lines, NaN tokens
+            got.slow = key is None
+            return got
+        try:
+            if key is None:
+                got.args = self._steps_only(rows)
+            elif (plain := self._plain_columns(rows)) is not None:
+                got.args, got.first, got.final = plain
+        except _Suspect:  # a huge number
+            got.slow = key is None
+        except (KeyError, TypeError):
+            pass
+        if got.args is not None and not whole:
+            got.lines = None
+        elif got.args is None and key is None and not got.slow and whole:
+            got.rows = rows
+        return got
+
+    def _steps_only(self, rows: list[Any]) -> tuple[Any, ...] | None:
+        """`_uniform` of a block of a step log that holds step rows only, all with the same
+        keys (the usual block); None for any other."""
+        try:
+            if not rows or list(map(_TYPE, rows)).count("step") != len(rows):
+                return None
+        except (KeyError, TypeError, IndexError):  # a row without a type, not an object
+            return None
+        keys = tuple(rows[0])
+        if set(map(len, rows)) != {len(keys)}:
+            return None
+        try:
+            return self._uniform(rows, keys)
+        except KeyError:  # not every row has these keys
+            return None
+
+    def apply(self, got: _Prepared) -> Columns | None:
+        """A prepared block counted on this side (in the order of the side's blocks) and its
+        steps as columns: what `block` gives for its lines."""
+        if got.lines is None and (got.args is None or (got.key and got.first <= self.last)):
+            got.lines = self._reread(got)
+        if self.keep:
+            self.log.lines += got.lines
+        if got.key is not None:
+            return self._placed(got, self._plain(got), got.key)
+        if self.log.line == 0 and got.lines and not got.lines[0].endswith(b"\n"):
+            self.log.segments = None  # a first line longer than `_line_source` reads at once
+        if got.args is not None:
+            cols: Columns | None = Columns.concat([self._counted(*got.args)])
+        elif got.slow:
+            cols = self._slow(self._lines(got.lines))
         else:
             try:
-                cols = self._rows(list(map(orjson.loads, lines)))
+                rows = got.rows if got.rows is not None else list(map(orjson.loads, got.lines))
+                cols = self._rows(rows)
             except (orjson.JSONDecodeError, _Suspect):  # text lines, NaN tokens, huge numbers
-                cols = self._slow([parse_line(line) for line in lines if line.strip()])
-        return self._placed(lines, cols, "step")
+                cols = self._slow(self._lines(got.lines))
+        return self._placed(got, cols, "step")
 
-    def _placed(self, lines: list[bytes], cols: Columns | None, key: str | None) -> Columns | None:
+    def _lines(self, lines: list[bytes]) -> list[Record]:
+        """A step log's lines one by one (`parse_line`); a last line without its newline as
+        the side's `LineParser` reads it (cut short? not judged), as `tuimon.readers` does."""
+        return [
+            parse_line(line) if line.endswith(b"\n") else self.parser.parse(line)[0]
+            for line in lines
+            if line.strip()
+        ]
+
+    def _reread(self, got: _Prepared) -> list[bytes]:
+        """The lines of a block a worker read, read again from the file (a block the worker
+        could not read alone: rare)."""
+        with _opened(self.log.path) as fh:
+            skip = self.log.byte
+            while skip > 0 and (chunk := fh.read(min(skip, 1 << 20))):
+                skip -= len(chunk)
+            return list(islice(fh, got.count))
+
+    def _placed(self, got: _Prepared, cols: Columns | None, key: str | None) -> Columns | None:
         """Note where a block of lines lies in its file and the steps it gave (`segments`),
         when each of its lines is one record of its own (a step log's lines, a block of plain
         JSON Lines read into columns whole)."""
         line, byte = self.log.line, self.log.byte
-        self.log.line += len(lines)
-        self.log.byte += sum(map(len, lines))
+        self.log.line += got.count
+        self.log.byte += got.size
         if cols is None or not len(cols.steps) or self.log.segments is None:
             return cols
         if key != "step" and not self.whole:
             return cols  # plain JSON Lines read by the parser: a record may span blocks
         steps = cols.steps
-        self.log.segments.append((line, byte, len(lines), int(steps.min()), int(steps.max())))
+        self.log.segments.append((line, byte, got.count, int(steps.min()), int(steps.max())))
         return cols
 
     def _rows(self, rows: list[Any]) -> Columns | None:
@@ -294,7 +491,8 @@ class _BlockReader:
         records = [self._record(r) for r in others]
         if any(isinstance(r, Step) and suspect(r) for r in records):
             raise _Suspect
-        cols = [c for c in (uniform and uniform(), self._slow(records)) if c is not None]
+        made = self._counted(*uniform) if uniform is not None else None
+        cols = [c for c in (made, self._slow(records)) if c is not None]
         return Columns.concat(cols) if cols else None
 
     def _record(self, row: Any) -> Step | Header | End | Text:
@@ -304,27 +502,22 @@ class _BlockReader:
                 return got
         return parse_line(orjson.dumps(row))
 
-    def _plain(self, lines: list[bytes]) -> Columns | None:
+    def _plain(self, got: _Prepared) -> Columns | None:
         """A block of plain JSON Lines: its rows as columns when they are uniform (the same
         keys, numbers, steps rising past the last one read), else line by line through the
         side's `LineParser` (what a live pair reads): the same records either way."""
-        if self.keep:
-            self.log.lines += lines
-        fast = None
-        if max(map(len, lines), default=0) <= MAX_LINE:
-            try:
-                fast = self._plain_columns(list(map(orjson.loads, lines)))
-            except (orjson.JSONDecodeError, _Suspect, KeyError, TypeError):
-                fast = None
         self.whole = False
-        if fast is None:
-            return self._records_of(self.parser.feed(lines))
+        if got.args is None or got.first <= self.last:
+            return self._records_of(self.parser.feed(got.lines))
+        self.last = got.final
         held = self._records_of(self.parser.close())
         self.whole = held is None
-        return fast() if held is None else Columns.concat([held, fast()])
+        fast = self._counted(*got.args)
+        return fast if held is None else Columns.concat([held, fast])
 
-    def _plain_columns(self, rows: list[Any]) -> Callable[[], Columns] | None:
-        """`_uniform` for rows of plain JSON Lines, when nothing in them needs merging."""
+    def _plain_columns(self, rows: list[Any]) -> tuple[tuple[Any, ...], int, int] | None:
+        """`_uniform` for rows of plain JSON Lines, when nothing in them needs merging, with
+        the block's first and last steps (they must rise past the side's last step)."""
         key = self.log.plain_key
         if not rows or key is None or not all(type(r) is dict for r in rows):
             return None
@@ -334,12 +527,10 @@ class _BlockReader:
         step = list(map(itemgetter(key), rows))
         if set(map(type, step)) != {int} or not all(map(operator.lt, step, step[1:])):
             return None
-        if step[0] <= self.last or step[-1] >= 2**63 or step[0] < -(2**63):
+        if step[-1] >= 2**63 or step[0] < -(2**63):
             return None
-        make = self._uniform(rows, keys, key)
-        if make is not None:
-            self.last = step[-1]
-        return make
+        made = self._uniform(rows, keys, key)
+        return None if made is None else (made, step[0], step[-1])
 
     def _records_of(self, records: list[Any]) -> Columns | None:
         """Records the side's parser gave, counted and as columns."""
@@ -354,9 +545,9 @@ class _BlockReader:
 
     def _uniform(
         self, rows: list[dict[str, Any]], keys: tuple[str, ...], key: str = "step"
-    ) -> Callable[[], Columns] | None:
-        """Step rows with the same keys, column by column: a function that counts them and
-        gives their `Columns`; None when a value needs the record-by-record reader (a string,
+    ) -> tuple[Any, ...] | None:
+        """Step rows with the same keys, column by column: the arguments of `_counted`, which
+        counts them and gives their `Columns`; None when a value needs the record-by-record reader (a string,
         a nested object); `_Suspect` when a number may be an integer beyond 64 bits. `key`:
         the step key of plain JSON Lines (their other counters are not metrics)."""
         plain = key != "step" or "type" not in keys
@@ -390,7 +581,7 @@ class _BlockReader:
                 values[name] = arr
             else:
                 return None
-        return partial(self._counted, step, values, ignored, digest, digests)
+        return (step, values, ignored, digest, digests)
 
     def _counted(
         self,
@@ -518,7 +709,11 @@ def _read_both(
     sides = {side: SideLog(getattr(logs, side)) for side in SIDES}
     readers = {side: _BlockReader(side, sides[side], aligner, keep, logs.reading) for side in SIDES}
     matcher = ColumnMatcher(aligner)
-    sources = {side: _line_source(logs, side, sides[side], keep) for side in SIDES}
+    workers = _workers(logs, keep)
+    sources = {
+        side: _line_source(logs, side, sides[side], keep, readers[side] if workers else None)
+        for side in SIDES
+    }
     firsts = {side: next(sources[side], None) for side in SIDES}
     a, b = firsts["a"], firsts["b"]
     if isinstance(a, _CsvBlock) and isinstance(b, _CsvBlock):
@@ -640,11 +835,17 @@ def _located(log: SideLog, key: tuple[int, int]) -> int | None:
         return None
     name = "step" if log.native else log.plain_key
     try:
-        with open(log.path, "rb") as fh:
+        with _opened(log.path) as fh:
+            at = 0
             for line, byte, count, low, high in log.segments:
                 if not low <= step <= high:
                     continue
-                fh.seek(byte)
+                if isinstance(fh, io.BufferedReader):
+                    fh.seek(byte)
+                else:  # a decompressed stream: read on to the block's line
+                    for _ in islice(fh, line - at):
+                        pass
+                    at = line + count
                 for number, text in enumerate(islice(fh, count), line + 1):
                     try:
                         row = orjson.loads(text)
@@ -660,7 +861,7 @@ def _located(log: SideLog, key: tuple[int, int]) -> int | None:
                         and row[name] == step
                     ):
                         return number
-    except OSError:
+    except (OSError, CompareError):
         return None
     return None
 
