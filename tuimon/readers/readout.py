@@ -6,25 +6,11 @@ from pathlib import Path
 from typing import Any
 
 from tuimon.readers.account import NOTE, Account
+from tuimon.readers.formats import BY_NAME
 from tuimon.readers.reading import Reading
 from tuimon.readers.rows import STEP_KEYS, step_key
 from tuimon.readers.text import _STEP, LEVELS_NOTE
 from tuimon.steplog import Header, Record, Step, Text
-
-WHY = {
-    "tuimon step log": "its first line is a tuimon.steplog header",
-    "JSON Lines": "lines of JSON objects with a step key",
-    "JSON document": "one JSON value holding rows or per-metric arrays",
-    "trainer_state.json": "a JSON document with a log_history list",
-    "CSV": "a header line with a step column, comma-separated",
-    "table": "a header of names over rows of numbers (delimiter by content, step column by name)",
-    "tensorboard": "TensorBoard event records",
-    "MLflow run": "a folder whose metrics/ holds a file per metric: timestamp value step",
-    "JSON files": "a folder of numbered JSON files, one row each",
-    "sacred metrics.json": "one object per metric with steps, values and timestamps lists",
-    "text": "printed lines: a step named on a line, then name value pairs",
-}
-"""Why each format of `tuimon.readers.load` was chosen (its rule of recognition)."""
 
 
 def _step_key(loaded_format: str, records: list[Record], path: Path, reading: Reading) -> str:
@@ -105,7 +91,8 @@ def describe(path: str | Path, reading: Reading | None = None) -> dict[str, Any]
     return {
         "path": str(path),
         "format": loaded.format,
-        "why": WHY.get(loaded.format, ""),
+        "why": BY_NAME[loaded.format].recognised if loaded.format in BY_NAME else "",
+        "streams": BY_NAME[loaded.format].streams if loaded.format in BY_NAME else False,
         "step_key": loaded.step_key or _step_key(loaded.format, loaded.records, path, reading),
         "steps": account.steps,
         "metrics": list(metrics),

@@ -1,0 +1,310 @@
+"""The registry of formats: every format tuimon reads, how it is recognised, who writes it, how
+it is read and whether it streams live. `read_path` is the one dispatch by content (never by
+file name alone); `tuimon read` shows an entry's rule, the docs list the entries (a test checks
+them against this registry), and a new format is one entry here and its reader module.
+
+Folders and binary files are told by what they hold; a file that is one JSON value is a
+document; a CSV with a step column is read whole; every other file is lines, read by the one
+line parser that reads a live run (`tuimon.readers.lines.LineParser`), which tells a tuimon
+step log, JSON Lines, a table and printed text apart as it reads.
+"""
+
+from __future__ import annotations
+
+import gzip
+import lzma
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import orjson
+
+from tuimon.readers.capped import open_capped, open_regular
+from tuimon.readers.documents import cut_document, read_document
+from tuimon.readers.folder import json_files, read_folder
+from tuimon.readers.lines import BOM, LineParser, load_document
+from tuimon.readers.per_metric import is_sacred, mlflow_metrics, read_mlflow, read_sacred
+from tuimon.readers.reading import Reading
+from tuimon.readers.rows import renamed, step_key
+from tuimon.readers.tabular import csv_columns, read_csv
+from tuimon.readers.tensorboard import event_dirs, read_events
+from tuimon.steplog import Record, Step
+
+HELP = "see docs/reading-logs.md; --pattern REGEX reads other printed lines"
+_CORRUPT = (EOFError, lzma.LZMAError, gzip.BadGzipFile)
+
+
+class ReaderError(Exception):
+    """A file no reader can read (one line for the user)."""
+
+
+@dataclass
+class Loaded:
+    """A file read: its format, its records, and its lines when they are a step log as they
+    stand (else None: `log_lines` writes the records as step-log lines)."""
+
+    format: str
+    records: list[Record]
+    raw: list[bytes] | None = None
+    step_key: str | None = None
+    """The step key the reader found (`tuimon read`), where it names one."""
+
+    @property
+    def steps(self) -> list[Step]:
+        return [r for r in self.records if isinstance(r, Step)]
+
+
+@dataclass(frozen=True)
+class Format:
+    """One format: its name (what `tuimon read` and `--json` say), how it is recognised,
+    who writes it, and whether a live run or `watch` can stream it line by line."""
+
+    name: str
+    recognised: str
+    writers: str
+    streams: bool
+    folder: Callable[[Path], Loaded | None] | None = None
+    """For a format that is a folder: its reader (None when the folder is not one)."""
+
+
+def _tensorboard_folder(path: Path) -> Loaded | None:
+    return Loaded(TENSORBOARD.name, read_events(path)) if event_dirs(path) else None
+
+
+def _mlflow_folder(path: Path) -> Loaded | None:
+    metrics = mlflow_metrics(path)
+    return Loaded(MLFLOW.name, read_mlflow(metrics)) if metrics is not None else None
+
+
+def _json_folder(path: Path) -> Loaded | None:
+    files = json_files(path)
+    return Loaded(JSON_FILES.name, read_folder(files)) if files else None
+
+
+TENSORBOARD = Format(
+    "tensorboard",
+    "TensorBoard event records (`brain.Event`): an event file, or a run folder holding them",
+    "torch.utils.tensorboard, Keras' TensorBoard callback, TF summaries",
+    streams=False,
+    folder=_tensorboard_folder,
+)
+MLFLOW = Format(
+    "MLflow run",
+    "a folder whose metrics/ holds a file per metric, lines `timestamp value step`",
+    "MLflow's file store (mlruns/<experiment>/<run>)",
+    streams=False,
+    folder=_mlflow_folder,
+)
+JSON_FILES = Format(
+    "JSON files",
+    "a folder of numbered JSON files, one row each (its step key, else the number in its name)",
+    "AllenNLP's metrics_epoch_N.json, per-step eval dumps",
+    streams=False,
+    folder=_json_folder,
+)
+TRAINER_STATE = Format(
+    "trainer_state.json",
+    "a JSON document with a log_history list",
+    "the Hugging Face Trainer",
+    streams=False,
+)
+SACRED = Format(
+    "sacred metrics.json",
+    "a JSON document of one object per metric holding steps, values and timestamps lists",
+    "sacred",
+    streams=False,
+)
+DOCUMENT = Format(
+    "JSON document",
+    "one JSON value over one or many lines: a list of rows, rows under a key, or per-metric "
+    "arrays beside a step array",
+    "metrics files, detectron2's metrics.json, W&B summaries",
+    streams=False,
+)
+CSV = Format(
+    "CSV",
+    "a header line with a step column, comma-separated, read whole (rows of one step merged)",
+    "Lightning's CSVLogger, Keras' CSVLogger, pandas to_csv",
+    streams=False,
+)
+STEPLOG = Format(
+    "tuimon step log",
+    'a first line {"type": "header", "format": "tuimon.steplog/1", ...}',
+    "tuimon train, tuimon.adopt.StepLogger, the Lightning and Hugging Face callbacks",
+    streams=True,
+)
+JSON_LINES = Format(
+    "JSON Lines",
+    "lines of JSON objects: a step key (step, _step, global_step, iter ...), else a counter "
+    "found by its name, else the row number",
+    "W&B history, LLaMA-Factory, DETR's log.txt, RLlib's result.json",
+    streams=True,
+)
+TABLE = Format(
+    "table",
+    "a header of names over rows of numbers (comma, tab or runs of spaces); the step column by "
+    "name, else the row number",
+    "SB3's progress.csv and monitor.csv, spinning-up's progress.txt, fastai's printed table",
+    streams=True,
+)
+TEXT = Format(
+    "text",
+    "printed lines: a step named on a line (step 100, iter 100, Epoch [7][2750/6207]), then "
+    "name value pairs; blocks and | key | value | tables; every other line judged as text",
+    "nanoGPT, llm.c, mmcv/mmengine, MetricLogger scripts, timm, Megatron, OLMo, baselines",
+    streams=True,
+)
+FORMATS: tuple[Format, ...] = (
+    TENSORBOARD, MLFLOW, JSON_FILES, TRAINER_STATE, SACRED, DOCUMENT, CSV, STEPLOG, JSON_LINES,
+    TABLE, TEXT,
+)  # fmt: skip
+"""Every format, in the order they are tried (folders first, then files)."""
+BY_NAME = {f.name: f for f in FORMATS}
+FORMATS_TRIED = ", ".join(f.name for f in FORMATS)
+
+
+def read_path(path: Path, reading: Reading, side: str) -> Loaded:
+    """A log by content, through the registry: a folder by the folder formats, a TensorBoard
+    file by its records, a JSON document, a CSV with a step column, else lines."""
+    if path.is_dir():
+        for entry in FORMATS:
+            if entry.folder is not None and (loaded := entry.folder(path)) is not None:
+                return as_asked(loaded, reading, side)
+        raise ReaderError(
+            f"{path}: a directory without TensorBoard event files, an MLflow metrics/ folder "
+            f"or numbered JSON files ({HELP})"
+        )
+    data = read_bytes(path).removeprefix(BOM)
+    if b"brain.Event:" in data[:256] or ("tfevents" in path.name and b"\x00" in data[:64]):
+        return as_asked(Loaded(TENSORBOARD.name, read_events(path)), reading, side)
+    document = _json_document(path, data, reading)
+    if document is not None:
+        return as_asked(document, reading, side)
+    return _line_log(data, reading, side)
+
+
+def open_log(path: Path) -> IO[bytes]:
+    """A log file's bytes, decompressed when it is gzip or xz (told by content, not name) as
+    a stream capped in what it expands to (`capped`). Regular files only, opened without
+    blocking: a FIFO or a device is `NotRegular` (an OSError), never read."""
+    fh = open_regular(path)
+    try:
+        magic = fh.read(6)
+        fh.seek(0)
+        return open_capped(fh, magic) or fh
+    except BaseException:
+        fh.close()
+        raise
+
+
+def _lines(data: bytes) -> list[bytes]:
+    """The lines of a log as a live stream cuts them: at `\\n` only (a `\\r` redraw stays in
+    its line, read at its last state, as live)."""
+    lines = [line + b"\n" for line in data.split(b"\n") if line.strip()]
+    if lines and not data.endswith(b"\n") and data.strip():
+        lines[-1] = lines[-1][:-1]  # the last line as it is: without its newline (cut?)
+    return lines
+
+
+def read_bytes(path: Path) -> bytes:
+    """A log file's bytes, decompressed: the one place a reader opens a file (OSError when it
+    cannot, `TooLarge` past the cap on expansion)."""
+    with open_log(path) as fh:
+        return fh.read()
+
+
+def as_asked(loaded: Loaded, reading: Reading, side: str) -> Loaded:
+    """Records renamed (`--map`) and with the clocks `--judge` names judged."""
+    rename = reading.renames(side)
+    if rename or reading.judge:
+        loaded.records = [reading.promote(renamed(r, rename)) if isinstance(r, Step) else r
+                          for r in loaded.records]  # fmt: skip
+    return loaded
+
+
+_DOCUMENT = re.compile(rb"""[\[{]\s*(["{\[]|$)""")
+"""The first line of a JSON document written over lines: `{`, `[`, `{"key": ...`, `[{...`."""
+
+
+def _rows_follow(rest: bytes, lines: int = 16) -> bool:
+    """After a first line that opens JSON but does not parse: whether whole JSON objects follow
+    on lines of their own (JSON Lines whose first lines are damaged, read as a live pair reads
+    them), or nothing does (one line cut short); a document over lines has rows that end in
+    `,` or does not close them on one line."""
+    body = rest.strip()
+    if not body:
+        return True
+    for line in body.split(b"\n", lines)[:-1] or [body]:
+        line = line.strip()
+        if line[:1] == b"{" and line[-1:] == b"}":
+            try:
+                if isinstance(orjson.loads(line), dict):
+                    return True
+            except orjson.JSONDecodeError:
+                continue
+    return False
+
+
+def _json_document(path: Path, data: bytes, reading: Reading) -> Loaded | None:
+    """A whole-file JSON document (trainer_state.json, a list of rows, per-metric arrays) as
+    its steps; None when the data is not one (a JSON Lines file of one line is not).
+    ReaderError when it is one without steps. One cut short is read up to its last whole
+    row, with a note that says where it stopped (`cut_document`)."""
+    body = data.lstrip()
+    if body[:1] not in (b"{", b"["):
+        return None
+    first, _, rest = body.partition(b"\n")
+    if first.rstrip()[-1:] in (b"}", b"]") and rest.strip():
+        return None  # a whole value on the first line, and more lines: JSON Lines
+    notes: list[Record] = []
+    try:
+        doc = load_document(body)
+    except (ValueError, RecursionError) as exc:
+        cut = cut_document(body)
+        opened = _DOCUMENT.match(first) and first.rstrip()[-1:] not in (b"}", b"]")
+        if cut is None and opened and not _rows_follow(rest):
+            at = getattr(exc, "pos", None)
+            where = f" at byte {at}" if isinstance(at, int) else ""
+            raise ReaderError(
+                f"{path}: a JSON document that cannot be read: cut short or damaged{where}, "
+                f"before any whole row"
+            ) from None
+        if cut is None:
+            return None
+        doc, note = cut
+        notes.append(note)
+    single_row = (  # a JSON Lines file of one line
+        isinstance(doc, dict)
+        and b"\n" not in body.strip()
+        and ("type" in doc or step_key(doc) is not None)
+    )
+    if single_row:
+        return None
+    if is_sacred(doc):
+        return Loaded(SACRED.name, [*notes, *read_sacred(doc)])
+    records = read_document(doc, reading.step_key)
+    kind = TRAINER_STATE.name if isinstance(doc, dict) and "log_history" in doc else DOCUMENT.name
+    if not records:
+        raise ReaderError(
+            f"{path}: a JSON document with no steps (no list of objects with a step "
+            f"key, no per-metric arrays beside a step array; {HELP})"
+        )
+    return Loaded(kind, [*notes, *records])
+
+
+def _line_log(data: bytes, reading: Reading, side: str) -> Loaded:
+    """A log of lines: CSV, a tuimon step log, JSON Lines or printed text (`LineParser`)."""
+    first = data.lstrip().partition(b"\n")[0][: 1 << 24].decode("utf-8", "replace")
+    if csv_columns(first.strip(), reading.step_key):
+        records = read_csv(data.decode("utf-8", "replace"), reading.step_key)
+        return as_asked(Loaded(CSV.name, records), reading, side)
+    lines = _lines(data)
+    parser = LineParser(reading, side)
+    records = parser.feed(lines) + parser.close()  # as a live stream is read: the same rows
+    if parser.tuimon:
+        return Loaded(STEPLOG.name, records, lines if reading.as_written(side) else None)
+    kind = JSON_LINES.name if parser.json_rows or parser.numbered else TEXT.name
+    kind = TABLE.name if parser.tables.step is not None and kind == TEXT.name else kind
+    return Loaded(kind, records, step_key=parser.first_key)
