@@ -204,6 +204,15 @@ class PairPlan:
             cmd += ["--save-emb", str(pair_dir / f"emb-{side}.npy")]
         return RunSpec(side, device, tuple(cmd), self.env(side, device), reading=self.reading)
 
+    def shown(self, spec: RunSpec, pair_dir: Path | None) -> str:
+        """A side's command as its pane shows it: `2 ranks · python train.py ...` for a side
+        under torch.distributed's launcher (pair.json's `commands` holds the whole line)."""
+        nproc = self.nproc[SIDES.index(spec.side)]
+        if not nproc:
+            return spec.command_text()
+        inner = self.spec(spec.side, pair_dir, ranks=False).command_text()
+        return f"{nproc} rank{'s' if nproc > 1 else ''} · {inner}"
+
     def meta(self, specs: Sequence[RunSpec]) -> dict[str, object]:
         """pair.json fields that describe the launch."""
         launch = {side: list(v) if v else None for side, v in zip(SIDES, self.launch, strict=True)}
@@ -238,7 +247,7 @@ class PairPlan:
             pair_dir = writer.path if writer else None
             saved = self.against
             specs = tuple(self.spec(side, pair_dir) for side in (SIDES[:1] if saved else SIDES))
-            sides = tuple(SideState(s.side, s.device, s.command_text()) for s in specs)
+            sides = tuple(SideState(s.side, s.device, self.shown(s, pair_dir)) for s in specs)
             options = PairOptions(
                 tolerance=self.tolerance,
                 select=self.select,

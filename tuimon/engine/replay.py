@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tuimon.engine.align import MetricFilter
+from tuimon.engine.replicas import saved_watch
 from tuimon.engine.runner import Exited, Lines, SourceEvent, Stderr
 from tuimon.engine.saved import read_records, saved_select
 from tuimon.engine.session import Batch, PairOptions, PairSession, SideState
@@ -257,7 +258,11 @@ def replay_session(
             _side_state("a", logs, source.records("a")),
             _side_state("b", logs, source.records("b")),
         ),
-        options=PairOptions(tolerance=tolerance, select=select or saved_select(logs.doc)),
+        options=PairOptions(
+            tolerance=tolerance,
+            select=select or saved_select(logs.doc),
+            replicas=saved_watch(logs.pair_dir, logs.doc.more.get("nproc"), logs.reading),
+        ),
         on_batch=on_batch,
     )
     session.pair_path = logs.pair_dir

@@ -301,3 +301,13 @@ def replica_lines(replicas: Any) -> list[str]:
         if isinstance(info.get("failed"), str):
             lines.append(f"side {side}: {info['failed']}")
     return lines
+
+
+def saved_watch(pair_dir: Path | None, nproc: Any, reading: Reading | None) -> ReplicaWatch | None:
+    """The check of a saved pair's ranks (a replay), from pair.json's `nproc` (a value of
+    the wrong type: none); None when no side has more than one rank."""
+    if pair_dir is None or not isinstance(nproc, list) or len(nproc) != 2:
+        return None
+    counts = [n if isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= 1024 else None
+              for n in nproc]  # fmt: skip
+    return ReplicaWatch(pair_dir, counts, reading) or None

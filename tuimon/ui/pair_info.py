@@ -12,6 +12,7 @@ from typing import Any
 
 from tuimon.engine.explain import saved_line
 from tuimon.engine.hints import likely_causes
+from tuimon.engine.replicas import replica_lines
 from tuimon.engine.session import SideState
 from tuimon.report.against import against_lines, pair_headline
 from tuimon.report.wording import account_lines, metric_parts_line
@@ -51,6 +52,11 @@ def hints_of(doc: Mapping[str, Any] | None) -> list[str]:
         return []
 
 
+def replicas_of(doc: Mapping[str, Any] | None) -> list[str]:
+    """`side a: rank 1 parted from rank 0 at step 5` ... of a pair of `--nproc` sides."""
+    return [clean(line, None) for line in replica_lines(doc.get("replicas"))] if doc else []
+
+
 def summary_lines(
     model: PairModel, doc: Mapping[str, Any] | None, *, replayed: bool = False
 ) -> list[str]:
@@ -61,6 +67,7 @@ def summary_lines(
     lines = [pair_headline(model.summary, doc), *account_lines(model.summary)]
     lines += [clean(line, None) for line in model.artifact_lines()]
     lines += against_lines(doc)
+    lines += replicas_of(doc)
     lines += run_errors(model.sides)
     lines += hints_of(doc)
     explained = saved_line(dict(doc)) if doc else None

@@ -40,7 +40,7 @@ from tuimon.ui.footer_fit import FitsFooter
 from tuimon.ui.modals import ConfirmScreen, HelpScreen
 from tuimon.ui.pager import Pager
 from tuimon.ui.pager_keys import PAGER_BINDINGS, PagerKeys
-from tuimon.ui.pair_info import summary_lines
+from tuimon.ui.pair_info import replicas_of, summary_lines
 from tuimon.ui.pair_model import DIVERGENCE, PairFeed, PairModel, PairRows
 from tuimon.ui.panes import SideHeader, StepPane
 from tuimon.ui.replay_controls import ReplayControls
@@ -413,6 +413,7 @@ class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[No
         self.model.message = "; ".join(
             [
                 *self.model.artifact_lines(),
+                *replicas_of(self.pair_doc()),
                 *([explained] if explained else []),
                 *(told or ["replay finished"]),
             ]
@@ -427,6 +428,7 @@ class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[No
             if batch.pair_path is not None:
                 told = [p for p in told if not p.startswith("saved to ")]
                 told.insert(0, f"pair saved in {batch.pair_path}")
+            told += [x for x in replicas_of(self.pair_doc()) if x not in told]
             self.model.message = "; ".join([*told, *self.model.artifact_lines()]) or None
             self._refresh_views()
 

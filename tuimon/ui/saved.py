@@ -18,6 +18,7 @@ from tuimon.engine.saved import read_lines, resolve_logs, saved_select
 from tuimon.engine.session import SideState
 from tuimon.steplog import End, Header, Record, Step, parse_line
 from tuimon.store import PairDoc
+from tuimon.ui.pair_info import replicas_of
 from tuimon.ui.pair_model import PairModel
 
 ALIGN_CHUNK = 4096
@@ -101,6 +102,7 @@ def load_saved(path: Path, max_lines: int = 2000) -> SavedPair:
     told = [f"saved pair {logs.pair_dir}"] if logs.pair_dir else []
     if logs.pair_dir and (explained := saved_line(logs.doc.more)):
         told.append(explained)
+    told += replicas_of(logs.doc.to_json())
     model.message = "; ".join([*model.artifact_lines(), *told]) or None
     tails = {side: recs[-max_lines:] for side, recs in records.items()}
     stderr = {side: _stderr_tail(logs, side, max_lines // 4) for side in records}

@@ -1,0 +1,82 @@
+"""A saved pair of `--nproc` sides replayed: the replica check runs again from the saved rank
+files, headless (text and --json) and in the pair view."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import wait_for
+
+from tuimon.cli import main
+from tuimon.engine.replay import replay_session
+from tuimon.engine.saved import resolve_logs
+from tuimon.ui.app import TuimonApp
+from tuimon.ui.pair_screen import PairScreen
+
+PARTED = "side a: rank 1 parted from rank 0 at step 5 (W)"
+
+
+def _log(parted_at: int | None = None) -> str:
+    lines: list[dict[str, object]] = [
+        {"type": "header", "format": "tuimon.steplog/1", "run": {}, "hyper": {}, "env": {}}
+    ]
+    for k in range(10):
+        d = f"d{k}" if parted_at is None or k < parted_at else f"x{k}"
+        lines.append({"type": "step", "step": k, "loss": 1 / (k + 1), "param_digest": d,
+                      "param_digests": {"W": d, "b": f"b{k}"}})  # fmt: skip
+    lines.append({"type": "end", "status": "ok", "steps": 10})
+    return "".join(json.dumps(x) + "\n" for x in lines)
+
+
+def saved_pair(tmp_path: Path) -> Path:
+    """A pair of a 2-rank side a (rank 1 parts at step 5) and a 1-rank side b."""
+    pair = tmp_path / "pair"
+    pair.mkdir()
+    (pair / "a.jsonl").write_text(_log())
+    (pair / "b.jsonl").write_text(_log())
+    (pair / "a.rank1.jsonl").write_text(_log(parted_at=5))
+    parted = {"rank": 1, "step": 5, "tensors": ["W"]}
+    replicas = {"a": {"ranks": 2, "compared": 10, "parted": parted}}  # as the live pair saved it
+    doc = {"format": "tuimon.pair/1", "nproc": [2, 1], "devices": ["cpu", "cpu"],
+           "status": "finished", "replicas": replicas}  # fmt: skip
+    (pair / "pair.json").write_text(json.dumps(doc))
+    return pair
+
+
+def test_a_headless_replay_checks_the_replicas_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pair = saved_pair(tmp_path)
+    main(["replay", str(pair), "--headless", "--speed", "100000"])
+    assert PARTED in capsys.readouterr().out
+    main(["replay", str(pair), "--headless", "--json", "--speed", "100000"])
+    replicas = json.loads(capsys.readouterr().out)["replicas"]
+    assert replicas["a"]["parted"] == {"rank": 1, "step": 5, "tensors": ["W"]}
+    assert replicas["a"]["compared"] == 10 and "b" not in replicas
+
+
+def test_a_replay_missing_a_rank_file_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pair = saved_pair(tmp_path)
+    (pair / "a.rank1.jsonl").unlink()
+    main(["replay", str(pair), "--headless", "--speed", "100000"])
+    out = capsys.readouterr().out
+    assert "side a: replicas" in out and "a.rank1.jsonl: no such file" in out
+
+
+async def test_the_pair_view_of_a_replay_names_the_parted_rank(tmp_path: Path) -> None:
+    logs = resolve_logs([str(saved_pair(tmp_path))])
+    app = TuimonApp(
+        store=tmp_path / "store",
+        make_session=lambda on_batch: replay_session(logs, speed=1e6, on_batch=on_batch),
+        replay=True,
+    )
+    async with app.run_test(size=(150, 40)) as pilot:
+        screen = next(s for s in app.screen_stack if isinstance(s, PairScreen))
+        await wait_for(pilot, lambda: screen.model.done)
+        await wait_for(pilot, lambda: PARTED in (screen.model.message or ""))  # checked again
+        await pilot.press("q")
+    assert PARTED in app.summary_lines  # pair.json's
