@@ -389,3 +389,31 @@ def test_json_rows_stepped_by_a_counter_found_by_its_name(tmp_path: Path, capsys
     assert (code, out["steps_compared"]) == (0, 8) and "time_this_iter_s" in out["ignored"]
     assert main(["read", str(a)]) == 0
     assert "training_iteration (by content" in capsys.readouterr().out
+
+
+def _keras(path: Path, bump: bool = False, clock: int = 0) -> Path:
+    lines = []
+    for e in range(1, 6):
+        loss = 1 / e + (0.001 if bump and e == 3 else 0)
+        lines += [f"Epoch {e}/5", f"1563/1563 [==============================] - {e + clock}s "
+                  f"3ms/step - loss: {loss:.4f} - accuracy: {0.5 + e / 20:.4f}"]  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_values_printed_under_a_heading_are_its_step(tmp_path: Path, capsys) -> None:
+    a = _keras(tmp_path / "a.log")
+    code, out = compare(capsys, str(a), str(_keras(tmp_path / "c.log", clock=2)))
+    assert (code, out["steps_compared"]) == (0, 5)
+    code, out = compare(capsys, str(a), str(_keras(tmp_path / "b.log", bump=True)))
+    assert code == 1 and out["first_divergent_step"] == 3
+
+
+def test_fairseq_steps_by_num_updates_and_words_that_are_not_values() -> None:
+    line = "| epoch 001 | loss 9.834 | ppl 912.47 | wps 12345 | num_updates 100 | lr 0.0005"
+    step = parse_text(line)
+    assert step is not None and step.step == 100 and step.metrics["epoch"] == 1.0
+    nan = parse_text("step 5: number of nan iterations: 0")
+    assert nan is not None and nan.metrics == {"iterations": 0.0}
+    loss = parse_text("step 5: train loss nan, val loss 2.1")
+    assert loss is not None and set(loss.metrics) == {"train_loss", "val_loss"}

@@ -32,6 +32,7 @@ from tuimon.readers.text import (
     LEVEL,
     LEVELS_NOTE,
     block_value,
+    heading_values,
     last_state,
     metric_like,
     parse_text,
@@ -118,6 +119,9 @@ class LineParser:
         """A printed Python dict had a step key: those without one are not numbered."""
         self.json_rows = False
         """A JSON object with a step key was read (the log is JSON Lines)."""
+        self._heading: int | None = None
+        """The step of a heading line just read (`Epoch 3/10`): the next line's values are
+        that step's (`heading_values`)."""
         self._block: int | None = None
         """The step of the line before, whose indented `name=value` lines are its values."""
         self.levels = False
@@ -209,6 +213,9 @@ class LineParser:
                 if step is not None:
                     return step
             self._block = None
+        heading, self._heading = self._heading, None
+        if heading is not None and (under := heading_values(text, heading)) is not None:
+            return self._renamed(under)
         if (inner := self._embedded(text)) is not None:
             return inner
         step = parse_text(text, self.patterns, self.key, bare=not self.patterns)
@@ -218,6 +225,7 @@ class LineParser:
             self._block = step.step
             if step.metrics or step.unreadable:
                 return self._renamed(step)
+            self._heading = step.step
             return parse_line(line)  # a line that names a step and nothing else: a heading
         record = parse_line(line)
         if isinstance(record, Text) and step_beyond_int64(text, self.key):

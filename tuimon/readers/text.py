@@ -26,7 +26,8 @@ from tuimon.steplog import LOW_BITS, Step, Unreadable, int_text, low_bits
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _NUM = r"[-+]?(?:\d{1,3}(?:_\d{3})+|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b"
 _STEP = re.compile(
-    r"(?<![\w./])(?P<key>global[_ ]step|step|iteration|iter|it|epoch)\b\s*[:=#]?\s*\[?\s*"
+    r"(?<![\w./])(?P<key>global[_ ]step|num_updates|step|iteration|iter|it|epoch)\b"
+    r"\s*[:=#]?\s*\[?\s*"
     r"(?P<n>\d+)(?![,.]\d)(?:\s*/\s*\d+)?\b"
     r"|^\s*(?P<key2>s):(?P<n2>\d+)\b",  # llm.c: `s:5000 trl:3.63 lr:0.0006 norm:0.31`
     re.IGNORECASE,
@@ -90,7 +91,10 @@ _PAIR = re.compile(
     r"(?:\s*\(\s*(?P<avg>" + _NUM + r")\s*\))?",  # a running average: `loss 1.23 (1.45)`
     re.IGNORECASE,
 )
-_RANK = {"global step": 0, "global_step": 0, "step": 1, "iteration": 2, "iter": 2, "it": 3, "s": 3}
+_RANK = {
+    "global step": 0, "global_step": 0, "num_updates": 0, "step": 1, "iteration": 2, "iter": 2,
+    "it": 3, "s": 3,
+}  # fmt: skip
 STEP_GROUPS = ("step", "iter", "iteration", "global_step", "epoch")
 """Group names a `--pattern` may use for the step."""
 
@@ -168,6 +172,21 @@ def parse_text(
     return found
 
 
+_FUNCTION_WORDS = frozenset(
+    {"of", "no", "any", "the", "a", "an", "for", "with", "without", "is", "are", "was", "were",
+     "has", "had", "all", "if", "to", "in", "on"}
+)  # fmt: skip
+
+
+def heading_values(text: str, step: int) -> Step | None:
+    """The values a line prints under a heading that named only a step (Keras' `Epoch 3/10`,
+    then `1563/1563 [====] - 5s - loss: 0.3 - accuracy: 0.9`), when it names no step itself."""
+    if _STEP.search(text) is not None:
+        return None
+    found = _values(text, 0, [], step, False)
+    return found if found is not None and found.metrics else None
+
+
 def _values(
     text: str, start: int, spans: list[tuple[int, int]], step: int, bare: bool
 ) -> Step | None:
@@ -186,6 +205,8 @@ def _values(
         value = as_number(m["value"])
         if value is None or name in _RANK:
             continue
+        if words[-1] in _FUNCTION_WORDS and m["value"][-1:].isalpha():
+            continue  # `number of nan iterations`: `nan` is a word there, not a value
         if isinstance(value, Unreadable):
             bad.append(f"{name}={value}")
             continue
