@@ -58,7 +58,15 @@ def test_one_rank_against_two_diverges_the_world_size_named(
     assert doc["nproc"] == [1, 2]
     assert "world_size" in doc["env_diff"]
     assert not list(pair.glob("a.rank*"))  # one rank: no other rank's files
-    assert (pair / "b.rank1.jsonl").exists()
+    saved = (pair / "b.rank1.jsonl").read_bytes()
+    # explain reruns the sides as they ran (1 rank, 2 ranks), rank 0 traced, the other ranks'
+    # logs in explain/: the pair's own are never rewritten
+    assert main(["explain", str(pair), "--yes", "--repeats", "1", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["first"]["op"].startswith("aten.index")  # the world size changes the shapes
+    assert (pair / "b.rank1.jsonl").read_bytes() == saved
+    assert (pair / "explain" / "b.rank1.jsonl").exists()
+    assert not (pair / "explain" / "a.rank1.jsonl").exists()
 
 
 @pytest.mark.parametrize(

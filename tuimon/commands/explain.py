@@ -27,6 +27,14 @@ def add(sub: argparse._SubParsersAction) -> None:
         "--timeout", type=positive_float, default=900.0, metavar="S", help="per rerun (900)"
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument(
+        "--nproc",
+        default=None,
+        metavar="N[,M]",
+        help="rerun each side as N ranks under torch.distributed's launcher (A,B: each its "
+        "own; default: as the pair ran); rank 0 is traced, the other ranks' logs go to "
+        "PAIR/explain/",
+    )
     add_yes(p)
     p.set_defaults(handler=run, help_prog=p.prog)
 
@@ -38,6 +46,14 @@ def run(args: argparse.Namespace) -> int:
     def agreed(commands: list[Planned]) -> bool:
         return confirm("explain", show(commands), yes=args.yes)
 
+    from tuimon.commands.pair import nproc_of
+
+    nproc = nproc_of(args.nproc, ())
     return run_explain(
-        args.pair, repeats=args.repeats, timeout=args.timeout, as_json=args.json, confirm=agreed
+        args.pair,
+        repeats=args.repeats,
+        timeout=args.timeout,
+        as_json=args.json,
+        confirm=agreed,
+        nproc=nproc,
     )

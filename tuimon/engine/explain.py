@@ -38,6 +38,7 @@ from tuimon.argv import without_options
 from tuimon.engine.consent import Planned
 from tuimon.engine.descendants import RUN_ENV, Tree, new_tag
 from tuimon.engine.plan import PairPlan
+from tuimon.engine.ranks import MARK, rewrap
 from tuimon.engine.runner import die_with_parent
 from tuimon.engine.watchdog import Watchdog
 from tuimon.errors import StoreError, TuimonError, UsageError
@@ -236,17 +237,30 @@ def _shown(value: object) -> str:
     return clean(text if len(text) <= 60 else text[:59] + "…", None)
 
 
-def planned(doc: dict[str, Any], steps: list[int]) -> list[Planned]:
+def planned(
+    doc: dict[str, Any],
+    steps: list[int],
+    rank_dir: Path | None = None,
+    nproc: tuple[int | None, int | None] = (None, None),
+) -> list[Planned]:
     """The exact commands a traced rerun runs, one per side (ExplainError when pair.json holds
-    none, or one of the wrong type)."""
+    none, or one of the wrong type). A side of ranks (`--nproc`) runs again under the launcher,
+    its other ranks' output into `rank_dir` (the pair's `explain/`); `nproc` changes the ranks
+    of a side (`explain --nproc`)."""
     check_settings(doc)
     commands = _commands(doc)
-    shell = bool(doc.get("shell"))
     launch = doc.get("launch")
     launchers: dict[str, Any] = launch if isinstance(launch, dict) else {}
     out = []
-    for side in SIDES:
-        argv = commands[side][:1] if shell else rerun_argv(commands[side], max(steps))
+    for side, ranks in zip(SIDES, nproc, strict=True):
+        recorded = commands[side]
+        shell = bool(doc.get("shell")) and MARK not in recorded  # ranks: a list of words
+        argv = recorded[:1] if shell else rerun_argv(recorded, max(steps))
+        if rank_dir is not None and (ranks is not None or MARK in recorded):
+            argv, shell = (
+                rewrap(["sh", "-c", argv[0]] if shell else argv, side, rank_dir, ranks),
+                False,
+            )
         words = launchers.get(side)
         ok = isinstance(words, list) and all(isinstance(w, str) for w in words)
         launcher = tuple(words) if ok and words else None
@@ -546,13 +560,14 @@ def explain_pair(
     repeats: int = DEFAULT_REPEATS,
     timeout: float = DEFAULT_TIMEOUT,
     progress: Callable[[str], None] | None = None,
+    nproc: tuple[int | None, int | None] = (None, None),
 ) -> dict[str, Any]:
     """Rerun and trace the pair `repeats` times; the result that goes into pair.json.
 
     pair.json is data: the commands it holds run only when `confirm` (shown them exactly)
     says yes; otherwise `Refused`, and nothing runs."""
     say = progress or (lambda text: None)
-    doc, k, steps, commands = _prepare(Path(path), confirm)
+    doc, k, steps, commands = _prepare(Path(path), confirm, nproc)
     out_dir = Path(path) / "explain"
     result = _new_result(doc, k, steps, repeats)
     firsts: list[dict[str, Any]] = []
@@ -591,7 +606,9 @@ def explain_pair(
 
 
 def _prepare(
-    path: Path, confirm: Callable[[list[Planned]], bool]
+    path: Path,
+    confirm: Callable[[list[Planned]], bool],
+    nproc: tuple[int | None, int | None] = (None, None),
 ) -> tuple[dict[str, Any], int, list[int], list[Planned]]:
     """pair.json checked as written, the divergent step, the steps to trace and the commands
     agreed to (`Refused` when they are not); the pair's `explain/` folder made ready."""
@@ -600,7 +617,7 @@ def _prepare(
     doc = PairDoc.from_json(raw).to_json()
     summary = doc.get("summary")
     k, steps = traced_steps(summary if isinstance(summary, dict) else {})
-    commands = planned(doc, steps)
+    commands = planned(doc, steps, path / "explain", nproc)
     if not confirm(commands):
         raise Refused(commands)
     out_dir = path / "explain"
@@ -769,6 +786,7 @@ def run_explain(
     as_json: bool,
     confirm: Callable[[list[Planned]], bool],
     out: Any = None,
+    nproc: tuple[int | None, int | None] = (None, None),
 ) -> int:
     """The `explain` command: 0 when an op was named or the reruns agreed, 3 when it could not;
     UsageError (exit 2) for a pair that cannot be explained or commands not agreed to."""
@@ -779,6 +797,7 @@ def run_explain(
         result = explain_pair(
             Path(pair), repeats=repeats, timeout=timeout, confirm=confirm,
             progress=lambda text: print(f"tuimon: {text}", file=sys.stderr, flush=True),
+            nproc=nproc,
         )  # fmt: skip
         save_result(Path(pair), result)
     except (StoreError, ExplainError) as exc:

@@ -104,3 +104,33 @@ def agent_signal(stderr: str) -> str | None:
     """The signal torchrun's agent says it received (`SIGTERM`), when it says so."""
     found = _SIGNAL.search(stderr)
     return found[2] if found else None
+
+
+MARK = "tuimon-rank"
+"""The wrapper's name (`$0`) in a side's recorded command: what follows is DIR, SIDE, COMMAND."""
+
+
+def rewrap(argv: Sequence[str], side: str, rank_dir: Path, nproc: int | None = None) -> list[str]:
+    """A side's recorded command run again: its other ranks' output into `rank_dir` (never
+    over the saved pair's rank logs), as `nproc` ranks when given (a command recorded without
+    ranks is put under the launcher; one recorded with them keeps its prefix: a launcher,
+    `env K=V`)."""
+    argv = list(argv)
+    if MARK not in argv or "torch.distributed.run" not in argv:
+        if nproc is None:
+            return argv
+        return list(under_torchrun(RunSpec(side, "", tuple(argv)), nproc, rank_dir).argv)
+    at = argv.index(MARK)
+    head = argv[:at]
+    if nproc is not None and "--nproc-per-node" in head:
+        head[head.index("--nproc-per-node") + 1] = str(nproc)
+    return [*head, MARK, str(rank_dir), argv[at + 2], *argv[at + 3 :]]
+
+
+def recorded_nproc(argv: Sequence[str]) -> int | None:
+    """The ranks a recorded side command runs (None: one process, not under the launcher)."""
+    argv = list(argv)
+    if MARK not in argv or "--nproc-per-node" not in argv:
+        return None
+    text = argv[argv.index("--nproc-per-node") + 1]
+    return int(text) if text.isdigit() else None

@@ -32,10 +32,11 @@ _tracer: Any = None
 
 
 def requested_steps(environ: dict[str, str] | None = None) -> list[int]:
-    """The steps the environment asks to trace (none when either variable is missing)."""
+    """The steps the environment asks to trace (none when either variable is missing, and in
+    every rank but rank 0 of a torch.distributed job: rank 0's trace is the side's)."""
     env = os.environ if environ is None else environ
     text, path = env.get(TRACE_STEP_ENV, "").strip(), env.get(TRACE_FILE_ENV, "").strip()
-    if not text or not path:
+    if not text or not path or env.get("RANK", "0").strip() not in ("", "0"):
         return []
     steps = []
     for part in text.split(","):
