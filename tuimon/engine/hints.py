@@ -23,7 +23,8 @@ class Hint:
     """One likely cause and the evidence that points to it."""
 
     tag: str
-    """A word for a table cell: threads, versions, loss dtype, mps, embedding, hosts."""
+    """A word for a table cell: threads, versions, loss dtype, mps, world size, embedding,
+    hosts."""
     cause: str
     evidence: str
 
@@ -152,6 +153,20 @@ def _embedding(pair: _Pair) -> Hint | None:
     )
 
 
+def _world_size(pair: _Pair) -> Hint | None:
+    """Sides of different world sizes, or NCCL algorithms (`--nproc 1,2`, `NCCL_ALGO`)."""
+    found = [f"{k} {pair.diff[k][0]} vs {pair.diff[k][1]}"
+             for k in ("world_size", "NCCL_ALGO") if k in pair.diff]  # fmt: skip
+    if not found:
+        return None
+    return Hint(
+        "world size",
+        "a different number of ranks (or collective algorithm): each rank sums its shard, "
+        "and the all-reduce adds the shards' gradients in another order",
+        "; ".join(found),
+    )
+
+
 def _hosts(pair: _Pair) -> Hint | None:
     """Sides on different hosts."""
     if "host" not in pair.diff:
@@ -165,6 +180,7 @@ CHECKS: tuple[Callable[[_Pair], Hint | None], ...] = (
     _versions,
     _loss_dtype,
     _mps,
+    _world_size,
     _embedding,
     _hosts,
 )
