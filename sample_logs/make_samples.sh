@@ -30,4 +30,15 @@ pair cpu-cpu-threads-1-vs-2 --threads 1,2 --gather contiguous
 ) &
 pair cpu-cpu-b-killed --threads 1 --gather contiguous
 wait
+# Distributed sides (--nproc, torch.distributed with gloo), small settings: p = 23, 100 steps.
+ranks() {  # ranks NAME ARGS...
+  local name=$1; shift
+  rm -rf "$name"
+  tuimon pair --headless --seed 0 --devices cpu,cpu --p 23 --steps 100 --freq-every 50 \
+    --threads 1 --store "$tmp/$name" "$@"
+  echo "exit code $?"
+  mv "$tmp/$name"/* "$name"
+}
+ranks cpu-cpu-ranks-1-vs-2 --nproc 1,2
+ranks cpu-cpu-ranks-2-vs-2 --nproc 2
 rm -rf "$tmp"

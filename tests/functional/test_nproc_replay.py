@@ -80,3 +80,20 @@ async def test_the_pair_view_of_a_replay_names_the_parted_rank(tmp_path: Path) -
         await wait_for(pilot, lambda: PARTED in (screen.model.message or ""))  # checked again
         await pilot.press("q")
     assert PARTED in app.summary_lines  # pair.json's
+
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_logs"
+
+
+def test_the_rank_samples_compare_and_replay_as_saved(capsys: pytest.CaptureFixture[str]) -> None:
+    """sample_logs/cpu-cpu-ranks-*: 1 rank against 2 parts (test loss at step 0, every tensor
+    from step 2), 2 against 2 is IDENTICAL with every replica equal to its rank 0."""
+    assert main(["compare", str(SAMPLES / "cpu-cpu-ranks-1-vs-2"), "--json"]) == 1
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["first_divergent_step"] == 0 and summary["first_digest_step"] == 2
+    pair = SAMPLES / "cpu-cpu-ranks-2-vs-2"
+    assert main(["replay", str(pair), "--headless", "--json", "--speed", "100000"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == "IDENTICAL"
+    assert {s: r["compared"] for s, r in out["replicas"].items()} == {"a": 100, "b": 100}
+    assert all(r["parted"] is None for r in out["replicas"].values())
