@@ -516,6 +516,9 @@ class Block:
     tensors: list[tuple[str, ...]] | None
     digests_apart: np.ndarray | None = None
     """Rows whose two sides' digests are of different formats (not judged)."""
+    empty: np.ndarray | None = None
+    """Rows where neither side has a judged value (a media-only row logged by both): they
+    share no value, but nothing is missing on either side (`_empty_rows`)."""
 
 
 JUDGE_VALUES = 1 << 18
@@ -573,7 +576,24 @@ def judge_block(a: Columns, b: Columns) -> Block:
             tensors.append(differ)
             values[i] += shared - other
         equal &= np.fromiter((not t for t in tensors), bool, n)
-    return Block(a, b, metrics, equal, values, divergence, digest_equal, tensors, apart)
+    empty = _empty_rows(a, b, bool(tables))
+    return Block(a, b, metrics, equal, values, divergence, digest_equal, tensors, apart, empty)
+
+
+def _empty_rows(a: Columns, b: Columns, full: bool) -> np.ndarray:
+    """Rows where neither side has a judged value or a digest (`Block.empty`)."""
+    n = len(a)
+    if full and (a.values or b.values):
+        return np.zeros(n, bool)  # tables: every row has every column
+    empty = (a.digest == None) & (b.digest == None)  # noqa: E711 - elementwise on objects
+    for side in (a, b):
+        if side.digests is not None:  # per-tensor digests
+            empty &= np.fromiter((not d for d in side.digests), bool, n)
+    for i, present in enumerate(chain(a.present.values(), b.present.values())):
+        empty &= ~present
+        if i % 64 == 63 and not empty.any():
+            break
+    return np.asarray(empty, bool)
 
 
 def digest_kind(digest: str) -> str:
@@ -642,6 +662,8 @@ class Rows:
     """The block's metric names both sides have in some row, in the block's order."""
     apart: int = 0
     """Rows whose digests are of two formats (not judged)."""
+    empty: list[bool] = field(default_factory=list)
+    """Rows where neither side has a judged value or a digest (as `Block.empty`)."""
 
 
 def judge_rows(pairs: Sequence[tuple[Step, Step, int]], select: MetricFilter) -> Rows:
@@ -680,6 +702,10 @@ def judge_rows(pairs: Sequence[tuple[Step, Step, int]], select: MetricFilter) ->
             values += 1
             equal = equal and digest_equal
         out.steps.append(AlignedStep(x.step, x, y, diffs, digest_equal, tensors, divergence, occ))
+        out.empty.append(
+            not (x.digest or y.digest or x.digests or y.digests)
+            and not any(map(select.judged, chain(ma, mb)))
+        )
         out.equal.append(equal and not tensors)
         out.values.append(values)
         out.apart += apart
@@ -774,7 +800,10 @@ class Tally:
         self.steps_compared += n
         self.steps_equal += int(block.equal.sum())
         self.values_compared += int(block.values.sum())
-        self.steps_without_values += int((block.values == 0).sum())
+        lonely = block.values == 0
+        if block.empty is not None:
+            lonely &= ~block.empty  # a row with nothing on either side lacks nothing
+        self.steps_without_values += int(lonely.sum())
         if block.digests_apart is not None:
             self.digests_not_comparable += int(block.digests_apart.sum())
         differ = ~block.equal
@@ -832,7 +861,9 @@ class Tally:
         self.steps_compared += len(steps)
         self.steps_equal += sum(rows.equal)
         self.values_compared += sum(rows.values)
-        self.steps_without_values += rows.values.count(0)
+        self.steps_without_values += sum(
+            v == 0 and not e for v, e in zip(rows.values, rows.empty, strict=True)
+        )
         self.digests_not_comparable += rows.apart
         tolerance = self.tolerance
         top, top_row = 0.0, None
