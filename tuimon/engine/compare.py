@@ -508,7 +508,7 @@ class _BlockReader:
         side's `LineParser` (what a live pair reads): the same records either way."""
         self.whole = False
         if got.args is None or got.first <= self.last:
-            return self._records_of(self.parser.feed(got.lines))
+            return self._records_of(self.parser.feed(got.lines or []))
         self.last = got.final
         held = self._records_of(self.parser.close())
         self.whole = held is None
@@ -547,8 +547,8 @@ class _BlockReader:
         self, rows: list[dict[str, Any]], keys: tuple[str, ...], key: str = "step"
     ) -> tuple[Any, ...] | None:
         """Step rows with the same keys, column by column: the arguments of `_counted`, which
-        counts them and gives their `Columns`; None when a value needs the record-by-record reader (a string,
-        a nested object); `_Suspect` when a number may be an integer beyond 64 bits. `key`:
+        counts them and gives their `Columns`; None when a value needs the record-by-record
+        reader (a string, a nested object); `_Suspect` when a number may be an integer beyond 64 bits. `key`:
         the step key of plain JSON Lines (their other counters are not metrics)."""
         plain = key != "step" or "type" not in keys
         if not plain and any(k in keys for k in STEP_KEYS[1:]):
@@ -827,7 +827,7 @@ def first_lines(
     return where
 
 
-def _located(log: SideLog, key: tuple[int, int]) -> int | None:
+def _located(log: SideLog, key: tuple[Any, int]) -> int | None:
     """The line of a step's record in a log streamed as lines (`SideLog.segments`): only the
     block that holds it is read again. None when not known so (`locate` reads the log)."""
     step, occurrence = key
