@@ -30,6 +30,7 @@ TIME_KEYS = frozenset({"t", "time", "timestamp", "_timestamp", "_runtime", "wall
 CLOCK_NAMES = TIME_KEYS | {
     "dt", "mfu", "lap", "duration", "runtime", "throughput", "it/s", "s/it", "eta", "wps",
     "tps", "ips", "fps", "sps", "ups", "tflops", "gb_free", "remaining", "data", "speed",
+    "passed", "left", "time_left",
 }  # fmt: skip
 """Whole names that are clocks, throughput or work done per second."""
 _UNITS = frozenset(

@@ -1141,6 +1141,8 @@ class PairAligner:
             pass  # a log of text lines: judged line by line (`TextJudge`)
         elif t.steps_without_values == t.steps_compared:
             out.append("the two logs share no metric")
+        elif t.values_compared == 0 and not self.text.compared:
+            out.append("the two logs share no judged value (clocks, or all ignored)")
         elif t.steps_without_values:
             out.append(
                 f"{t.steps_without_values} of {t.steps_compared} aligned steps share no value"

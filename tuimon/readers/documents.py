@@ -133,7 +133,8 @@ def read_document(doc: Any, key: str | None = None) -> list[Record]:
         return [header, *merge(_rows(doc["log_history"], key))]
     header = _header(doc, "json document", frozenset())
     blocks = [doc] + [doc[k] for k in SERIES if isinstance(doc.get(k), Mapping)]
-    for name in SERIES:
+    listed = [*SERIES, *(k for k, v in doc.items() if k not in SERIES and isinstance(v, list))]
+    for name in listed:  # rows under a known key first, then under any key (`iterations`)
         if isinstance(doc.get(name), list):
             steps = _rows(doc[name], key)
             if any(isinstance(r, Step) for r in steps):

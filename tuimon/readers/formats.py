@@ -30,7 +30,7 @@ from tuimon.readers.reading import Reading
 from tuimon.readers.rows import renamed, step_key
 from tuimon.readers.tabular import csv_columns, read_csv
 from tuimon.readers.tensorboard import event_dirs, read_events
-from tuimon.steplog import Record, Step
+from tuimon.steplog import Record, Step, Text
 
 HELP = "see docs/reading-logs.md; --pattern REGEX reads other printed lines"
 _CORRUPT = (EOFError, lzma.LZMAError, gzip.BadGzipFile)
@@ -165,6 +165,20 @@ BY_NAME = {f.name: f for f in FORMATS}
 FORMATS_TRIED = ", ".join(f.name for f in FORMATS)
 
 
+_CONTROL = (*range(1, 9), 11, 12, *range(14, 27), *range(28, 32), 127)
+"""Control bytes a text log has no use for (tab, newlines, carriage return and escape aside)."""
+
+
+def _binary(head: bytes) -> bool:
+    """Bytes that are no text log: a NUL, or more than 10% control bytes that text has not."""
+    if b"\x00" in head:
+        return True
+    control = sum(
+        head.count(bytes([c])) for c in (*range(1, 9), 11, 12, *range(14, 27), 28, 29, 30, 31, 127)
+    )
+    return control > len(head) // 10
+
+
 def read_path(path: Path, reading: Reading, side: str) -> Loaded:
     """A log by content, through the registry: a folder by the folder formats, a TensorBoard
     file by its records, a JSON document, a CSV with a step column, else lines."""
@@ -296,6 +310,8 @@ def _json_document(path: Path, data: bytes, reading: Reading) -> Loaded | None:
 
 def _line_log(data: bytes, reading: Reading, side: str) -> Loaded:
     """A log of lines: CSV, a tuimon step log, JSON Lines or printed text (`LineParser`)."""
+    if _binary(data[:65536]):  # not a log: nothing in it is judged as text either
+        return Loaded(TEXT.name, [Text("tuimon: binary data (NUL or control bytes): not read")])
     first = data.lstrip().partition(b"\n")[0][: 1 << 24].decode("utf-8", "replace")
     if csv_columns(first.strip(), reading.step_key):
         records = read_csv(data.decode("utf-8", "replace"), reading.step_key)

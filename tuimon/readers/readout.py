@@ -9,7 +9,7 @@ from tuimon.readers.account import NOTE, Account
 from tuimon.readers.formats import BY_NAME
 from tuimon.readers.reading import Reading
 from tuimon.readers.rows import STEP_KEYS, step_key
-from tuimon.readers.text import _STEP, LEVELS_NOTE
+from tuimon.readers.text import _RANK, _STEP, LEVELS_NOTE, _key
 from tuimon.steplog import Header, Record, Step, Text
 
 
@@ -48,9 +48,10 @@ def _printed_key(path: Path) -> str | None:
 
     with open_log(path) as fh:
         for _, line in zip(range(2000), fh, strict=False):
-            m = _STEP.search(line.decode("utf-8", "replace"))
-            if m is not None:
-                return f"printed `{(m['key'] or m['key2'] or '').lower()} N`"
+            found = list(_STEP.finditer(line.decode("utf-8", "replace")))
+            if found:
+                m = min(found, key=lambda m: _RANK.get(_key(m), 9))
+                return f"printed `{_key(m)} N`"
     return None
 
 

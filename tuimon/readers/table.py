@@ -31,8 +31,13 @@ def _split(line: str, delimiter: str) -> list[str]:
         return []
 
 
+_NAME = re.compile(r"[A-Za-z_%][\w./%@()\[\]+-]*(?: [A-Za-z_(][\w./%()\[\]+-]*){0,2}")
+"""A column's name: a word (`train/box_loss`, `AverageEpRet`, `val_acc(%)`), up to three
+(`Average Return`), never a timestamp, a sentence or a number."""
+
+
 def _is_name(cell: str) -> bool:
-    return bool(cell) and as_float(cell) is None and cell[:1] not in "{[#(" and len(cell) <= 64
+    return len(cell) <= 64 and as_float(cell) is None and _NAME.fullmatch(cell) is not None
 
 
 def _step_cell(cell: str) -> int | None:

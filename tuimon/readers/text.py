@@ -26,9 +26,9 @@ from tuimon.steplog import LOW_BITS, Step, Unreadable, int_text, low_bits
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _NUM = r"[-+]?(?:\d{1,3}(?:_\d{3})+|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b"
 _STEP = re.compile(
-    r"(?<![\w./])(?P<key>global[_ ]step|num_updates|step|iteration|iter|it|epoch)\b"
+    r"(?<![\w./])(?P<key>global[_ ]step|num_updates|step|iteration|iter|batch_id|it|epoch)\b"
     r"\s*[:=#]?\s*\[?\s*"
-    r"(?P<n>\d+)(?![,.]\d)(?:\s*/\s*\d+)?\b"
+    r"(?P<n>\d+)(?![,.]\d)(?P<of>\s*/\s*\d+)?\b"
     r"|^\s*(?P<key2>s):(?P<n2>\d+)\b",  # llm.c: `s:5000 trl:3.63 lr:0.0006 norm:0.31`
     re.IGNORECASE,
 )
@@ -56,8 +56,36 @@ _TWO_LEVEL = re.compile(
 )
 
 
+_BAR = re.compile(r"\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[\d+:\d+(?::\d+)?<")
+"""A tqdm bar: `| 1/475 [00:07<59:23, 7.52s/it]` (its count is a step when nothing else is)."""
+
+
+def _epoch_and_of(steps: list[re.Match[str]], best: re.Match[str] | None) -> tuple[int, int] | None:
+    """(epoch, iteration) of a line that names an epoch, then a finer counter out of a total
+    (`epoch 1 - iter 0/4`: the iteration restarts each epoch), else None."""
+    epoch = next((m for m in steps if _key(m) == "epoch"), None)
+    if epoch is None or best is None or best is epoch or not best.groupdict().get("of"):
+        return None
+    outer, inner = as_int(_n(epoch)), as_int(_n(best))
+    if best.start() < epoch.start() or outer is None or inner is None:
+        return None
+    return (outer, inner) if inner < LEVEL and 0 <= outer < 2**33 else None
+
+
 def two_level(text: str) -> tuple[int, int, int] | None:
-    """(epoch, iteration, where the levels end) of a line whose step has two levels, or None."""
+    """(epoch, iteration, where the levels end) of a line whose step has two levels, or None:
+    bracketed (`_bracketed`) or named (`epoch 1 - iter 0/4`)."""
+    found = _bracketed(text)
+    if found is None:
+        steps = list(_STEP.finditer(text))
+        best = min(steps, key=lambda m: _RANK.get(_key(m), 9)) if steps else None
+        pair = _epoch_and_of(steps, best)
+        return (*pair, steps[0].start()) if pair else None
+    return found
+
+
+def _bracketed(text: str) -> tuple[int, int, int] | None:
+    """(epoch, iteration, where the levels end) of `Epoch [7][2750/6207]`-like steps."""
     m = _TWO_LEVEL.search(text)
     if m is None:
         return None
@@ -87,13 +115,14 @@ def _n(m: re.Match[str]) -> str:
 
 _PAIR = re.compile(
     r"(?<![\w.])(?P<name>[A-Za-z_][\w./-]*(?: [A-Za-z_][\w./-]*)?)\s*(?:[:=]\s*|\s)"
-    r"(?P<value>" + _NUM + r")(?P<unit>ms|us|µs|s|%)?(?![\w.]|[,:]\d)"  # not 3,201 or 5:06
+    r"(?P<value>" + _NUM + r")(?:(?P<unit>ms|us|µs|s|%)|\s(?P<unit2>sec|secs|seconds|ms|s)\b)?"
+    r"(?![\w.]|[,:]\d)"  # not 3,201 or 5:06
     r"(?:\s*\(\s*(?P<avg>" + _NUM + r")\s*\))?",  # a running average: `loss 1.23 (1.45)`
     re.IGNORECASE,
 )
 _RANK = {
     "global step": 0, "global_step": 0, "num_updates": 0, "step": 1, "iteration": 2, "iter": 2,
-    "it": 3, "s": 3,
+    "batch_id": 2, "it": 3, "s": 3,
 }  # fmt: skip
 STEP_GROUPS = ("step", "iter", "iteration", "global_step", "epoch")
 """Group names a `--pattern` may use for the step."""
@@ -149,12 +178,21 @@ def parse_text(
     a block of `name=value` lines, `block_value`)."""
     if patterns:
         return _by_patterns(text, patterns)
-    levels = two_level(text) if key is None else None
+    levels = _bracketed(text) if key is None else None
     steps = list((_named_step(key) if key else _STEP).finditer(text))
-    if not steps and levels is None:
+    if not steps and levels is None and (key is not None or not _BAR.search(text)):
         return None
     # the finest counter on the line: step/iter over epoch ("Epoch 3, step 120: ...")
     best = min(steps, key=lambda m: _RANK.get(_key(m), 9)) if steps else None
+    if levels is None and (pair := _epoch_and_of(steps, best)) is not None:  # `epoch 1 - iter 0/4`
+        spans = [m.span() for m in steps]
+        return _values(text, steps[0].start(), spans, pair[0] * LEVEL + pair[1], bare)
+    if levels is None and best is None and (bar := _BAR.search(text)) is not None:
+        step = as_int(bar["n"])  # a tqdm bar's count, values before it (allennlp)
+        if step is not None:
+            return _values(text[: bar.start()], 0, [], step, False)
+    if best is None and levels is None:
+        return None
     if levels is not None and (best is None or _key(best) == "epoch"):
         return _values(text, levels[2], [(0, levels[2])], levels[0] * LEVEL + levels[1], bare)
     assert best is not None
@@ -210,8 +248,8 @@ def _values(
         if isinstance(value, Unreadable):
             bad.append(f"{name}={value}")
             continue
-        unit = (m["unit"] or "").lower()
-        clock = unit in ("ms", "us", "µs", "s") or is_clock(name)
+        unit = (m["unit"] or m["unit2"] or "").lower()
+        clock = unit in ("ms", "us", "µs", "s", "sec", "secs", "seconds") or is_clock(name)
         (clocks if clock else metrics)[name] = value
         if not clock and (low := low_bits(int_text(m["value"]))) is not None:
             metrics[name + LOW_BITS] = low  # an integer beyond 2**53: judged exactly
