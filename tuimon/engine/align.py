@@ -666,17 +666,29 @@ class Rows:
     """Rows where neither side has a judged value or a digest (as `Block.empty`)."""
 
 
-def judge_rows(pairs: Sequence[tuple[Step, Step, int]], select: MetricFilter) -> Rows:
+def sparse(records: Sequence[Step]) -> bool:
+    """Records whose metric names are many for their values (a name or two a row, thousands
+    in all): as columns they would cost names x rows; they are judged row by row."""
+    values = sum(len(r.metrics) for r in records)
+    names = len(set().union(*(r.metrics for r in records))) if records else 0
+    return names * len(records) > 4 * values + (1 << 16)
+
+
+def judge_rows(
+    pairs: Sequence[tuple[Step, Step, int]], select: MetricFilter, *, per_row: bool = False
+) -> Rows:
     """Judge a few matched records (a, b, occurrence) as `judge_block` judges their columns,
-    in plain Python (the same names, order, values and verdicts)."""
+    in plain Python (the same names, order, values and verdicts). `per_row`: each row's own
+    names only (a sparse block: the cost follows the values, not names x rows)."""
     order = _row_names(pairs, select)
+    shared = set(order) if per_row else None
     out = Rows([], [], [], [])
     seen: set[str] = set()
     for x, y, occ in pairs:
         ma, mb = x.metrics, y.metrics
         diffs = {}
         equal, divergence = True, 0.0
-        for k in order:
+        for k in order if shared is None else [k for k in ma if k in mb and k in shared]:
             va, vb = ma.get(k), mb.get(k)
             if va is None or vb is None:
                 continue
@@ -974,8 +986,9 @@ class PairAligner:
                 pairs.append((record, match, occ) if side == "a" else (match, record, occ))
         if not pairs:
             return []
-        if len(pairs) <= SMALL_BLOCK:
-            rows = judge_rows(pairs, self.select)
+        wide = len(pairs) > SMALL_BLOCK and sparse([p[0] for p in pairs] + [p[1] for p in pairs])
+        if len(pairs) <= SMALL_BLOCK or wide:  # few rows, or many names a row or two each
+            rows = judge_rows(pairs, self.select, per_row=wide)
             self.tally.add_rows(rows)
             return rows.steps
         occs = [p[2] for p in pairs]

@@ -17,8 +17,8 @@ import lzma
 import multiprocessing
 import operator
 import os
-from contextlib import contextmanager
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from itertools import chain, compress, islice
@@ -40,6 +40,7 @@ from tuimon.engine.align import (
     Summary,
     compare_steps,
     no_step_reason,
+    sparse,
 )
 from tuimon.engine.fingerprints import env_diff
 from tuimon.engine.saved import check_two, resolve_logs
@@ -51,8 +52,8 @@ from tuimon.readers import (
     Reading,
     load,
     locate,
-    open_log,
     no_steps,
+    open_log,
     to_line,
 )
 from tuimon.readers.columnar import CsvColumns, read_csv_columns
@@ -347,6 +348,8 @@ class _BlockReader:
         """Plain JSON Lines that are not uniform are read as a live pair reads them."""
         self.last = -(2**63) - 1
         """The highest step read so far (plain JSON Lines)."""
+        self.sparse = False
+        """A block had thousands of names, a few a row: the log is judged record by record."""
         self.whole = False
         """The last block of plain JSON Lines was read into columns whole (`_plain`)."""
 
@@ -548,8 +551,9 @@ class _BlockReader:
     ) -> tuple[Any, ...] | None:
         """Step rows with the same keys, column by column: the arguments of `_counted`, which
         counts them and gives their `Columns`; None when a value needs the record-by-record
-        reader (a string, a nested object); `_Suspect` when a number may be an integer beyond 64 bits. `key`:
-        the step key of plain JSON Lines (their other counters are not metrics)."""
+        reader (a string, a nested object); `_Suspect` when a number may be an integer a
+        float64 rounds. `key`: the step key of plain JSON Lines (their other counters are not
+        metrics)."""
         plain = key != "step" or "type" not in keys
         if not plain and any(k in keys for k in STEP_KEYS[1:]):
             return None
@@ -669,6 +673,9 @@ class _BlockReader:
         self.log.steps += len(steps)
         if not steps:
             return None
+        if sparse(steps):  # thousands of names, a few a row: judged row by row, in order
+            self.sparse = True
+            return None
         return Columns.of_steps(steps, [0] * len(steps), self.select)
 
 
@@ -729,6 +736,8 @@ def _read_both(
             cols = readers[side].block(lines) if lines is not None else readers[side].finish()
             if lines is None:
                 del sources[side]
+            if readers[side].sparse:
+                matcher.repeated = True  # the record-by-record path (`_by_records`)
             if cols is not None and not matcher.repeated and not keep:
                 matcher.add(side, cols)
     return (sides["a"], sides["b"]), matcher
