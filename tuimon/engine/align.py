@@ -681,14 +681,14 @@ def judge_rows(
     in plain Python (the same names, order, values and verdicts). `per_row`: each row's own
     names only (a sparse block: the cost follows the values, not names x rows)."""
     order = _row_names(pairs, select)
-    shared = set(order) if per_row else None
+    both = set(order) if per_row else None
     out = Rows([], [], [], [])
     seen: set[str] = set()
     for x, y, occ in pairs:
         ma, mb = x.metrics, y.metrics
         diffs = {}
         equal, divergence = True, 0.0
-        for k in order if shared is None else [k for k in ma if k in mb and k in shared]:
+        for k in order if both is None else [k for k in ma if k in mb and k in both]:
             va, vb = ma.get(k), mb.get(k)
             if va is None or vb is None:
                 continue
