@@ -144,8 +144,8 @@ def test_reference_pair_compares_the_saved_embeddings(tmp_path: Path, capsys):
     assert freqs["a"]["p"] == 11 and len(freqs["a"]["freqs"]) == 5
     assert freqs["a"]["freqs"] == freqs["b"]["freqs"] and freqs["agree"] is True
     a = " ".join(map(str, freqs["a"]["freqs"]))
-    err = " ".join(capsys.readouterr().err.split())  # on stderr, wrapped to the console's width
-    assert f"key frequencies a {a} | b {a}: sets agree" in err
+    out = " ".join(capsys.readouterr().out.split())  # the report after the verdict, once
+    assert f"key frequencies a {a} | b {a}: sets agree" in out
 
 
 def test_reference_key_frequencies_are_shown_not_judged() -> None:
