@@ -54,7 +54,7 @@ def main() -> int:
     for k in range(args.steps):
         if (rank, k) == _at(args.die):
             print(f"rank {rank}: dying at step {k}", file=sys.stderr, flush=True)
-            return 3
+            os._exit(3)  # at once, as a crash would (gloo's teardown at exit may abort)
         if (rank, k) == _at(args.nudge):
             with torch.no_grad():
                 model[0].weight[0, 0] += 1e-3
