@@ -97,3 +97,15 @@ def test_the_rank_samples_compare_and_replay_as_saved(capsys: pytest.CaptureFixt
     assert out["verdict"] == "IDENTICAL"
     assert {s: r["compared"] for s, r in out["replicas"].items()} == {"a": 100, "b": 100}
     assert all(r["parted"] is None for r in out["replicas"].values())
+
+
+def test_compare_of_a_saved_ranked_pair_says_its_replicas(capsys) -> None:
+    import json
+
+    from tuimon.cli import main
+
+    pair = Path(__file__).resolve().parents[2] / "sample_logs" / "cpu-cpu-ranks-1-vs-2"
+    assert main(["compare", str(pair)]) == 1
+    assert "side b: 2 ranks, replicas equal to rank 0" in capsys.readouterr().out
+    assert main(["compare", "--json", str(pair)]) == 1
+    assert "b" in json.loads(capsys.readouterr().out)["replicas"]

@@ -99,16 +99,21 @@ def _compare_paths(
             **({"save_error": save_error} if save_error else {}),
             **summary.to_dict(),
             **({"artifacts": logs.doc.artifacts} if logs.doc.artifacts else {}),
+            **({"replicas": replicas} if (replicas := logs.doc.more.get("replicas")) else {}),
         }
         sys.stdout.write(orjson.dumps(out).decode() + "\n")
     else:
-        _print_text(judged, logs.doc.artifacts, saved, save_error)
+        _print_text(judged, logs.doc.artifacts, saved, save_error, logs.doc.more.get("replicas"))
     return 3 if save_error else exit_code(summary)
 
 
-def _print_text(judged: Any, artifacts: Any, saved: Path | None, save_error: str | None) -> None:
-    """The verdict, coverage, each metric's largest difference, what else differs."""
+def _print_text(
+    judged: Any, artifacts: Any, saved: Path | None, save_error: str | None, replicas: Any = None
+) -> None:
+    """The verdict, coverage, each metric's largest difference, what else differs, the
+    replicas inside each side (a saved pair of `--nproc` runs)."""
     from tuimon.engine.artifacts import lines as artifact_lines
+    from tuimon.engine.replicas import replica_lines
     from tuimon.report.wording import account_lines, headline, metric_max_line
     from tuimon.sanitize import clean
 
@@ -123,6 +128,8 @@ def _print_text(judged: Any, artifacts: Any, saved: Path | None, save_error: str
         keys = ", ".join(list(doc.env_diff)[:6])
         print(f"  environment differs in: {keys}")
     for line in artifact_lines(artifacts):
+        print(f"  {clean(line, None)}")
+    for line in replica_lines(replicas):
         print(f"  {clean(line, None)}")
     if saved:
         print(f"pair saved in {saved}")
