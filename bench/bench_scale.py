@@ -39,7 +39,7 @@ import numpy as np
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_compare import ENV, METRICS, ROOT, run  # noqa: E402
+from bench_compare import ENV, METRICS, ROOT, run
 
 SAMPLE = ROOT / "sample_logs" / "cuda-cuda-p113-grok-layout-s0"
 
@@ -50,7 +50,7 @@ def load(path):
     if "type" in df.columns:
         df = df.filter(pl.col("type") == "step")
     return df.select([c for c in df.columns if c in NAMES])
-NAMES = {"step", "param_digest", %s}
+NAMES = {{"step", "param_digest", {}}}
 a, b = load(sys.argv[1]), load(sys.argv[2])
 m = a.join(b, on="step", suffix="_b")
 metrics = [c for c in a.columns if c not in ("step", "param_digest")]
@@ -58,7 +58,7 @@ rel = [((pl.col(n) - pl.col(n + "_b")).abs() / pl.max_horizontal(pl.col(n).abs()
 differs = pl.any_horizontal([pl.col(n) != pl.col(n + "_b") for n in metrics] + [pl.col("param_digest") != pl.col("param_digest_b")])
 m = m.with_columns(rel).with_columns(differs.alias("differs"))
 print(m.filter(pl.col("differs"))["step"].min())
-""" % ", ".join(repr(n) for n in METRICS)
+""".format(", ".join(repr(n) for n in METRICS))
 POLARS_CSV = """\
 import sys, polars as pl
 a, b = pl.read_csv(sys.argv[1]), pl.read_csv(sys.argv[2])
@@ -100,16 +100,28 @@ def values(n: int, side: str) -> tuple[np.ndarray, list[str]]:
 
 def write_steplog(path: Path, n: int, side: str) -> None:
     vals, digests = values(n, side)
-    head = {"type": "header", "format": "tuimon.steplog/1", "run": {"seed": 0}, "hyper": {},
-            "env": {"device": "cpu"}}  # fmt: skip
+    head = {
+        "type": "header",
+        "format": "tuimon.steplog/1",
+        "run": {"seed": 0},
+        "hyper": {},
+        "env": {"device": "cpu"},
+    }
     with open(path, "wb") as fh:
         fh.write(orjson.dumps(head) + b"\n")
         for start in range(0, n, 100_000):
             rows = vals[start : start + 100_000].tolist()
             out = []
-            for s, row, digest in zip(range(start, start + len(rows)), rows, digests[start:]):
-                rec = {"type": "step", "step": s, "t": 0.01 * s, **dict(zip(METRICS, row)),
-                       "param_digest": digest}  # fmt: skip
+            for s, row, digest in zip(
+                range(start, start + len(rows)), rows, digests[start:], strict=False
+            ):
+                rec = {
+                    "type": "step",
+                    "step": s,
+                    "t": 0.01 * s,
+                    **dict(zip(METRICS, row, strict=False)),
+                    "param_digest": digest,
+                }
                 out.append(orjson.dumps(rec))
             fh.write(b"\n".join(out) + b"\n")
         fh.write(orjson.dumps({"type": "end", "status": "ok", "steps": n, "wall_s": 1.0}) + b"\n")
@@ -121,8 +133,12 @@ def write_jsonl(path: Path, n: int, side: str) -> None:
         for start in range(0, n, 100_000):
             rows = vals[start : start + 100_000].tolist()
             out = [
-                orjson.dumps({"step": s, **dict(zip(METRICS, row)), "param_digest": digest})
-                for s, row, digest in zip(range(start, start + len(rows)), rows, digests[start:])
+                orjson.dumps(
+                    {"step": s, **dict(zip(METRICS, row, strict=False)), "param_digest": digest}
+                )
+                for s, row, digest in zip(
+                    range(start, start + len(rows)), rows, digests[start:], strict=False
+                )
             ]
             fh.write(b"\n".join(out) + b"\n")
 
@@ -133,8 +149,12 @@ def write_csv(path: Path, n: int, side: str) -> None:
         fh.write(",".join(["step", *METRICS]) + "\n")
         for start in range(0, n, 100_000):
             rows = vals[start : start + 100_000].tolist()
-            fh.write("".join(f"{s}," + ",".join(map(repr, r)) + "\n"
-                             for s, r in zip(range(start, start + len(rows)), rows)))  # fmt: skip
+            fh.write(
+                "".join(
+                    f"{s}," + ",".join(map(repr, r)) + "\n"
+                    for s, r in zip(range(start, start + len(rows)), rows, strict=False)
+                )
+            )
 
 
 def compress(src: Path, suffix: str) -> Path:
@@ -157,9 +177,7 @@ def make(folder: Path, fmt: str, n: int) -> tuple[Path, Path, int]:
     for side in "ab":
         plain = folder / f"{side}.{base}"
         if not plain.exists():
-            {"steplog": write_steplog, "jsonl": write_jsonl, "csv": write_csv}[base](
-                plain, n, side
-            )
+            {"steplog": write_steplog, "jsonl": write_jsonl, "csv": write_csv}[base](plain, n, side)
         paths.append(plain if fmt == base else compress(plain, "." + fmt.split(".")[1]))
     return paths[0], paths[1], sum(p.stat().st_size for p in paths)
 
@@ -174,8 +192,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--formats", default=",".join(FORMATS))
     ap.add_argument("--replay-repeat", type=int, default=3)
-    ap.add_argument("--tuimon", metavar="DIR", default=str(ROOT),
-                    help="the checkout measured (default: this one)")  # fmt: skip
+    ap.add_argument(
+        "--tuimon",
+        metavar="DIR",
+        default=str(ROOT),
+        help="the checkout measured (default: this one)",
+    )
     ap.add_argument("--before", metavar="DIR", help="also another checkout, alternating")
     args = ap.parse_args()
     try:
@@ -185,9 +207,11 @@ def main() -> None:
     except ImportError:
         have_polars = ""
     py = sys.executable
-    print(f"{platform.node()} · {os.cpu_count()} cores · Python {platform.python_version()} · "
-          f"{time.strftime('%Y-%m-%d %H:%M')} · {args.steps:,} steps a side · {args.repeat} "
-          f"rounds, whole processes alternating · {have_polars or 'polars not installed'}")  # fmt: skip
+    print(
+        f"{platform.node()} · {os.cpu_count()} cores · Python {platform.python_version()} · "
+        f"{time.strftime('%Y-%m-%d %H:%M')} · {args.steps:,} steps a side · {args.repeat} "
+        f"rounds, whole processes alternating · {have_polars or 'polars not installed'}"
+    )
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (before)")
     trees = {"tuimon": args.tuimon} | ({"before": args.before} if args.before else {})
     rows = []
@@ -203,8 +227,11 @@ def main() -> None:
             a, b, size = make(folder, fmt, args.steps)
             base = fmt.split(".")[0]
             plain = sum((folder / f"{s}.{base}").stat().st_size for s in "ab")
-            print(f"{fmt}: 2 logs, {size / 2**20:.0f} MiB on disk, {plain / 2**20:.0f} MiB "
-                  f"expanded (written in {time.perf_counter() - t0:.0f} s)", flush=True)  # fmt: skip
+            print(
+                f"{fmt}: 2 logs, {size / 2**20:.0f} MiB on disk, {plain / 2**20:.0f} MiB "
+                f"expanded (written in {time.perf_counter() - t0:.0f} s)",
+                flush=True,
+            )
             cmds = {
                 name: ["env", f"PYTHONPATH={tree}", py, "-m", "tuimon", "compare", str(a), str(b)]
                 for name, tree in trees.items()
@@ -225,18 +252,26 @@ def main() -> None:
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (after)")
 
 
-def show(fmt: str, size: int, plain: int, rounds: list[dict[str, tuple[float, float, int]]]) -> None:
+def show(
+    fmt: str, size: int, plain: int, rounds: list[dict[str, tuple[float, float, int]]]
+) -> None:
     """One format: every round's times and the ratios against the targets."""
     for i, r in enumerate(rounds):
-        print(f"  round {i + 1}: " + " · ".join(
-            f"{k} {w:.2f} s (cpu {c:.2f}) {m / 1024:.0f} MiB" for k, (w, c, m) in r.items()))  # fmt: skip
+        print(
+            f"  round {i + 1}: "
+            + " · ".join(
+                f"{k} {w:.2f} s (cpu {c:.2f}) {m / 1024:.0f} MiB" for k, (w, c, m) in r.items()
+            )
+        )
     for tree in [k for k in rounds[0] if k in ("tuimon", "before")]:
         parts = []
         for other, target in (("polars", 1.0), ("floor", 1.5)):
             if other in rounds[0]:
                 each = [r[tree][0] / r[other][0] for r in rounds]
-                parts.append(f"{tree}/{other} {statistics.median(each):.2f}x "
-                             f"[{min(each):.2f}-{max(each):.2f}] (<= {target})")  # fmt: skip
+                parts.append(
+                    f"{tree}/{other} {statistics.median(each):.2f}x "
+                    f"[{min(each):.2f}-{max(each):.2f}] (<= {target})"
+                )
         peak = max(r[tree][2] for r in rounds) * 1024
         parts.append(f"memory/input {peak / plain:.2f}x (<= 1; {peak / 2**20:.0f} MiB)")
         print(f"  {fmt} {' · '.join(parts)}", flush=True)
@@ -261,12 +296,15 @@ def replay(py: str, trees: dict[str, str], repeat: int) -> None:
         each = [r[f"{name} replay"][0] / r[f"{name} compare"][0] for r in rounds]
         rate = [steps / r[f"{name} replay"][0] for r in rounds]
         cpu = [steps / r[f"{name} replay"][1] for r in rounds]
-        print(f"  {name}: replay {statistics.median([r[f'{name} replay'][0] for r in rounds]):.2f} s, "
-              f"compare {statistics.median([r[f'{name} compare'][0] for r in rounds]):.2f} s · "
-              f"replay/compare {statistics.median(each):.2f}x [{min(each):.2f}-{max(each):.2f}] "
-              f"(<= 1.5) · replay {statistics.median(rate):,.0f} steps/s "
-              f"[{min(rate):,.0f}-{max(rate):,.0f}] (>= 20,000; per CPU second "
-              f"{statistics.median(cpu):,.0f}), whole command", flush=True)  # fmt: skip
+        print(
+            f"  {name}: replay {statistics.median([r[f'{name} replay'][0] for r in rounds]):.2f} s, "
+            f"compare {statistics.median([r[f'{name} compare'][0] for r in rounds]):.2f} s · "
+            f"replay/compare {statistics.median(each):.2f}x [{min(each):.2f}-{max(each):.2f}] "
+            f"(<= 1.5) · replay {statistics.median(rate):,.0f} steps/s "
+            f"[{min(rate):,.0f}-{max(rate):,.0f}] (>= 20,000; per CPU second "
+            f"{statistics.median(cpu):,.0f}), whole command",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -333,7 +333,7 @@ def _serve(reader: _BlockReader, path: Path, key: str | None, send: Any) -> None
         send.close()
 
 
-Block = list[bytes] | _RecordBlock | _PlainBlock | _CsvBlock
+Block = list[bytes] | _RecordBlock | _PlainBlock | _CsvBlock | _Prepared
 
 
 class _BlockReader:
@@ -418,22 +418,23 @@ class _BlockReader:
         steps as columns: what `block` gives for its lines."""
         if got.lines is None and (got.args is None or (got.key and got.first <= self.last)):
             got.lines = self._reread(got)
+        lines: list[bytes] = got.lines or []
         if self.keep:
-            self.log.lines += got.lines
+            self.log.lines += lines
         if got.key is not None:
             return self._placed(got, self._plain(got), got.key)
-        if self.log.line == 0 and got.lines and not got.lines[0].endswith(b"\n"):
+        if self.log.line == 0 and lines and not lines[0].endswith(b"\n"):
             self.log.segments = None  # a first line longer than `_line_source` reads at once
         if got.args is not None:
             cols: Columns | None = Columns.concat([self._counted(*got.args)])
         elif got.slow:
-            cols = self._slow(self._lines(got.lines))
+            cols = self._slow(self._lines(lines))
         else:
             try:
-                rows = got.rows if got.rows is not None else list(map(orjson.loads, got.lines))
+                rows = got.rows if got.rows is not None else list(map(orjson.loads, lines))
                 cols = self._rows(rows)
             except (orjson.JSONDecodeError, _Suspect):  # text lines, NaN tokens, huge numbers
-                cols = self._slow(self._lines(got.lines))
+                cols = self._slow(self._lines(lines))
         return self._placed(got, cols, "step")
 
     def _lines(self, lines: list[bytes]) -> list[Record]:
