@@ -1028,6 +1028,7 @@ class PairAligner:
             isinstance(record, Text)
             and not record.text.startswith(NOTE)
             and record.skipped not in (CUT_TAIL, IN_RECORD)  # a line that may be cut: missing
+            and record.text.strip()  # a blank line says nothing
         ):
             count, step = after if after is not None else (account.steps, self.last_step[side])
             self.text.add(side, record.text, count, step)

@@ -512,7 +512,8 @@ class _BlockReader:
         side's `LineParser` (what a live pair reads): the same records either way."""
         self.whole = False
         if got.args is None or got.first <= self.last:
-            return self._records_of(self.parser.feed(got.lines or []))
+            lines = [line for line in got.lines or () if line.strip()]  # as `load` cuts them
+            return self._records_of(self.parser.feed(lines))
         self.last = got.final
         held = self._records_of(self.parser.close())
         self.whole = held is None
