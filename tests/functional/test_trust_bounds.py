@@ -34,12 +34,13 @@ proc = subprocess.run(sys.argv[1:], stdin=subprocess.DEVNULL, capture_output=Tru
 rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 sys.stdout.write(f"{proc.returncode} {rss}\\n")
 sys.stdout.write(proc.stderr.decode(errors="replace"))
+sys.stdout.write(proc.stdout.decode(errors="replace"))  # a headless report (empty on errors)
 """
 
 
 def tuimon(*args: str | Path) -> tuple[int, str, float]:
-    """`tuimon ARGS` in a child of a child: its exit code, its stderr and its peak memory in
-    MB (`ru_maxrss` of the child's children: only tuimon's)."""
+    """`tuimon ARGS` in a child of a child: its exit code, its stderr (then its stdout) and its
+    peak memory in MB (`ru_maxrss` of the child's children: only tuimon's)."""
     out = subprocess.run(
         [sys.executable, "-c", CHILD, sys.executable, "-m", "tuimon", *map(str, args)],
         capture_output=True, timeout=400, check=True,
@@ -155,7 +156,7 @@ def test_an_npy_header_past_its_bytes_is_never_allocated(tmp_path: Path) -> None
         end["artifacts"] = {"emb": str(big)}
         log.write_text("\n".join([*lines[:-1], json.dumps(end)]) + "\n")
         logs.append(log)
-    code, err, peak = tuimon("replay", "--headless", *logs)
+    code, err, peak = tuimon("replay", "--headless", *logs)  # err: stderr, then stdout
     assert code == 0 and "emb at the end: cannot read" in err and "header says" in err
     assert peak < CEILING_MB
 

@@ -275,7 +275,7 @@ def test_exception_writes_error_end_record(
 ) -> None:
     from tuimon.workload import loop
 
-    def boom(*args: object) -> None:
+    def boom(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom at step 0")
 
     monkeypatch.setattr(loop, "train", boom)
