@@ -460,8 +460,8 @@ class PairSession:
             if isinstance(record, Step):
                 steps.append(record)
                 continue
-            before = self.aligner.accounts[state.side].steps + len(steps)
-            last = steps[-1].step if steps else self.aligner.last_step[state.side]
+            before = state.records + len(steps)  # every step this side gave, fed or not yet
+            last = steps[-1].step if steps else (state.step if state.records else None)
             self.aligner.note_other(state.side, record, (before, last))
             if isinstance(record, Header):
                 state.header = record
