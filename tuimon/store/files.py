@@ -18,6 +18,7 @@ import orjson
 
 from tuimon.errors import StoreError
 from tuimon.readers import capped
+from tuimon.readers.capped import kind as _kind
 
 try:  # POSIX: a running pair holds an flock on its lock file (released when the monitor dies)
     import fcntl
@@ -199,18 +200,6 @@ def open_pair_dir(store: Path, name: str) -> Path:
         if status != "interrupted":
             raise StoreError(f"pair {path} is already saved: its pair.json is never rewritten")
     return path
-
-
-def _kind(mode: int) -> str:
-    """What a file that is not a regular file is, in words."""
-    kinds = (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a device"),
-        (stat.S_ISBLK, "a device"),
-        (stat.S_ISSOCK, "a socket"),
-    )
-    return next((word for test, word in kinds if test(mode)), "a special file")
 
 
 def special(path: Path) -> str | None:
