@@ -121,11 +121,6 @@ def _apply_torch(seed: int | None, threads: int | None, deterministic: bool) -> 
     return apply_settings(seed, threads, deterministic)
 
 
-def last_applied() -> dict[str, Any] | None:
-    """What `apply_pair_settings` applied in this process (None when it was not called)."""
-    return _applied
-
-
 def applied_env(device: str) -> dict[str, Any]:
     """A header's env block for `device`, with what `apply_pair_settings` applied (if called)."""
     env: dict[str, Any] = {"device": device, "digest": DIGEST_FORMAT}

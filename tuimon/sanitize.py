@@ -34,8 +34,3 @@ def clean(text: object, limit: int | None = 1000) -> str:
     """
     text = _CONTROL.sub(_escape, str(text).expandtabs(4))
     return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
-
-
-def clean_lines(text: object, limit: int | None = None) -> str:
-    """Like `clean`, but newlines stay line breaks (a multi-line message, an exit message)."""
-    return "\n".join(clean(line, limit) for line in str(text).split("\n"))

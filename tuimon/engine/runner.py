@@ -297,7 +297,6 @@ class Run:
         self.queue = queue
         self.grace = grace
         self.proc: asyncio.subprocess.Process | None = None
-        self.started_at: float | None = None
         self.interrupted = False
         self._done = asyncio.Event()
         self._save = save
@@ -356,7 +355,6 @@ class Run:
             self._watchdog = Watchdog(proc.pid, self.grace, self._tree.tag)
             spawned(proc.pid, *([self._watchdog.proc.pid] if self._watchdog.proc else []))
             run_started()
-        self.started_at = time.monotonic()
 
     async def pump(self) -> None:
         """Stream stdout / log file and stderr to the queue until the child exits; then `Exited`.

@@ -565,14 +565,6 @@ class Sweep:
         return self.store / name if name else None
 
 
-def list_sweeps(store: Path) -> list[str]:
-    """Ids of the sweeps recorded in a store, newest first."""
-    try:
-        return sorted((p.stem for p in sweeps_dir(store).glob("*.json")), reverse=True)
-    except OSError:
-        return []
-
-
 COLUMNS = (
     "seed",
     "repeat",

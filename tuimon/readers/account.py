@@ -134,9 +134,6 @@ class Account:
             out[UNMATCHED_TEXT] = self._shape_first[repeated[0]]
         return out
 
-    def skipped_total(self) -> int:
-        return sum(self.reasons().values())
-
     def problem(self, side: str) -> str | None:
         """Why this side's steps are a minority of what it logged (None when they are not)."""
         why = self.why()

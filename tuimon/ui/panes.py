@@ -208,15 +208,6 @@ class StepPane(ScrollView, can_focus=True):
         self.scroll_to(y=max(0, index - rows // 2), animate=False, immediate=True, force=True)
         self.refresh()
 
-    def scroll_to_step(self, step: int) -> bool:
-        """Put a step's line in the middle of the pane; False when it is no longer kept."""
-        index = self.buffer.index_of(step)
-        if index is None:
-            return False
-        rows = max(1, self.size.height - 1)
-        self.scroll_to(y=max(0, index - rows // 2), animate=False, immediate=True, force=True)
-        return True
-
     def watch_scroll_x(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_x(old_value, new_value)
         partner = self.partner
