@@ -60,18 +60,18 @@ class SavedSide:
     @property
     def env(self) -> dict[str, Any]:
         """The environment it recorded: its header's, else its pair.json run's."""
-        header = self.header
-        if header is not None and header.env:
-            return dict(header.env)
-        return dict(self.doc.run(self.side).env or {}) if self.side else {}
+        return self._recorded("env")
 
     @property
     def hyper(self) -> dict[str, Any]:
         """Its settings: its header's, else its pair.json run's."""
-        header = self.header
-        if header is not None and header.hyper:
-            return dict(header.hyper)
-        return dict(self.doc.run(self.side).hyper or {}) if self.side else {}
+        return self._recorded("hyper")
+
+    def _recorded(self, block: str) -> dict[str, Any]:
+        """A block (`env`, `hyper`) of its header, else of its pair.json run."""
+        if self.header is not None and (found := getattr(self.header, block)):
+            return dict(found)
+        return dict(getattr(self.doc.run(self.side), block) or {}) if self.side else {}
 
     @property
     def device(self) -> str | None:

@@ -22,7 +22,9 @@ _PREFERRED = ("step", "iter", "update", "epoch", "batch")
 _OF = re.compile(r"(\d+)\s*/\s*\d+")
 
 
-def _split(line: str, delimiter: str) -> list[str]:
+def split(line: str, delimiter: str) -> list[str]:
+    """A line's cells, stripped (runs of two spaces or more, or tabs, for `" "`); [] when it
+    is no row (an open quote)."""
     if delimiter == " ":
         return [c for c in _SPACES.split(line.strip()) if c]
     try:
@@ -68,13 +70,13 @@ class TableRows:
         """The row a line is (its step under `self.step`), or None when it is not one."""
         if self._active and self._header is not None:
             delimiter, names = self._header
-            cells = _split(text, delimiter)
+            cells = split(text, delimiter)
             if self._fits(cells, names):
                 return self._row(names, cells)
             self._active, self._header = False, None
         if self._header is not None:
             delimiter, names = self._header
-            cells = _split(text, delimiter)
+            cells = split(text, delimiter)
             if self._fits(cells, names) and self._start(names, cells):
                 return self._row(names, cells)
         self._header = self._header_of(text)
@@ -91,7 +93,7 @@ class TableRows:
         for delimiter in (",", "\t", " "):
             if delimiter != " " and delimiter not in text:
                 continue
-            names = _split(text, delimiter)
+            names = split(text, delimiter)
             least = 3 if delimiter == " " else 2
             if len(names) >= least and all(map(_is_name, names)) and len(set(names)) == len(names):
                 return delimiter, names

@@ -13,6 +13,7 @@ import numpy as np
 
 from tuimon.clocks import is_clock
 from tuimon.readers.rows import CLOCK_FIELDS, COUNTERS, STEP_KEYS, as_float, merge, row_step
+from tuimon.readers.table import split
 from tuimon.sanitize import clean
 from tuimon.steplog import (
     NO_STEP_KEY,
@@ -31,12 +32,7 @@ csv.field_size_limit(1 << 24)
 def _cells(first_line: str) -> list[str] | None:
     """The cells of a first line with commas, stripped (None when it has no comma or is no
     CSV)."""
-    if "," not in first_line:
-        return None
-    try:
-        return [c.strip() for c in next(csv.reader([first_line]))]
-    except (csv.Error, StopIteration):
-        return None
+    return (split(first_line, ",") or None) if "," in first_line else None
 
 
 def csv_columns(first_line: str, key: str | None = None) -> list[str] | None:
