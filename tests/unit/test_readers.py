@@ -322,6 +322,10 @@ def test_tensorboard_missing_extra_is_one_clear_line(
     assert main(["compare", str(run), str(twin(run))]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and 'pip install -e ".[tensorboard]"' in err
+    # the check of its records' checksums needs tensorboard too: the same line, never a crash
+    monkeypatch.setitem(sys.modules, "tensorboard.compat.tensorflow_stub.pywrap_tensorflow", None)
+    assert main(["read", str(run)]) == 2
+    assert 'pip install -e ".[tensorboard]"' in capsys.readouterr().err
 
 
 def test_tensorboard_garbage_event_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -63,7 +63,10 @@ def damage(file: Path) -> tuple[str, int] | None:
     note with the byte offset, and that offset; None when every record is whole. Every length
     field is checked against the bytes that exist before anything is read (`TooLarge`, one
     line, for a length no record can have)."""
-    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+    try:
+        from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+    except ImportError:
+        raise MissingExtra(MISSING) from None
 
     with open_regular(file) as fh:
         data = fh.read()
