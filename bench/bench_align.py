@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from tuimon.engine.align import PairAligner, compare_steps
+from tuimon.engine.judge.align import PairAligner, compare_steps
 from tuimon.steplog import Step, dumps, parse_line
 
 METRICS = ("train_loss", "test_loss", "train_acc", "test_acc", "lr", "grad_norm", "weight_norm")
@@ -150,8 +150,8 @@ def run_replay(path_a: Path, path_b: Path) -> tuple[float, float, int | None]:
     divergent step)."""
     import asyncio
 
-    from tuimon.engine.replay import replay_session
-    from tuimon.engine.saved import resolve_logs
+    from tuimon.engine.sources.replay import replay_session
+    from tuimon.engine.sources.saved import resolve_logs
 
     t0 = time.perf_counter()
     session = replay_session(resolve_logs([str(path_a), str(path_b)]), speed=math.inf)

@@ -233,8 +233,8 @@ def report(
 
 
 IMPORTS = (  # what `tuimon compare` imports, nothing read: the memory floor
-    "import tuimon.cli, tuimon.commands.compare, tuimon.engine.compare, tuimon.report.wording, "
-    "tuimon.engine.artifacts"
+    "import tuimon.cli, tuimon.commands.compare, tuimon.engine.analyses.compare, "
+    "tuimon.report.wording, tuimon.engine.judge.artifacts"
 )
 
 

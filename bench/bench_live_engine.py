@@ -16,7 +16,7 @@ import time
 
 import orjson
 
-from tuimon.engine.align import PairAligner
+from tuimon.engine.judge.align import PairAligner
 from tuimon.readers import LineParser
 from tuimon.steplog import Step
 

@@ -35,8 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tuimon.engine.plan import PairPlan
-from tuimon.engine.sweep import Sweep
+from tuimon.engine.runs.plan import PairPlan
+from tuimon.engine.runs.sweep import Sweep
 
 FAKE = r"""
 import json, sys, time

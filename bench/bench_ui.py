@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from tuimon.commands.demo import write_demo, write_demo_pair
-from tuimon.engine.replay import replay_session
-from tuimon.engine.saved import resolve_logs
+from tuimon.engine.sources.replay import replay_session
+from tuimon.engine.sources.saved import resolve_logs
 
 T = TypeVar("T")
 

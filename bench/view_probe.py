@@ -30,7 +30,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 
 from tuimon.cli import main as tuimon_main
-from tuimon.engine.session import PairSession
+from tuimon.engine.sources.session import PairSession
 
 total: collections.Counter[str] = collections.Counter()
 count: collections.Counter[str] = collections.Counter()

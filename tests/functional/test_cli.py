@@ -12,8 +12,8 @@ from helpers import heavy_modules_after
 
 from tuimon import __version__
 from tuimon.cli import main
-from tuimon.engine.plan import PairPlan, default_threads, loss_dtype_for, python_module
-from tuimon.engine.runner import expand_template
+from tuimon.engine.launch.runner import expand_template
+from tuimon.engine.runs.plan import PairPlan, default_threads, loss_dtype_for, python_module
 
 
 @pytest.mark.parametrize("flag", ["--help", "--version"])

@@ -10,7 +10,7 @@ import pytest
 from helpers import TESTS, heavy_modules_after
 
 from tuimon.cli import main
-from tuimon.engine.explain import (
+from tuimon.engine.analyses.explain import (
     describe,
     first_difference,
     nondeterministic,
@@ -164,7 +164,7 @@ def test_a_real_two_thread_cpu_pair_parts_in_the_gather_backward(tmp_path: Path,
 
 
 def test_a_saved_explained_pair_shows_its_line(tmp_path: Path):
-    from tuimon.engine.explain import saved_line
+    from tuimon.engine.analyses.explain import saved_line
 
     result = {"status": "not_reproduced", "message": "the reruns did not diverge: x"}
     assert saved_line({"explain": result}) == "explain: the reruns did not diverge: x"
@@ -173,7 +173,7 @@ def test_a_saved_explained_pair_shows_its_line(tmp_path: Path):
 
 def test_the_monitor_side_imports_neither_torch_nor_textual():
     code = (
-        "import tuimon.engine.explain, tuimon.tracing\n"
+        "import tuimon.engine.analyses.explain, tuimon.tracing\n"
         "from tuimon.tracing import trace_step\n"
         "with trace_step(0):\n"
         "    pass\n"

@@ -9,7 +9,7 @@ import sys
 from helpers import FAKE_TRAINER
 
 from tuimon.cli import main
-from tuimon.engine.fail_fast import SAME_ERRORS, FailFast
+from tuimon.engine.runs.fail_fast import SAME_ERRORS, FailFast
 
 BROKEN = "sh -c 'echo \"launcher: error: no partition gpu\" >&2; exit 1' launcher"
 """A launcher that fails every job before it starts (as `srun -p gpu` where there is none)."""

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from helpers import TESTS, wait_for
 
-from tuimon.engine.runner import RunSpec
-from tuimon.engine.session import Batch, LiveSource, PairOptions, PairSession, SideState
+from tuimon.engine.launch.runner import RunSpec
+from tuimon.engine.sources.session import Batch, LiveSource, PairOptions, PairSession, SideState
 from tuimon.sanitize import clean
 from tuimon.store import PairWriter
 from tuimon.ui.app import TuimonApp

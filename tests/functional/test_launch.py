@@ -16,8 +16,8 @@ import pytest
 from helpers import FAKE_TRAINER, TESTS, wait_for_raw_lines
 
 from tuimon.cli import main
-from tuimon.engine.plan import PairPlan, launched
-from tuimon.engine.runner import RunSpec
+from tuimon.engine.launch.runner import RunSpec
+from tuimon.engine.runs.plan import PairPlan, launched
 
 FAKE = FAKE_TRAINER
 LAUNCHER = str(TESTS / "fake_launcher.py")

@@ -10,8 +10,8 @@ import pytest
 from helpers import wait_for
 
 from tuimon.cli import main
-from tuimon.engine.replay import replay_session
-from tuimon.engine.saved import resolve_logs
+from tuimon.engine.sources.replay import replay_session
+from tuimon.engine.sources.saved import resolve_logs
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.pair_screen import PairScreen
 

@@ -342,7 +342,7 @@ def test_engine_imports_neither_textual_nor_torch():
         for m in pkgutil.walk_packages(tuimon.__path__, "tuimon.")
         if not m.name.startswith(heavy) and not m.name.endswith("__main__")  # runs the CLI
     ]
-    assert {"tuimon.devices", "tuimon.engine.artifacts", "tuimon.store.doc"} <= set(names)
+    assert {"tuimon.devices", "tuimon.engine.judge.artifacts", "tuimon.store.doc"} <= set(names)
     assert "tuimon.commands.pair" in names and "tuimon.readers.text" in names
     assert heavy_modules_after(f"import {', '.join(names)}") == "LOADED []"
 
@@ -397,7 +397,7 @@ def test_progress_bar_on_stderr_shows_its_last_state(tmp_path, capsys):
 
 
 def test_line_splitter_keeps_bytes_and_splits_on_newline_only():
-    from tuimon.engine.runner import LineSplitter
+    from tuimon.engine.launch.runner import LineSplitter
 
     s = LineSplitter()
     assert s.feed(b"a\rb") == []

@@ -34,7 +34,7 @@ def test_a_mistyped_pair_is_not_called_a_missing_sweep(
 def test_explains_advice_names_a_docs_section_and_the_optimizer() -> None:
     import re
 
-    from tuimon.engine.explain import NO_HELPER
+    from tuimon.engine.analyses.explain import NO_HELPER
 
     section = re.search(r"(docs/[\w-]+\.md), '(.+)'\)", NO_HELPER)
     assert section is not None, NO_HELPER
@@ -59,8 +59,8 @@ def test_a_mistyped_placeholder_is_refused(
 
 
 def test_braces_of_the_command_itself_pass() -> None:
-    from tuimon.engine.plan import SUBSTITUTED
-    from tuimon.engine.runner import mistyped_placeholder
+    from tuimon.engine.launch.runner import mistyped_placeholder
+    from tuimon.engine.runs.plan import SUBSTITUTED
 
     own = ["python", "-c", 'print(f"{i}")', "awk", "{print}", "${HOME}", "{{size}}", "{seed}"]
     assert mistyped_placeholder(own, SUBSTITUTED) is None
@@ -80,7 +80,7 @@ def test_minus_zero_against_zero_says_the_bits_differ(
 
 def test_the_emb_line_is_said_once_headless() -> None:
     """The last batch's message held the artifacts' lines that the report prints after it."""
-    from tuimon.engine.session import Batch
+    from tuimon.engine.sources.session import Batch
     from tuimon.report.headless import _not_in_report
 
     emb = "emb at the end: bitwise equal; key frequencies a 3 1 2 | b 3 1 2: sets agree"

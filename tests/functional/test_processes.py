@@ -20,8 +20,8 @@ import pytest
 from helpers import FAKE_TRAINER, ROOT, raw_lines, wait_until
 
 from tuimon.cli import main
-from tuimon.engine import runner
-from tuimon.engine.runner import LineCutter
+from tuimon.engine.launch import runner
+from tuimon.engine.launch.runner import LineCutter
 from tuimon.steplog import Step, parse_line
 
 PY = sys.executable
@@ -205,7 +205,7 @@ def group_alive(pgid: int) -> bool:
 
 def test_watchdog_ends_the_group_when_tuimon_goes_without_a_word():
     """As on a system without a parent-death signal: the pipe closes without the word."""
-    from tuimon.engine.watchdog import Watchdog
+    from tuimon.engine.launch.watchdog import Watchdog
 
     run = subprocess.Popen(["sh", "-c", "sleep 1000 & sleep 1000; wait"], start_new_session=True)
     dog = Watchdog(run.pid, 0.5)
@@ -215,7 +215,7 @@ def test_watchdog_ends_the_group_when_tuimon_goes_without_a_word():
 
 
 def test_a_released_watchdog_leaves_the_group_alone():
-    from tuimon.engine.watchdog import Watchdog
+    from tuimon.engine.launch.watchdog import Watchdog
 
     run = subprocess.Popen(["sleep", "1000"], start_new_session=True)
     try:

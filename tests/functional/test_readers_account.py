@@ -229,8 +229,8 @@ def test_reading_round_trips_through_pair_json() -> None:
 
 @pytest.mark.parametrize("chunk", [64, 1 << 20])
 def test_plain_json_lines_in_blocks_judge_as_record_by_record(tmp_path: Path, chunk) -> None:
-    from tuimon.engine import compare as engine_compare
-    from tuimon.engine.align import compare_steps
+    from tuimon.engine.analyses import compare as engine_compare
+    from tuimon.engine.judge.align import compare_steps
     from tuimon.store import SavedLogs
 
     def log(side: str) -> list[str]:

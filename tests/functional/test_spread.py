@@ -17,8 +17,8 @@ from helpers import (
 from spread_pairs import SETS, embedding, make_pair, seeds_pairs
 
 from tuimon.cli import main
-from tuimon.engine.plan import PairPlan
-from tuimon.engine.sweep import Job, Sweep
+from tuimon.engine.runs.plan import PairPlan
+from tuimon.engine.runs.sweep import Job, Sweep
 from tuimon.readers import ReaderError, load, log_lines
 
 

@@ -18,9 +18,9 @@ import pytest
 from helpers import FAKE_TRAINER, ROOT
 
 from tuimon.cli import build_parser, main
-from tuimon.engine.plan import SUBSTITUTED, PairPlan, python_module
-from tuimon.engine.runner import expand_template
-from tuimon.engine.saved import resolve_logs
+from tuimon.engine.launch.runner import expand_template
+from tuimon.engine.runs.plan import SUBSTITUTED, PairPlan, python_module
+from tuimon.engine.sources.saved import resolve_logs
 from tuimon.errors import ReplayError, StoreError
 from tuimon.store import (
     LOCK_FILE,
@@ -329,16 +329,16 @@ def test_a_killed_monitor_leaves_a_pair_that_is_not_running(tmp_path):
     [((), float("inf")), (("--speed", "7"), 7.0), (("--realtime",), 1.0)],  # the recorded pace
 )
 def test_headless_replay_into_a_pipe_is_not_paced(monkeypatch, capsys, extra, speed):
-    import tuimon.engine.replay
+    import tuimon.engine.sources.replay
 
     seen: list[float] = []
-    real = tuimon.engine.replay.replay_session
+    real = tuimon.engine.sources.replay.replay_session
 
     def spy(logs, **kw):
         seen.append(kw["speed"])
         return real(logs, **{**kw, "speed": float("inf")})  # the sample took minutes to record
 
-    monkeypatch.setattr(tuimon.engine.replay, "replay_session", spy)
+    monkeypatch.setattr(tuimon.engine.sources.replay, "replay_session", spy)
     sample = str(ROOT / "sample_logs" / "cpu-cpu-threads1")
     assert main(["replay", sample, "--headless", "--json", *extra]) == 0
     assert seen == [speed]

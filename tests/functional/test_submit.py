@@ -12,7 +12,7 @@ import pytest
 from helpers import FAKE_TRAINER, pair_json, wait_until
 
 from tuimon.cli import main
-from tuimon.engine.submit import submit_argv
+from tuimon.engine.runs.submit import submit_argv
 
 pytestmark = pytest.mark.skipif(not shutil.which("setsid"), reason="no setsid (util-linux)")
 

@@ -13,8 +13,8 @@ import pytest
 from helpers import FAKE_TRAINER, heavy_modules_after
 
 from tuimon.cli import main
-from tuimon.engine.plan import PairPlan
-from tuimon.engine.sweep import (
+from tuimon.engine.runs.plan import PairPlan
+from tuimon.engine.runs.sweep import (
     Job,
     Sweep,
     SweepError,
@@ -229,5 +229,5 @@ def test_exit_code_and_running_cells():
 
 
 def test_sweep_engine_imports_neither_textual_nor_torch():
-    code = "import tuimon.engine.sweep, tuimon.report.sweep, tuimon.engine.hints"
+    code = "import tuimon.engine.runs.sweep, tuimon.report.sweep, tuimon.engine.judge.hints"
     assert heavy_modules_after(code) == "LOADED []"

@@ -14,9 +14,9 @@ from helpers import TESTS
 
 from tuimon.cli import main
 from tuimon.commands import options
-from tuimon.engine.consent import Planned, command_line, quote
-from tuimon.engine.plan import PairPlan
-from tuimon.engine.sweep import Sweep
+from tuimon.engine.launch.consent import Planned, command_line, quote
+from tuimon.engine.runs.plan import PairPlan
+from tuimon.engine.runs.sweep import Sweep
 from tuimon.errors import UsageError
 
 ROOT = TESTS.parent

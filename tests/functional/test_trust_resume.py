@@ -13,7 +13,7 @@ from pathlib import Path
 from helpers import TESTS, wait_until
 
 from tuimon.cli import main
-from tuimon.engine.sweep import Sweep
+from tuimon.engine.runs.sweep import Sweep
 
 FAKE = str(TESTS / "fake_trainer.py")
 

@@ -12,8 +12,8 @@ import helpers
 import pytest
 from helpers import TESTS
 
-from tuimon.engine.plan import PairPlan
-from tuimon.engine.sweep import Sweep
+from tuimon.engine.runs.plan import PairPlan
+from tuimon.engine.runs.sweep import Sweep
 from tuimon.ui import app as app_module
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.confirm import CommandsScreen

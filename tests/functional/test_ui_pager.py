@@ -148,7 +148,7 @@ async def test_pager_keys_on_a_saved_pair(tmp_path: Path) -> None:
 
 
 def test_sweep_key_frequencies_read_the_workloads_nested_report() -> None:
-    from tuimon.engine.sweep import key_frequencies
+    from tuimon.engine.runs.sweep import key_frequencies
 
     freqs = {"freqs": [15, 49], "shares": [0.1, 0.2]}
     kf = {"a": freqs, "b": freqs, "agree": True, "same_order": True, "only_a": [], "only_b": []}
@@ -171,7 +171,7 @@ async def test_question_mark_lists_the_keys_of_the_browser(tmp_path: Path) -> No
 
 
 def test_realtime_clock_follows_the_recorded_times(monkeypatch) -> None:
-    import tuimon.engine.replay as replay
+    import tuimon.engine.sources.replay as replay
 
     now = [100.0]
     monkeypatch.setattr(replay.time, "monotonic", lambda: now[0])

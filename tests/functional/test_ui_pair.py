@@ -11,10 +11,10 @@ from helpers import FAKE_TRAINER, alive, pair_json, wait_for
 from textual.widgets import ContentSwitcher, DataTable
 
 from tuimon.commands.demo import write_demo
-from tuimon.engine.replay import ReplaySource, replay_session
-from tuimon.engine.runner import RunSpec
-from tuimon.engine.saved import resolve_logs
-from tuimon.engine.session import Batch, LiveSource, PairOptions, PairSession, SideState
+from tuimon.engine.launch.runner import RunSpec
+from tuimon.engine.sources.replay import ReplaySource, replay_session
+from tuimon.engine.sources.saved import resolve_logs
+from tuimon.engine.sources.session import Batch, LiveSource, PairOptions, PairSession, SideState
 from tuimon.steplog import Step
 from tuimon.store import PairWriter
 from tuimon.ui.app import TuimonApp, terminate_leftovers

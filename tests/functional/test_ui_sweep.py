@@ -10,8 +10,8 @@ import helpers
 from helpers import TESTS
 from textual.widgets import Input
 
-from tuimon.engine.plan import PairPlan
-from tuimon.engine.sweep import Sweep
+from tuimon.engine.runs.plan import PairPlan
+from tuimon.engine.runs.sweep import Sweep
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.browser import BrowserScreen, PairTable
 from tuimon.ui.modals import ConfirmScreen
@@ -169,7 +169,7 @@ async def test_browser_filters_by_sweep(tmp_path):
 def test_after_the_sweep_tui_the_shell_keeps_its_table(tmp_path, capsys, monkeypatch):
     """The alternate screen goes with the app: the sweep's table, as headless prints it, and
     the record's path stay in the shell (not the summary of a pair opened from it)."""
-    from tuimon.engine.sweep import Job
+    from tuimon.engine.runs.sweep import Job
     from tuimon.ui import app as app_module
 
     sweep = make_sweep(tmp_path / "store", seeds=(0, 1))

@@ -12,8 +12,8 @@ from pathlib import Path
 from helpers import FAKE_TRAINER, pair_json, wait_for
 
 from tuimon.cli import main
-from tuimon.engine.follow import watch_factory
-from tuimon.engine.session import Batch, PairOptions, PairSession
+from tuimon.engine.sources.follow import watch_factory
+from tuimon.engine.sources.session import Batch, PairOptions, PairSession
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.pair_screen import PairScreen
 

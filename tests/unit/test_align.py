@@ -1,4 +1,4 @@
-"""Tests for tuimon.engine.align: per-metric diffs, incremental and whole-log alignment."""
+"""Tests for tuimon.engine.judge.align: per-metric diffs, incremental and whole-log alignment."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from helpers import bits, from_bits, same_float
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tuimon.engine.align import (
+from tuimon.engine.judge.align import (
     CLOSE,
     DIVERGED,
     IDENTICAL,
@@ -715,7 +715,7 @@ def test_logs_without_a_shared_metric_prove_nothing() -> None:
 @given(st.floats(allow_nan=True, allow_infinity=True), st.floats(allow_nan=True))
 def test_same_bits_is_diff_arrays_judgement(a: float, b: float) -> None:
     """The panes' scalar judge and the verdict's vectorised one never disagree."""
-    from tuimon.engine.align import same_bits
+    from tuimon.engine.judge.align import same_bits
 
     equal = diff_arrays(np.array([a, a, -0.0]), np.array([b, a, 0.0]))[0]
     assert [same_bits(a, b), same_bits(a, a), same_bits(-0.0, 0.0)] == equal.tolist()
@@ -744,7 +744,7 @@ def test_a_wide_block_judged_a_few_metrics_at_a_time_is_judged_the_same(
 ) -> None:
     """A block's metrics diffed in groups (`JUDGE_VALUES`, what keeps a 100,000-column CSV's
     judge small) give the same block as all at once."""
-    import tuimon.engine.align as align
+    import tuimon.engine.judge.align as align
 
     def block() -> align.Block:
         sides = [[Step(i, m) for i, m in enumerate(side)] for side in zip(*rows, strict=True)]
@@ -781,7 +781,7 @@ def test_two_tables_of_the_same_columns_are_judged_as_their_metrics_would_be(
 ) -> None:
     """A CSV read into one array a side (`RowTable`: rows taken as they are, no view per
     metric) gives the block the same values as per-metric columns give."""
-    import tuimon.engine.align as align
+    import tuimon.engine.judge.align as align
 
     rows = 6 // width
     names = [f"m{i}" for i in range(width)]

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tuimon.engine import align
-from tuimon.engine.align import MetricFilter, PairAligner, diff_arrays, diff_floats
+from tuimon.engine.judge import align
+from tuimon.engine.judge.align import MetricFilter, PairAligner, diff_arrays, diff_floats
 from tuimon.steplog import Step
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,4 +1,4 @@
-"""`compare`'s CSV columns path (`tuimon.readers.columnar`, `engine.compare._judge_tables`)
+"""`compare`'s CSV columns path (`tuimon.readers.columnar`, `engine.analyses.compare._judge_tables`)
 gives exactly what the general path gives (records from `read_csv`, matched block by block):
 the same summary (verdict, first divergent step, counts, per-metric maxima) and the same
 account of every line, on generated CSVs with text cells, empty cells, repeated steps, a
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tuimon.engine import compare as engine_compare
-from tuimon.engine.align import MetricFilter
+from tuimon.engine.analyses import compare as engine_compare
+from tuimon.engine.judge.align import MetricFilter
 from tuimon.readers import Reading
 from tuimon.readers.columnar import _cells, read_csv_columns
 from tuimon.store import SavedLogs
@@ -235,7 +235,7 @@ def test_two_objects_on_one_line_read_as_a_live_pair_reads_the_line(
     (as a block parsed as one JSON array would have it), it is what the line reader says."""
     import json
 
-    from tuimon.engine.align import compare_steps
+    from tuimon.engine.judge.align import compare_steps
     from tuimon.readers import load
 
     def row(step: int, loss: float) -> str:

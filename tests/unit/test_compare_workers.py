@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tuimon.engine import compare as engine_compare
+from tuimon.engine.analyses import compare as engine_compare
 from tuimon.readers import Reading, locate
 from tuimon.store import SavedLogs
 

@@ -13,7 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tuimon.engine.align import compare_steps  # noqa: E402
+from tuimon.engine.judge.align import compare_steps  # noqa: E402
 from tuimon.steplog import Step  # noqa: E402
 from tuimon.workload import digest as D  # noqa: E402
 

@@ -10,7 +10,7 @@ import pytest
 from test_freqs import KNOWN, synthetic
 
 from tuimon.cli import main
-from tuimon.engine.emb_check import seed_of
+from tuimon.engine.judge.emb_check import seed_of
 
 OTHER = {14: 5.0, 35: 4.0, 41: 3.0, 42: 2.0, 17: 1.0}
 
@@ -206,7 +206,7 @@ def test_emb_check_imports_neither_textual_nor_torch(tmp_path: Path) -> None:
         "import sys\n"
         "from tuimon.cli import main\n"
         f"code = main(['emb-check', {str(a)!r}, {str(a)!r}])\n"
-        "import tuimon.freqs, tuimon.engine.artifacts\n"
+        "import tuimon.freqs, tuimon.engine.judge.artifacts\n"
         "bad = [m for m in ('textual', 'torch') if m in sys.modules]\n"
         "sys.exit(f'loaded: {bad}' if bad else code)\n"
     )

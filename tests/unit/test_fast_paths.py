@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tuimon import clocks
-from tuimon.engine.align import AlignedStep, align_step
+from tuimon.engine.judge.align import AlignedStep, align_step
 from tuimon.readers import LineParser
 from tuimon.steplog import (
     STEP_KEYS,

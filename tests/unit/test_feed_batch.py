@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 
-from tuimon.engine.align import PairAligner
+from tuimon.engine.judge.align import PairAligner
 from tuimon.steplog import Step
 
 
@@ -47,7 +47,7 @@ def test_batches_align_as_one_by_one() -> None:
 
 
 def test_batches_merged_keep_every_record_in_order_and_the_last_state() -> None:
-    from tuimon.engine.session import Batch, SideState, merge_batches
+    from tuimon.engine.sources.session import Batch, SideState, merge_batches
 
     summary = PairAligner().summary(running=True)
     sides = {s: SideState(s, "cpu", "x") for s in "ab"}

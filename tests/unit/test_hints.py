@@ -10,8 +10,8 @@ from typing import Any
 from helpers import FAKE_TRAINER
 
 from tuimon.cli import main
-from tuimon.engine.fingerprints import env_diff
-from tuimon.engine.hints import likely_causes
+from tuimon.engine.judge.fingerprints import env_diff
+from tuimon.engine.judge.hints import likely_causes
 
 FAKE = FAKE_TRAINER
 ENV: dict[str, Any] = {
@@ -102,7 +102,7 @@ def test_hints_are_stored_and_printed(tmp_path, capsys):
 
 def test_env_rows_mark_exactly_the_keys_env_diff_names() -> None:
     """The view's table and pair.json's env_diff are one computation."""
-    from tuimon.engine.fingerprints import env_rows
+    from tuimon.engine.judge.fingerprints import env_rows
 
     a = {"device": "cpu", "threads": 2, "env": {"X": "1"}, "same": 1}
     b = {"device": "mps", "threads": 2, "env": {"X": "2", "Y": "3"}, "same": 1}

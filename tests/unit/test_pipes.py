@@ -7,8 +7,8 @@ import os
 import threading
 import time
 
-from tuimon.engine.pipes import PipeReader, waker
-from tuimon.engine.runner import LineCutter
+from tuimon.engine.launch.pipes import PipeReader, waker
+from tuimon.engine.launch.runner import LineCutter
 
 
 def until(cond, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tuimon.engine.fingerprints import env_diff
-from tuimon.engine.hints import likely_causes
-from tuimon.engine.plan import PairPlan, default_threads
-from tuimon.engine.ranks import failed_rank, recorded_nproc, rewrap
-from tuimon.engine.replicas import ReplicaWatch, SideReplicas, replica_lines, saved_watch
+from tuimon.engine.judge.fingerprints import env_diff
+from tuimon.engine.judge.hints import likely_causes
+from tuimon.engine.launch.ranks import failed_rank, recorded_nproc, rewrap
+from tuimon.engine.runs.plan import PairPlan, default_threads
+from tuimon.engine.sources.replicas import ReplicaWatch, SideReplicas, replica_lines, saved_watch
 from tuimon.steplog import Step
 
 

@@ -8,8 +8,8 @@ import asyncio
 import json
 import time
 
-from tuimon.engine.runner import Exited, Lines
-from tuimon.engine.session import Batch, PairOptions, PairSession, SideState, SourceEvent
+from tuimon.engine.events import Exited, Lines
+from tuimon.engine.sources.session import Batch, PairOptions, PairSession, SideState, SourceEvent
 
 PERIOD = 0.1
 

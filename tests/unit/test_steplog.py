@@ -15,7 +15,7 @@ from helpers import bits, from_bits, same_float
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tuimon.engine.saved import read_lines
+from tuimon.engine.sources.saved import read_lines
 from tuimon.steplog import (
     FORMAT,
     STEP_KEYS,
@@ -77,6 +77,8 @@ def ref_metrics(obj: dict[str, Any], prefix: str = "", depth: int = 0) -> dict[s
             continue
         if isinstance(value, (int, float)):
             out[prefix + name] = float(value)
+            if isinstance(value, int) and abs(value) >= 2**53:  # exact integers: what float drops
+                out[prefix + name + ".low_bits"] = float(value - int(float(value)))
         elif isinstance(value, str) and value in NONFINITE_STRINGS:
             nonfinite = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
             out[prefix + name] = nonfinite[value]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tuimon.engine.sweep import Job, row
+from tuimon.engine.runs.sweep import Job, row
 
 MAX_DIV = 6
 

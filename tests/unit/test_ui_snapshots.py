@@ -22,10 +22,10 @@ from helpers import wait_for
 from textual.pilot import Pilot
 
 from tuimon.commands.demo import demo_records, write_demo, write_demo_store
-from tuimon.engine.align import compare_steps
-from tuimon.engine.replay import replay_session
-from tuimon.engine.saved import resolve_logs
-from tuimon.engine.session import Batch, PairOptions, PairSession, SideState
+from tuimon.engine.judge.align import compare_steps
+from tuimon.engine.sources.replay import replay_session
+from tuimon.engine.sources.saved import resolve_logs
+from tuimon.engine.sources.session import Batch, PairOptions, PairSession, SideState
 from tuimon.steplog import End, Header, Record, Step, parse_line
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.browser import BrowserScreen

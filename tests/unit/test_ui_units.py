@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tuimon.commands.demo import write_demo
-from tuimon.engine.align import compare_steps
-from tuimon.engine.saved import read_lines, steps_of
+from tuimon.engine.judge.align import compare_steps
+from tuimon.engine.sources.saved import read_lines, steps_of
 from tuimon.steplog import Header, Step, Text
 from tuimon.ui.divergence import spark_data
 from tuimon.ui.pair_model import (

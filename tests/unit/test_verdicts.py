@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tuimon.cli import main
-from tuimon.engine import compare
-from tuimon.engine.align import (
+from tuimon.engine.analyses import compare
+from tuimon.engine.judge.align import (
     DIVERGED,
     IDENTICAL,
     INCOMPLETE,

@@ -20,7 +20,7 @@ from tuimon.commands.options import (
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tuimon.engine.align import MetricFilter
+    from tuimon.engine.judge.align import MetricFilter
     from tuimon.readers import Reading
 
 
@@ -73,10 +73,10 @@ def _compare_paths(
     select: MetricFilter | None = None,
 ) -> int:
     """The `compare` command; returns the exit code."""
-    from tuimon.engine.align import exit_code
-    from tuimon.engine.compare import judge, resolve
-    from tuimon.engine.compare import save as save_pair
-    from tuimon.engine.saved import saved_select
+    from tuimon.engine.analyses.compare import judge, resolve
+    from tuimon.engine.analyses.compare import save as save_pair
+    from tuimon.engine.judge.align import exit_code
+    from tuimon.engine.sources.saved import saved_select
     from tuimon.errors import StoreError
 
     logs = resolve(paths, reading)
@@ -112,8 +112,8 @@ def _print_text(
 ) -> None:
     """The verdict, coverage, each metric's largest difference, what else differs, the
     replicas inside each side (a saved pair of `--nproc` runs)."""
-    from tuimon.engine.artifacts import lines as artifact_lines
-    from tuimon.engine.replicas import replica_lines
+    from tuimon.engine.judge.artifacts import lines as artifact_lines
+    from tuimon.engine.sources.replicas import replica_lines
     from tuimon.report.wording import account_lines, headline, metric_max_line
     from tuimon.sanitize import clean
 

@@ -114,7 +114,7 @@ def _demo_runs(
 ) -> dict[str, RunDoc]:
     """Each side's run as `PairSession` records it: the command, how it ended (side b ends
     with `status`) and the env and hyper-parameters of its log's header."""
-    from tuimon.engine.saved import read_lines
+    from tuimon.engine.sources.saved import read_lines
     from tuimon.steplog import Header, parse_line
 
     firsts = {side: parse_line(read_lines(path)[0]) for side, path in zip(SIDES, logs, strict=True)}
@@ -144,9 +144,9 @@ def write_demo_pair(
     status: str = "finished",
 ) -> Path:
     """A saved pair directory as `PairSession` would leave it (logs, aligned.jsonl, pair.json)."""
-    from tuimon.engine.align import compare_steps
-    from tuimon.engine.fingerprints import env_diff
-    from tuimon.engine.saved import read_lines, steps_of
+    from tuimon.engine.judge.align import compare_steps
+    from tuimon.engine.judge.fingerprints import env_diff
+    from tuimon.engine.sources.saved import read_lines, steps_of
     from tuimon.store import PairDoc, pair_files
 
     folder = root / name
@@ -212,8 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--store", default="tuimon_pairs", help="store for the browser")
     args = parser.parse_args(argv)
 
-    from tuimon.engine.replay import replay_session
-    from tuimon.engine.saved import resolve_logs
+    from tuimon.engine.sources.replay import replay_session
+    from tuimon.engine.sources.saved import resolve_logs
     from tuimon.ui.app import run_app
 
     folder = Path(args.folder or tempfile.mkdtemp(prefix="tuimon-demo-"))

@@ -35,7 +35,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tuimon.engine.emb_check import Options, main_check
+    from tuimon.engine.judge.emb_check import Options, main_check
 
     if args.top < 1:
         raise UsageError("--top must be at least 1")

@@ -40,8 +40,8 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tuimon.engine.consent import Planned, show
-    from tuimon.engine.explain import run_explain
+    from tuimon.engine.analyses.explain import run_explain
+    from tuimon.engine.launch.consent import Planned, show
 
     def agreed(commands: list[Planned]) -> bool:
         return confirm("explain", show(commands), yes=args.yes)

@@ -203,8 +203,8 @@ def add_select(p: argparse.ArgumentParser) -> None:
 def select(args: argparse.Namespace, *, reference: bool = False):  # type: ignore[no-untyped-def]
     """The `MetricFilter` of --ignore / --only; for the reference workload its key frequencies
     are shown, not judged, unless --only chooses (`plan.SHOWN_ONLY`)."""
-    from tuimon.engine.align import MetricFilter
-    from tuimon.engine.plan import SHOWN_ONLY
+    from tuimon.engine.judge.align import MetricFilter
+    from tuimon.engine.runs.plan import SHOWN_ONLY
 
     ignore = tuple(args.ignore)
     if reference and not args.only:
@@ -244,7 +244,7 @@ def add_yes(p: argparse.ArgumentParser) -> None:
 
 
 def confirm(what: str, lines: list[str], *, yes: bool) -> bool:
-    """Show the command lines (`tuimon.engine.consent.show`) that `what` would run from a saved
+    """Show the command lines (`engine.launch.consent.show`) that `what` would run from a saved
     file, and ask: True with --yes or a `y` on the terminal. Without a terminal and without
     --yes, the lines are printed and UsageError says that nothing ran (exit 2)."""
     shown = "\n".join(lines)

@@ -28,7 +28,7 @@ from tuimon.errors import UsageError
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tuimon.engine.plan import PairPlan
+    from tuimon.engine.runs.plan import PairPlan
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -192,7 +192,7 @@ def nproc_of(text: str | None, devices: tuple[str, ...]) -> tuple[int | None, in
 def _threads(
     text: str | None, devices: tuple[str, ...], nproc: tuple[int | None, ...] = ()
 ) -> tuple[int, int]:
-    from tuimon.engine.plan import default_threads
+    from tuimon.engine.runs.plan import default_threads
 
     if text is None:
         n = default_threads(devices, nproc)
@@ -207,7 +207,7 @@ def _threads(
 
 
 def _launchers(args: argparse.Namespace) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
-    from tuimon.engine.plan import parse_launcher
+    from tuimon.engine.runs.plan import parse_launcher
 
     out = []
     for flag, text in (("--launch-a", args.launch_a), ("--launch-b", args.launch_b)):
@@ -308,7 +308,7 @@ def pair_plan(
     """The validated plan of `tuimon pair` (or a sweep's, `seed` None) and its store (None with
     --no-save)."""
     from tuimon.devices import check
-    from tuimon.engine.plan import PairPlan, loss_dtype_for
+    from tuimon.engine.runs.plan import PairPlan, loss_dtype_for
     from tuimon.store import check_writable, resolve_store
 
     check_storable(args)
@@ -385,7 +385,7 @@ def check_log_file(args: argparse.Namespace, plan: PairPlan, *, many: bool = Fal
 def against_plan(args: argparse.Namespace) -> tuple[PairPlan, Path | None]:
     """`pair --against`: the saved side read, the settings the retrain takes from it (said on
     stderr), then the plan with the saved run as side b."""
-    from tuimon.engine.saved_side import resolve_saved
+    from tuimon.engine.sources.saved_side import resolve_saved
     from tuimon.errors import ReplayError
 
     check_storable(args)

@@ -30,8 +30,8 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tuimon.engine.spread import Options, judge
-    from tuimon.engine.spread_pairs import load_pair, pair_inputs
+    from tuimon.engine.analyses.spread import Options, judge
+    from tuimon.engine.analyses.spread_pairs import load_pair, pair_inputs
     from tuimon.report.figure import check_output, pair_figure, save
     from tuimon.report.figure_spread import spread_figure
     from tuimon.store import resolve_store

@@ -51,8 +51,8 @@ def add(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import orjson
 
-    from tuimon.engine.spread import Options, judge
-    from tuimon.engine.spread_pairs import load_pair, pair_inputs
+    from tuimon.engine.analyses.spread import Options, judge
+    from tuimon.engine.analyses.spread_pairs import load_pair, pair_inputs
     from tuimon.report.spread import as_dict, text
     from tuimon.store import resolve_store
 

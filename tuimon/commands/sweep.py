@@ -12,7 +12,7 @@ from tuimon.commands.pair import add_pair_options, check_log_file, pair_plan
 from tuimon.errors import UsageError
 
 if TYPE_CHECKING:
-    from tuimon.engine.sweep import Sweep
+    from tuimon.engine.runs.sweep import Sweep
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -89,7 +89,13 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tuimon.engine.sweep import Sweep, SweepError, default_jobs, oversubscribed, parse_seeds
+    from tuimon.engine.runs.sweep import (
+        Sweep,
+        SweepError,
+        default_jobs,
+        oversubscribed,
+        parse_seeds,
+    )
     from tuimon.store import resolve_store
 
     if args.jobs is not None and args.jobs < 1:
@@ -160,7 +166,7 @@ def _against(args: argparse.Namespace, seeds: list[int]):  # type: ignore[no-unt
     """`sweep --against`: each seed's saved run; the settings the retrains take from them."""
     from tuimon.commands.options import reading, say
     from tuimon.commands.pair import take_saved_settings
-    from tuimon.engine.against_sweep import resolve_saved_sweep
+    from tuimon.engine.runs.against_sweep import resolve_saved_sweep
     from tuimon.errors import ReplayError
     from tuimon.store import resolve_store
 
@@ -209,8 +215,8 @@ def _check_submit(args: argparse.Namespace) -> None:
 
 def _submit(args: argparse.Namespace, sweep: Sweep) -> int:
     """Submit the pairs, say where they go and how to follow them."""
-    from tuimon.engine.plan import parse_launcher
-    from tuimon.engine.submit import attach_line, submit_sweep
+    from tuimon.engine.runs.plan import parse_launcher
+    from tuimon.engine.runs.submit import attach_line, submit_sweep
 
     try:
         prefix = parse_launcher(args.submit)
@@ -234,8 +240,8 @@ def _submit(args: argparse.Namespace, sweep: Sweep) -> int:
 
 def _attach(args: argparse.Namespace) -> int:
     """Follow a submitted sweep's pairs (never runs the record's commands)."""
-    from tuimon.engine.submit import attach
-    from tuimon.engine.sweep import Sweep, SweepError
+    from tuimon.engine.runs.submit import attach
+    from tuimon.engine.runs.sweep import Sweep, SweepError
     from tuimon.store import resolve_store
 
     if args.seeds or args.resume or args.submit:

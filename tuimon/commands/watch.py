@@ -59,8 +59,8 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tuimon.engine.follow import watch_factory
-    from tuimon.engine.session import PairOptions
+    from tuimon.engine.sources.follow import watch_factory
+    from tuimon.engine.sources.session import PairOptions
     from tuimon.store import check_writable, resolve_store, special
 
     check_storable(args)

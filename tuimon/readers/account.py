@@ -2,7 +2,7 @@
 
 Each record a reader gives is one of: a step (used), a header or end record (metadata), plain
 text, or a skipped record with a reason (`tuimon.steplog.SKIP_REASONS`). Lines that are not
-steps are still judged, as text against their counterpart (`tuimon.engine.text_judge`); only
+steps are still judged, as text against their counterpart (`tuimon.engine.judge.text_judge`); only
 records that name a step tuimon cannot use (`BLOCKING`) can make a reading a minority: when more
 than `LIMIT` of a side's metric-like records were such, `Account.problem` says why, with the
 flag that fixes it, and the pair is INCOMPLETE.
@@ -59,7 +59,7 @@ FLAGS = {
 BLOCKING = frozenset({KEY_ABSENT, STEP_RANGE, PATTERN_TIMEOUT})
 """Reasons whose records make a side's reading a minority (`Account.why`): records that name
 a step tuimon cannot use, and lines a `--pattern` gave up on (their content was not read).
-Every other line is judged as text against its counterpart (`tuimon.engine.text_judge`), and a
+Every other line is judged as text against its counterpart (`tuimon.engine.judge.text_judge`), and a
 cut last line leaves a step missing."""
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 

@@ -17,11 +17,11 @@ from rich.progress import Progress, TaskID, TextColumn
 from rich.table import Column
 from rich.text import Text
 
-from tuimon.engine.align import Summary, exit_code
-from tuimon.engine.artifacts import lines as artifact_lines
-from tuimon.engine.hints import Hint, likely_causes
-from tuimon.engine.replicas import replica_lines
-from tuimon.engine.session import Batch, PairSession
+from tuimon.engine.judge.align import Summary, exit_code
+from tuimon.engine.judge.artifacts import lines as artifact_lines
+from tuimon.engine.judge.hints import Hint, likely_causes
+from tuimon.engine.sources.replicas import replica_lines
+from tuimon.engine.sources.session import Batch, PairSession
 from tuimon.report.against import against_lines, pair_headline
 from tuimon.report.wording import (
     account_lines,
@@ -117,7 +117,7 @@ def run_headless(
         report = PairReport.of(session, summary)
         codes.append(report.code)
         if explain and not session.interrupted:
-            from tuimon.engine.explain import explain_after
+            from tuimon.engine.analyses.explain import explain_after
 
             report.explained = explain_after(session, lambda text: console.print(Text(text)))
         elif session.logs is not None and isinstance(session.logs.doc.more.get("explain"), dict):
@@ -188,7 +188,7 @@ class PairReport:
         lines += [clean(line, None) for line in replica_lines(self.doc.get("replicas"))]
         lines += [hint.text() for hint in self.hints]
         if self.explained is not None:
-            from tuimon.engine.explain import describe
+            from tuimon.engine.analyses.explain import describe
 
             lines.append(clean(describe(self.explained), None))
         if self.saved:

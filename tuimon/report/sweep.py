@@ -15,8 +15,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from tuimon.engine.submit import attach_line
-from tuimon.engine.sweep import COLUMNS, Sweep, hint_lines, row
+from tuimon.engine.runs.submit import attach_line
+from tuimon.engine.runs.sweep import COLUMNS, Sweep, hint_lines, row
 from tuimon.report.headless import SIGNALS
 from tuimon.store import StoreError
 

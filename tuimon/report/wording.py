@@ -18,8 +18,8 @@ from tuimon.readers.text import step_text
 from tuimon.sanitize import clean
 
 if TYPE_CHECKING:
-    from tuimon.engine.align import Summary
-    from tuimon.engine.session import SideState
+    from tuimon.engine.judge.align import Summary
+    from tuimon.engine.sources.session import SideState
 
 NO_ETA = "--:--"
 WAITING = "waiting for the first step"
@@ -227,9 +227,9 @@ def account_lines(summary: Summary) -> list[str]:
 
 
 def exit_text(code: int | None) -> str:
-    """`tuimon.engine.runner.exit_text`, imported when a line needs it (the runner imports
+    """`tuimon.engine.launch.runner.exit_text`, imported when a line needs it (the runner imports
     asyncio: `tuimon compare` prints without it)."""
-    from tuimon.engine.runner import exit_text as text
+    from tuimon.engine.launch.runner import exit_text as text
 
     return text(code)
 

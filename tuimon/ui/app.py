@@ -19,8 +19,8 @@ from textual.app import App
 from textual.binding import Binding
 from textual.widgets import Input
 
-from tuimon.engine.session import Batch, PairSession
-from tuimon.engine.sweep import Sweep
+from tuimon.engine.runs.sweep import Sweep
+from tuimon.engine.sources.session import Batch, PairSession
 from tuimon.report.sweep import print_result
 from tuimon.sanitize import clean
 from tuimon.ui.browser import BrowserScreen
@@ -250,12 +250,12 @@ def run_app(
 def _verdict_code(sessions: list[PairSession], *, explain: bool) -> int:
     """The exit code of the pair the view showed: its verdict's (0 IDENTICAL or CLOSE,
     1 DIVERGED, 3 INCOMPLETE: stopped, a run failed, or no verdict), as headless gives it."""
-    from tuimon.engine.align import exit_code
+    from tuimon.engine.judge.align import exit_code
 
     session = sessions[-1]
     summary = getattr(session, "summary", None)
     if explain:
-        from tuimon.engine.explain import describe, explain_after
+        from tuimon.engine.analyses.explain import describe, explain_after
 
         if (done := explain_after(session, print)) is not None:
             print(describe(done))

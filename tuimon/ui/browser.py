@@ -19,8 +19,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
-from tuimon.engine.replay import replay_session
-from tuimon.engine.saved import resolve_logs
+from tuimon.engine.sources.replay import replay_session
+from tuimon.engine.sources.saved import resolve_logs
 from tuimon.errors import ReplayError
 from tuimon.store import PairInfo, StoreError, delete_pair, list_newest, list_pairs
 from tuimon.ui.commands import ScreenActions

@@ -2,7 +2,7 @@
 
 A sweep record (or a pair directory) is data someone else may have written. Before `sweep
 --resume` starts a run in the TUI, `CommandsScreen` shows each command line exactly
-(`tuimon.engine.consent.show`: every argument quoted, the shell, the launcher) and answers True
+(`engine.launch.consent.show`: every argument quoted, the shell, the launcher) and answers True
 only for `y`; Esc, `n` and the focused No button answer False. Text is shown as `Text`, never
 markup.
 """

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from tuimon.engine.saved import read_lines
+from tuimon.engine.sources.saved import read_lines
 from tuimon.readers import Reading
 from tuimon.steplog import Step, parse_line
 from tuimon.store import SavedLogs

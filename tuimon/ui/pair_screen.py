@@ -27,9 +27,9 @@ from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Footer, Header
 from textual.worker import Worker, WorkerState
 
-from tuimon.engine.explain import saved_line
-from tuimon.engine.saved import resolve_logs
-from tuimon.engine.session import Batch, PairSession, SideState
+from tuimon.engine.analyses.explain import saved_line
+from tuimon.engine.sources.saved import resolve_logs
+from tuimon.engine.sources.session import Batch, PairSession, SideState
 from tuimon.errors import ReplayError
 from tuimon.steplog import Record
 from tuimon.store import SIDES, SavedLogs

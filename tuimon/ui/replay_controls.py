@@ -10,8 +10,8 @@ from typing import Protocol
 
 from textual.dom import DOMNode
 
-from tuimon.engine.saved import first_divergence
-from tuimon.engine.session import PaceControls, PairSession
+from tuimon.engine.sources.saved import first_divergence
+from tuimon.engine.sources.session import PaceControls, PairSession
 from tuimon.report.wording import si
 from tuimon.ui.pair_model import PairModel
 from tuimon.ui.workers import read_then_show

@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tuimon.engine.align import compare_steps
-from tuimon.engine.compare import saved_ending
-from tuimon.engine.explain import saved_line
-from tuimon.engine.replay import SavedLogs
-from tuimon.engine.saved import read_lines, resolve_logs, saved_select
-from tuimon.engine.session import SideState
+from tuimon.engine.analyses.compare import saved_ending
+from tuimon.engine.analyses.explain import saved_line
+from tuimon.engine.judge.align import compare_steps
+from tuimon.engine.sources.replay import SavedLogs
+from tuimon.engine.sources.saved import read_lines, resolve_logs, saved_select
+from tuimon.engine.sources.session import SideState
 from tuimon.steplog import End, Header, Record, Step, parse_line
 from tuimon.store import PairDoc
 from tuimon.ui.pair_info import replicas_of

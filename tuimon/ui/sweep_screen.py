@@ -16,8 +16,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
-from tuimon.engine.session import Batch, merge_batches
-from tuimon.engine.sweep import COLUMNS, Sweep, hint_lines, row
+from tuimon.engine.runs.sweep import COLUMNS, Sweep, hint_lines, row
+from tuimon.engine.sources.session import Batch, merge_batches
 from tuimon.store import is_pair_dir
 from tuimon.ui.commands import ScreenActions
 from tuimon.ui.modals import ConfirmScreen

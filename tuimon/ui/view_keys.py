@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.widgets import ContentSwitcher
 
-from tuimon.engine.session import PairSession
+from tuimon.engine.sources.session import PairSession
 from tuimon.store import SIDES
 from tuimon.ui.chart import CurvesView
 from tuimon.ui.divergence import DivergencePanel

@@ -35,12 +35,12 @@ import numpy as np
 import orjson
 
 from tuimon.argv import without_options
-from tuimon.engine.consent import Planned
-from tuimon.engine.descendants import RUN_ENV, Tree, new_tag
-from tuimon.engine.plan import PairPlan
-from tuimon.engine.ranks import MARK, rewrap
-from tuimon.engine.runner import die_with_parent
-from tuimon.engine.watchdog import Watchdog
+from tuimon.engine.launch.consent import Planned
+from tuimon.engine.launch.descendants import RUN_ENV, Tree, new_tag
+from tuimon.engine.launch.ranks import MARK, rewrap
+from tuimon.engine.launch.runner import die_with_parent
+from tuimon.engine.launch.watchdog import Watchdog
+from tuimon.engine.runs.plan import PairPlan
 from tuimon.errors import StoreError, TuimonError, UsageError
 from tuimon.readers.capped import read_npy
 from tuimon.sanitize import clean
@@ -814,7 +814,7 @@ def explain_after(session: Any, say: Callable[[str], None]) -> dict[str, Any] | 
     """`pair --explain`: explain a finished live pair when it DIVERGED and was saved. Its
     commands are the ones typed on this command line, so they run without asking again (they
     are checked against the live pair's own)."""
-    from tuimon.engine.align import DIVERGED
+    from tuimon.engine.judge.align import DIVERGED
     from tuimon.store import StoreError
 
     summary = getattr(session, "summary", None)

@@ -5,8 +5,8 @@ through the prefix as a small shell script that runs the command with its enviro
 the run's stdout and stderr straight into the pair directory (`a.jsonl`, `a.stderr`: the raw
 logs a live pair would have) and, when the run ends, its exit code (`a.exit`). The monitor may
 then exit: the jobs are the scheduler's. `tuimon sweep --attach RECORD` later follows those files
-with the same session and aligner as a live pair (`engine.follow`) and judges whatever has run;
-the commands in the record are data there, never run. Nothing here imports textual.
+with the same session and aligner as a live pair (`engine.sources.follow`) and judges whatever
+has run; the commands in the record are data there, never run. Nothing here imports textual.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from tuimon.engine.follow import FollowSource
-from tuimon.engine.plan import CMD, PairPlan
-from tuimon.engine.runner import RunSpec
-from tuimon.engine.session import Batch, PairOptions, PairSession, SideState
-from tuimon.engine.sweep import Sweep
+from tuimon.engine.launch.runner import RunSpec
+from tuimon.engine.runs.plan import CMD, PairPlan
+from tuimon.engine.runs.sweep import Sweep
+from tuimon.engine.sources.follow import FollowSource
+from tuimon.engine.sources.session import Batch, PairOptions, PairSession, SideState
 from tuimon.sanitize import clean
 from tuimon.store import SIDES, PairWriter, StoreError, open_pair_dir
 

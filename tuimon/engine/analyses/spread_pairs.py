@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tuimon.engine.align import compare_steps
-from tuimon.engine.emb_check import load as load_npy
-from tuimon.engine.saved import read_lines, resolve_logs, saved_select
+from tuimon.engine.judge.align import compare_steps
+from tuimon.engine.judge.emb_check import load as load_npy
+from tuimon.engine.sources.saved import read_lines, resolve_logs, saved_select
 from tuimon.errors import TuimonError
 from tuimon.freqs import FreqError, key_frequencies
 from tuimon.steplog import End, Header, Step, parse_line
@@ -253,7 +253,7 @@ def pair_inputs(refs: list[str], store: Path) -> tuple[list[tuple[Path, str]], l
 
 
 def _sweep_pairs(ref: str, store: Path) -> tuple[list[tuple[Path, str]], list[str]]:
-    from tuimon.engine.sweep import Sweep, SweepError
+    from tuimon.engine.runs.sweep import Sweep, SweepError
 
     try:
         sweep = Sweep.load(store, ref)

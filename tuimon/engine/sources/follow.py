@@ -21,8 +21,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
-from tuimon.engine.runner import CHUNK, Exited, Lines, LineSplitter, SourceEvent, Stderr
-from tuimon.engine.session import Batch, PairOptions, PairSession, SideState
+from tuimon.engine.events import Exited, Lines, SourceEvent, Stderr
+from tuimon.engine.launch.runner import CHUNK, LineSplitter
+from tuimon.engine.sources.session import Batch, PairOptions, PairSession, SideState
 from tuimon.readers import LineParser, Reading, line_parser, streamable
 from tuimon.readers.capped import NotRegular, open_regular
 from tuimon.sanitize import clean

@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from tuimon.engine.align import CLOSE, DIVERGED, IDENTICAL, MetricFilter
-from tuimon.engine.artifacts import describe_freqs
-from tuimon.engine.consent import Planned, quote, show
-from tuimon.engine.fail_fast import FailFast, early_error, gate
-from tuimon.engine.hints import likely_causes
-from tuimon.engine.plan import SIDES, PairPlan
-from tuimon.engine.session import Batch, PairSession
-from tuimon.engine.sweep_check import check_record
+from tuimon.engine.judge.align import CLOSE, DIVERGED, IDENTICAL, MetricFilter
+from tuimon.engine.judge.artifacts import describe_freqs
+from tuimon.engine.judge.hints import likely_causes
+from tuimon.engine.launch.consent import Planned, quote, show
+from tuimon.engine.runs.fail_fast import FailFast, early_error, gate
+from tuimon.engine.runs.plan import SIDES, PairPlan
+from tuimon.engine.runs.sweep_check import check_record
+from tuimon.engine.sources.session import Batch, PairSession
 from tuimon.errors import TuimonError
 from tuimon.readers import Reading
 from tuimon.store import (
@@ -44,9 +44,9 @@ from tuimon.store import (
 )
 
 if TYPE_CHECKING:
-    from tuimon.engine.against_sweep import SavedSweep
+    from tuimon.engine.runs.against_sweep import SavedSweep
 
-SWEEP_FORMAT = "tuimon.engine.sweep/1"
+SWEEP_FORMAT = "tuimon.engine.runs.sweep/1"
 SWEEPS_DIR = "sweeps"
 OK_VERDICTS = (IDENTICAL, CLOSE)
 MANY_AT_ONCE = 8

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tuimon.engine.descendants import (
+from tuimon.engine.events import Exited, Lines, SourceEvent, Stderr
+from tuimon.engine.launch.descendants import (
     RUN_ENV,
     Tree,
     become_subreaper,
@@ -36,12 +37,12 @@ from tuimon.engine.descendants import (
     spawned,
     spawning,
 )
-from tuimon.engine.pipes import PipeReader, waker
-from tuimon.engine.watchdog import Watchdog
+from tuimon.engine.launch.pipes import PipeReader, waker
+from tuimon.engine.launch.watchdog import Watchdog
 from tuimon.errors import LaunchError
 from tuimon.readers import LineParser, Reading, line_parser, streamable
 from tuimon.steplog import MAX_LINE as LINE_LIMIT
-from tuimon.steplog import Record, Step, too_long_note
+from tuimon.steplog import Step, too_long_note
 
 MAX_LINE = LINE_LIMIT
 """A line longer than this is saved whole and reported as too long to parse (`LineCutter`)."""
@@ -57,40 +58,6 @@ runs, ticking every 0.25 s, every 0.5 s (`WALK_EVERY`); a sweep of many pairs, w
 every 0.5 s, every second (the walks of 128 runs at 0.5 s were ~5% of the monitor's CPU)."""
 PARSE_SLICE = 1024
 """Lines parsed between two yields to the event loop (a view stays responsive)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Lines:
-    """Complete stdout (or log-file) lines from one side, bytes as they arrived."""
-
-    side: str
-    lines: list[bytes]
-    records: list[Record] | None = None
-    """The lines already parsed (a replay has them), so the session does not parse twice."""
-    saved: bool = False
-    """The bytes are on disk already (the pipe reader saved them as it read them)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Stderr:
-    """A chunk of one side's stderr."""
-
-    side: str
-    data: bytes
-    saved: bool = False
-    """The bytes are on disk already (the pipe reader saved them as it read them)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Exited:
-    """One side is over: its exit code and how it ended (finished / failed / interrupted)."""
-
-    side: str
-    code: int | None
-    status: str
-
-
-SourceEvent = Lines | Stderr | Exited
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from tuimon.engine.runner import exit_text
-from tuimon.engine.session import PairSession
+from tuimon.engine.launch.runner import exit_text
+from tuimon.engine.sources.session import PairSession
 
 GATE_S = 10.0
 """Seconds the first pair runs alone at most before the others start."""

@@ -9,13 +9,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tuimon.engine.against import AgainstCheck, AgainstSource, copy_saved_emb
-from tuimon.engine.align import MetricFilter
-from tuimon.engine.ranks import under_torchrun
-from tuimon.engine.replicas import ReplicaWatch
-from tuimon.engine.runner import RunSpec, mistyped_placeholder, substitute
-from tuimon.engine.saved_side import SavedSide
-from tuimon.engine.session import Batch, LiveSource, PairOptions, PairSession, SideState
+from tuimon.engine.judge.align import MetricFilter
+from tuimon.engine.launch.ranks import under_torchrun
+from tuimon.engine.launch.runner import RunSpec, mistyped_placeholder, substitute
+from tuimon.engine.sources.against import AgainstCheck, AgainstSource, copy_saved_emb
+from tuimon.engine.sources.replicas import ReplicaWatch
+from tuimon.engine.sources.saved_side import SavedSide
+from tuimon.engine.sources.session import Batch, LiveSource, PairOptions, PairSession, SideState
 from tuimon.errors import UsageError
 from tuimon.readers import Reading
 from tuimon.store import SIDES, PairWriter

@@ -30,7 +30,7 @@ import numpy as np
 import orjson
 
 from tuimon.clocks import is_clock
-from tuimon.engine.align import (
+from tuimon.engine.judge.align import (
     AlignedStep,
     ColumnMatcher,
     Columns,
@@ -42,8 +42,8 @@ from tuimon.engine.align import (
     no_step_reason,
     sparse,
 )
-from tuimon.engine.fingerprints import env_diff
-from tuimon.engine.saved import check_two, resolve_logs
+from tuimon.engine.judge.fingerprints import env_diff
+from tuimon.engine.sources.saved import check_two, resolve_logs
 from tuimon.errors import CompareError, ReplayError, StoreError
 from tuimon.readers import (
     Account,
@@ -133,7 +133,7 @@ def _records(path: Path, reading: Reading, side: str) -> list[Record]:
 
 def resolve(paths: list[str], reading: Reading | None) -> SavedLogs:
     """Two log files as they are (without importing the replay machinery), or whatever
-    `tuimon.engine.replay.resolve_logs` makes of the paths (a pair directory)."""
+    `tuimon.engine.sources.replay.resolve_logs` makes of the paths (a pair directory)."""
     if len(paths) == 2 and all(Path(p).is_file() for p in paths):
         try:
             check_two(paths)

@@ -20,23 +20,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tuimon.applied import pair_applied
-from tuimon.engine.align import MetricFilter, PairAligner, Summary, no_step_reason
-from tuimon.engine.artifacts import compare_artifacts, describe
-from tuimon.engine.fingerprints import env_diff
-from tuimon.engine.hints import likely_causes
-from tuimon.engine.replicas import ReplicaWatch
-from tuimon.engine.runner import (
-    TICK,
-    Exited,
-    LaunchError,
-    Lines,
-    LineSplitter,
-    Run,
-    RunSpec,
-    SourceEvent,
-    Stderr,
-    exit_text,
-)
+from tuimon.engine.events import Exited, Lines, SourceEvent, Stderr
+from tuimon.engine.judge.align import MetricFilter, PairAligner, Summary, no_step_reason
+from tuimon.engine.judge.artifacts import compare_artifacts, describe
+from tuimon.engine.judge.fingerprints import env_diff
+from tuimon.engine.judge.hints import likely_causes
+from tuimon.engine.launch.runner import TICK, LaunchError, LineSplitter, Run, RunSpec, exit_text
+from tuimon.engine.sources.replicas import ReplicaWatch
 from tuimon.steplog import End, Header, Record, Step, Text, parse_line
 from tuimon.store import SIDES, PairDoc, PairWriter, RunDoc, SavedLogs, StoreError
 
@@ -218,7 +208,7 @@ class PairOptions:
     """End the live runs at the first step judged DIVERGED (`--stop-on-divergence`)."""
     end_check: Callable[[PairSession], None] | None = None
     """Run once both sides have ended, before the pair is saved: it may judge more (a saved
-    side's W_E) and change `summary` (`tuimon.engine.against`)."""
+    side's W_E) and change `summary` (`tuimon.engine.sources.against`)."""
     batch_interval: float = 0.25
     """Seconds between two batches at most while lines arrive (a view draws at most once a
     second while steps stream: more batches cost the monitor without showing more)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tuimon.engine.align import MetricFilter, compare_steps
+from tuimon.engine.judge.align import MetricFilter, compare_steps
 from tuimon.errors import ReplayError, StoreError
 from tuimon.readers import PatternError, ReaderError, Reading, log_lines, read_log
 from tuimon.steplog import Record, Step, parse_line

@@ -13,14 +13,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tuimon.engine.emb_check import seed_of
-from tuimon.engine.saved_side import SavedSide, resolve_saved
+from tuimon.engine.judge.emb_check import seed_of
+from tuimon.engine.sources.saved_side import SavedSide, resolve_saved
 from tuimon.errors import ReplayError, UsageError
 from tuimon.readers import Reading
 from tuimon.store import is_pair_dir
 
 if TYPE_CHECKING:
-    from tuimon.engine.plan import PairPlan
+    from tuimon.engine.runs.plan import PairPlan
 
 
 @dataclass
@@ -72,7 +72,7 @@ def _header_seed(saved: SavedSide) -> int | None:
 
 
 def _from_sweep(text: str, side: str, reading: Reading, store: Path) -> dict[int, SavedSide]:
-    from tuimon.engine.sweep import Sweep, SweepError
+    from tuimon.engine.runs.sweep import Sweep, SweepError
 
     try:
         sweep = Sweep.load(store, text)

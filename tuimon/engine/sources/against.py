@@ -14,12 +14,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tuimon.engine.align import DIVERGED, IDENTICAL, INCOMPLETE, Summary
-from tuimon.engine.artifacts import compare_artifacts
-from tuimon.engine.emb_check import Options, compare_arrays, load
-from tuimon.engine.runner import Exited, Lines, RunSpec, SourceEvent
-from tuimon.engine.saved_side import SAVED_SIDE, SavedSide
-from tuimon.engine.session import LiveSource, PairSession
+from tuimon.engine.events import Exited, Lines, SourceEvent
+from tuimon.engine.judge.align import DIVERGED, IDENTICAL, INCOMPLETE, Summary
+from tuimon.engine.judge.artifacts import compare_artifacts
+from tuimon.engine.judge.emb_check import Options, compare_arrays, load
+from tuimon.engine.launch.runner import RunSpec
+from tuimon.engine.sources.saved_side import SAVED_SIDE, SavedSide
+from tuimon.engine.sources.session import LiveSource, PairSession
 from tuimon.errors import EmbCheckError
 
 SAVED_EMB = f"emb-{SAVED_SIDE}.npy"

@@ -3,7 +3,7 @@
 Under data parallelism every rank holds the same weights after each step; a rank whose
 digests differ from rank 0's has parted (a missed all-reduce, a rank-dependent seed, a
 non-deterministic collective). Rank 0's records are the side's own (its step log); rank R's
-come from `SIDE.rankR.jsonl` in the pair directory (`tuimon.engine.ranks`), followed as it
+come from `SIDE.rankR.jsonl` in the pair directory (`tuimon.engine.launch.ranks`), followed as it
 grows. The k-th step record of rank R is compared with rank 0's k-th (repeats in order, never
 dropped); the first step where one parts is named: "side a: rank 1 parted from rank 0 at
 step 5 (W_E)". Only digests are compared (`param_digest`, `param_digests`): losses differ
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from tuimon.engine.ranks import failed_rank, rank_log
+from tuimon.engine.launch.ranks import failed_rank, rank_log
 from tuimon.readers import LineParser, Reading, line_parser
 from tuimon.steplog import Step
 from tuimon.store import StoreError

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tuimon.engine.text_judge import TextJudge
+from tuimon.engine.judge.text_judge import TextJudge
 from tuimon.readers.account import NOTE, Account
 from tuimon.readers.text import LEVEL, LEVELS_NOTE
 from tuimon.steplog import CUT_TAIL, IN_RECORD, End, Header, Step, Text, jsonable
@@ -172,7 +172,7 @@ class Summary:
     accounts: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per side, what its records were (`tuimon.readers.account.Account.to_dict`)."""
     text: dict[str, Any] = field(default_factory=dict)
-    """Text lines judged by position (`tuimon.engine.text_judge.TextJudge.to_dict`)."""
+    """Text lines judged by position (`tuimon.engine.judge.text_judge.TextJudge.to_dict`)."""
     step_levels: bool = False
     """Steps are two-level (epoch * 1e9 + iteration: `tuimon.readers.text.step_text`)."""
     first_divergent_at: dict[str, int] | None = None

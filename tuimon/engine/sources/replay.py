@@ -9,11 +9,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from tuimon.engine.align import MetricFilter
-from tuimon.engine.replicas import saved_watch
-from tuimon.engine.runner import Exited, Lines, SourceEvent, Stderr
-from tuimon.engine.saved import read_records, saved_select
-from tuimon.engine.session import Batch, PairOptions, PairSession, SideState
+from tuimon.engine.events import Exited, Lines, SourceEvent, Stderr
+from tuimon.engine.judge.align import MetricFilter
+from tuimon.engine.sources.replicas import saved_watch
+from tuimon.engine.sources.saved import read_records, saved_select
+from tuimon.engine.sources.session import Batch, PairOptions, PairSession, SideState
 from tuimon.errors import StoreError
 from tuimon.steplog import End, Header, Record, Step
 from tuimon.store import PAIR_JSON, SIDES, SavedLogs, pair_file

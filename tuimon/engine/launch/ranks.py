@@ -7,7 +7,7 @@ command. Rank 0's is exec'd as it is, so its stdout and stderr are the agent's, 
 side's pipes: rank 0's output is the side's step log, streamed and saved as any run's. Every
 other rank's stdout and stderr go straight to `SIDE.rankR.jsonl` and `SIDE.rankR.stderr` in
 the pair directory (no tee, no prefix, nothing in between): every raw line of every rank is on
-disk, and the replica check (`tuimon.engine.replicas`) follows those files.
+disk, and the replica check (`tuimon.engine.sources.replicas`) follows those files.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from tuimon.engine.runner import RunSpec
+from tuimon.engine.launch.runner import RunSpec
 
 TORCHRUN = ("-m", "torch.distributed.run")
 WRAP = (

@@ -1,6 +1,6 @@
 """A watchdog per run: if tuimon dies without a word (SIGKILL, a crash), the run's whole process
 group ends within the grace, on any POSIX system, and on Linux so does every process that left
-the group (`tuimon.engine.descendants`).
+the group (`tuimon.engine.launch.descendants`).
 
 Linux's parent-death signal (see `runner`) reaches only the run's first process, and macOS has
 none. The watchdog is a `/bin/sh` in a session of its own that waits on a pipe only tuimon

@@ -1,0 +1,1 @@
+"""Analyses of saved pairs: compare, explain, spread."""

@@ -1,0 +1,1 @@
+"""Judging: aligning two step logs, fingerprints, artifacts, hints, arrays."""

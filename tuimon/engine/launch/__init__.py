@@ -1,0 +1,1 @@
+"""Launching runs: subprocesses, their pipes, process trees, watchdogs, ranks, consent."""
