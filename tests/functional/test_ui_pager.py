@@ -14,7 +14,7 @@ from tuimon.steplog import Step
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.divergence import DivergencePanel
 from tuimon.ui.modals import LinesScreen
-from tuimon.ui.pager import Pager, csv_rows
+from tuimon.ui.pager import Pager, export_rows
 from tuimon.ui.pair_model import DIVERGENCE, PairModel, PairRows
 from tuimon.ui.pair_screen import PairScreen
 
@@ -96,14 +96,20 @@ def test_search_finds_a_value_as_the_panes_show_it() -> None:
     assert pager.cursor_step() == 0
 
 
-def test_csv_rows_are_aligned_and_say_which_differ() -> None:
+def test_the_kept_rows_export_through_the_aligner(tmp_path: Path) -> None:
+    """A live pair without logs on disk: the rows the panes keep, aligned and written by
+    `tuimon export`'s CSV writer; a name taken gets the next free one."""
     a = {0: {"loss": 1.0}, 1: {"loss": 0.5}, 2: {"loss": 0.25}}
     b = {0: {"loss": 1.0}, 1: {"loss": 0.5000000000000001}}
-    rows = list(csv.reader(csv_rows(["loss"], a, b).splitlines()))
-    assert rows[0] == ["step", "loss.a", "loss.b", "differs"]
-    assert rows[1] == ["0", "1.0", "1.0", "0"]
-    assert rows[2] == ["1", "0.5", "0.5000000000000001", "1"]
-    assert len(rows) == 3  # step 2 only A logged
+    (tmp_path / "aligned.csv").write_text("mine")
+    path, count, source = export_rows(None, (a, b), tmp_path / "aligned.csv")
+    assert path.name == "aligned-1.csv" and count == 2 and source == "the rows kept in the panes"
+    rows = list(csv.DictReader(path.read_text().splitlines()))
+    assert [(r["step"], r["loss.a"], r["loss.b"], r["equal"]) for r in rows] == [
+        ("0", "1.0", "1.0", "true"),
+        ("1", "0.5", "0.5000000000000001", "false"),
+    ]  # step 2 only A logged
+    assert (tmp_path / "aligned.csv").read_text() == "mine"
 
 
 def test_a_metric_that_appears_late_gets_its_column() -> None:
@@ -140,9 +146,10 @@ async def test_pager_keys_on_a_saved_pair(tmp_path: Path) -> None:
         await pilot.press("escape")
         await pilot.press("x")
         await wait_for(pilot, lambda: (pair / "aligned.csv").exists())
-        rows = list(csv.reader((pair / "aligned.csv").read_text().splitlines()))
-        assert len(rows) == 41 and rows[0][0] == "step"
-        assert [r[-1] for r in rows[1:6]] == ["0"] * 5 and rows[6][-1] == "1"
+        rows = list(csv.DictReader((pair / "aligned.csv").read_text().splitlines()))
+        assert len(rows) == 40 and list(rows[0])[:3] == ["step", "occurrence", "equal"]
+        assert [r["equal"] for r in rows[:6]] == ["true"] * 5 + ["false"]
+        assert rows[5]["train_loss.a"] != rows[5]["train_loss.b"]  # `tuimon export`'s names
         await app.run_action("app.quit")
     assert app.summary_lines and app.summary_lines[0].startswith("DIVERGED")
 

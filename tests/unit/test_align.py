@@ -20,6 +20,8 @@ from tuimon.engine.judge.align import (
     DIVERGED,
     IDENTICAL,
     INCOMPLETE,
+    METRIC_COLUMNS,
+    ROW_COLUMNS,
     AlignedStep,
     PairAligner,
     Summary,
@@ -630,15 +632,15 @@ def test_aligned_row_columns() -> None:
     assert r["step"] == 3 and r["equal"] is False and r["digest_equal"] is False
     assert r["tensors_differ"] == ["W_E"]
     assert r["divergence"] == "Infinity"
-    assert (r["t_a"], r["t_b"]) == (1.5, 1.75)
-    assert r["loss_a"] == 1.0 and r["loss_b"] == math.nextafter(1.0, 2.0)
-    assert r["loss_ulps"] == 1 and r["loss_abs"] == 2.0**-52
-    assert r["acc_a"] == "NaN" and r["acc_rel"] == "Infinity" and r["acc_ulps"] == -1
-    assert r["lr_a"] == "Infinity" and r["lr_b"] == "-Infinity"
-    assert r["lr_ulps"] == 2 * bits(math.inf)  # beyond int64, still plain JSON
+    assert (r["t.a"], r["t.b"]) == (1.5, 1.75) and r["occurrence"] == 0
+    assert r["loss.a"] == 1.0 and r["loss.b"] == math.nextafter(1.0, 2.0)
+    assert r["loss.ulps"] == 1 and r["loss.abs"] == 2.0**-52
+    assert r["acc.a"] == "NaN" and r["acc.rel"] == "Infinity" and r["acc.ulps"] == -1
+    assert r["lr.a"] == "Infinity" and r["lr.b"] == "-Infinity"
+    assert r["lr.ulps"] == 2 * bits(math.inf)  # beyond int64, still plain JSON
     assert not any(k.startswith("only_a") for k in r)
-    for m in ("loss", "acc", "lr"):
-        assert {f"{m}_{c}" for c in ("a", "b", "abs", "rel", "ulps")} <= r.keys()
+    names = [f"{m}.{c}" for m in ("loss", "acc", "lr") for c in METRIC_COLUMNS]
+    assert list(r) == [*ROW_COLUMNS, *names]  # the one naming (aligned.jsonl, tuimon export)
 
 
 def test_summary_to_dict_is_plain_json() -> None:

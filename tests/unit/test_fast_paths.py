@@ -71,17 +71,17 @@ def general_row(s: AlignedStep) -> dict[str, Any]:
     """`AlignedStep.to_dict` without its fast path: `jsonable` of the whole row."""
     row: dict[str, Any] = {
         "step": s.step,
+        "occurrence": s.occurrence,
         "equal": s.equal,
         "divergence": s.divergence,
         "digest_equal": s.digest_equal,
         "tensors_differ": list(s.tensors),
+        "t.a": s.a.t,
+        "t.b": s.b.t,
     }
-    if s.occurrence:
-        row["occurrence"] = s.occurrence
     for name, d in s.diffs.items():
-        row.update({f"{name}_a": d.a, f"{name}_b": d.b, f"{name}_abs": d.abs})
-        row.update({f"{name}_rel": d.rel, f"{name}_ulps": d.ulps})
-    row["t_a"], row["t_b"] = s.a.t, s.b.t
+        row.update({f"{name}.a": d.a, f"{name}.b": d.b, f"{name}.abs": d.abs})
+        row.update({f"{name}.rel": d.rel, f"{name}.ulps": d.ulps})
     return jsonable(row)
 
 
@@ -140,10 +140,10 @@ def test_to_dict_gives_the_general_row(
 def test_to_dict_writes_non_finite_values_as_strings() -> None:
     aligned = align_step(Step(1, {"loss": 1.0}, t=float("inf")), Step(1, {"loss": float("nan")}))
     row = aligned.to_dict()
-    assert row["loss_a"] == 1.0 and row["loss_b"] == "NaN" and row["t_a"] == "Infinity"
+    assert row["loss.a"] == 1.0 and row["loss.b"] == "NaN" and row["t.a"] == "Infinity"
     assert row == general_row(aligned)
     big = align_step(Step(1, {"x": 1.7e308, "y": 1.7e308}), Step(1, {"x": 1.7e308, "y": 1.7e308}))
-    assert big.to_dict() == general_row(big) and big.to_dict()["x_a"] == 1.7e308  # sum overflows
+    assert big.to_dict() == general_row(big) and big.to_dict()["x.a"] == 1.7e308  # sum overflows
 
 
 @given(st.text(max_size=20))

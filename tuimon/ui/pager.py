@@ -8,16 +8,14 @@ no longer hold reads the lines around it from the logs on disk, when there are l
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import BinaryIO, Protocol
 
-from tuimon.engine.sources.saved import read_lines
-from tuimon.readers import Reading
-from tuimon.steplog import Step, parse_line
+from tuimon.engine.analyses import export
+from tuimon.engine.judge.align import compare_steps
+from tuimon.steplog import Step
 from tuimon.store import SavedLogs
 from tuimon.ui.pair_model import DIVERGENCE, PairModel, PairRows
 from tuimon.ui.text import clean, fmt_number, same_bits
@@ -214,65 +212,34 @@ def _around(start: int, count: int, forward: bool) -> Iterator[int]:
     return iter(range(start + 1, count)) if forward else iter(range(start - 1, -1, -1))
 
 
-def csv_rows(
-    columns: list[str], a: dict[int, dict[str, float]], b: dict[int, dict[str, float]]
-) -> str:
-    """Aligned rows as CSV: step, each metric on A, on B, and whether the row differs."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["step", *(f"{n}.a" for n in columns), *(f"{n}.b" for n in columns), "differs"])
-    for step in sorted(a.keys() & b.keys()):
-        ma, mb = a[step], b[step]
-        differs = any(n in mb and not same_bits(v, mb[n]) for n, v in ma.items())
-        cells = [_csv_value(ma.get(n)) for n in columns] + [_csv_value(mb.get(n)) for n in columns]
-        writer.writerow([step, *cells, int(differs)])
-    return out.getvalue()
+def export_rows(
+    logs: SavedLogs | None, kept: tuple[dict[int, dict[str, float]], ...], target: Path
+) -> tuple[Path, int, str]:
+    """Write a pair's aligned rows as CSV (`tuimon.engine.analyses.export`, the columns of
+    `tuimon export`) to `target`, or the first free numbered name beside it (else in the current
+    folder): every step of both logs when the logs are on disk, else `kept` (the steps the panes
+    keep, copied on the app's loop). Returns (where, rows, where they came from)."""
+    if logs is None:
+        a, b = ([Step(s, metrics) for s, metrics in sorted(side.items())] for side in kept)
+        aligned, source = compare_steps(a, b)[0], "the rows kept in the panes"
+    else:
+        aligned, source = export.aligned_rows(logs), "both logs"
+    try:
+        out, path = open_new(target)
+    except OSError:
+        out, path = open_new(Path.cwd() / target.name)
+    with out:
+        return path, export.write(aligned, out, "csv"), source
 
 
-def _csv_value(value: float | None) -> str:
-    return "" if value is None else repr(value)
-
-
-def write_csv(path: Path, text: str) -> Path:
-    """Write `text` to `path` as a new file; when that name is taken (a file, a folder, a link,
-    even one that points nowhere: a saved pair is data, never a way to write elsewhere), the
-    first free numbered name."""
+def open_new(path: Path) -> tuple[BinaryIO, Path]:
+    """`path` opened as a new file; when that name is taken (a file, a folder, a link, even one
+    that points nowhere: a saved pair is data, never a way to write elsewhere), the first free
+    numbered name."""
     target, n = path, 1
     while True:
         try:
-            with open(target, "x", encoding="utf-8") as fh:  # O_EXCL: never through a link
-                fh.write(text)
-            return target
+            return open(target, "xb"), target  # O_EXCL: never through a link
         except (FileExistsError, IsADirectoryError):
             target = path.with_name(f"{path.stem}-{n}{path.suffix}")
             n += 1
-
-
-def export_rows(
-    columns: list[str], logs: SavedLogs | None, kept: tuple[dict[int, Any], dict[int, Any]]
-) -> tuple[str, int, str]:
-    """The CSV of a pair's aligned rows: every step of both logs when the logs are on disk,
-    else `kept` (the rows the panes keep, copied on the app's loop). Returns (csv, steps,
-    where they came from)."""
-    if logs is None:
-        a, b = kept
-        source = "the rows kept in the panes"
-    else:
-        a, b = _log_steps(logs.a, logs.reading, "a"), _log_steps(logs.b, logs.reading, "b")
-        source = "both logs"
-    names = list(columns)
-    for by_step in (a, b):
-        for metrics in by_step.values():
-            names += [n for n in metrics if n not in names]
-            break
-    return csv_rows(names, a, b), len(a.keys() & b.keys()), source
-
-
-def _log_steps(path: Path, reading: Reading, side: str) -> dict[int, dict[str, float]]:
-    """A log's step metrics by step (a repeated step: its first record)."""
-    steps: dict[int, dict[str, float]] = {}
-    for line in read_lines(path, reading, side):
-        record = parse_line(line)
-        if isinstance(record, Step) and record.step not in steps:
-            steps[record.step] = record.metrics
-    return steps

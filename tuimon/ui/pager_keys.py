@@ -13,7 +13,7 @@ from textual.binding import Binding
 from tuimon.report.wording import metric_parts_line
 from tuimon.store import SavedLogs
 from tuimon.ui.modals import AskScreen, LinesScreen
-from tuimon.ui.pager import Pager, export_rows, write_csv
+from tuimon.ui.pager import Pager, export_rows
 from tuimon.ui.pair_info import info_lines
 from tuimon.ui.pair_model import PairModel, PairRows
 from tuimon.ui.text import clean
@@ -152,25 +152,21 @@ class PagerKeys:
         self.notify(f"copied the {what}: {clean(text, 200)}", timeout=4)
 
     def action_export(self) -> None:
-        """Write the aligned rows as CSV next to the pair (else in the current folder)."""
+        """Write the aligned rows as CSV next to the pair (else in the current folder), as
+        `tuimon export` writes them."""
         logs = self.logs_on_disk()
         folder = self.model.pair_path or Path.cwd()
         target = Path(folder) / "aligned.csv"
-        columns = list(self.model.columns)
-        kept = (
-            ({}, {})
-            if logs is not None
-            else (dict(self.rows.metrics.get("a", {})), dict(self.rows.metrics.get("b", {})))
+        kept = tuple(
+            {} if logs is not None else dict(self.rows.metrics.get(side, {})) for side in "ab"
         )
-
-        def build() -> tuple[Path, int, str]:
-            text, count, source = export_rows(columns, logs, kept)
-            try:
-                return write_csv(target, text), count, source
-            except OSError:
-                return write_csv(Path.cwd() / "aligned.csv", text), count, source
-
-        read_then_show(self, build, self._exported, group="export", what="exporting CSV")  # type: ignore[arg-type]
+        read_then_show(
+            self,  # type: ignore[arg-type]
+            lambda: export_rows(logs, kept, target),
+            self._exported,
+            group="export",
+            what="exporting CSV",
+        )
 
     def _exported(self, result: tuple[Path, int, str]) -> None:
         path, count, source = result

@@ -79,32 +79,55 @@ class AlignedStep:
             and all(d.equal for d in self.diffs.values())
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        """The line of aligned.jsonl: flat columns for pandas, plus both records."""
+    def row(self) -> dict[str, Any]:
+        """The aligned row, values as they are: `ROW_COLUMNS`, then `METRIC_COLUMNS` of each
+        judged metric (aligned.jsonl and `tuimon export` write it)."""
         row: dict[str, Any] = {
             "step": self.step,
+            "occurrence": self.occurrence,
             "equal": self.equal,
             "divergence": self.divergence,
             "digest_equal": self.digest_equal,
             "tensors_differ": list(self.tensors),
+            "t.a": self.a.t,
+            "t.b": self.b.t,
         }
-        if self.occurrence:
-            row["occurrence"] = self.occurrence
+        for name, (a, b, _, absd, rel, ulps) in self.diffs.items():
+            row[f"{name}.a"] = a
+            row[f"{name}.b"] = b
+            row[f"{name}.abs"] = absd
+            row[f"{name}.rel"] = rel
+            row[f"{name}.ulps"] = ulps
+        return row
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row as a line of aligned.jsonl: non-finite floats as strings."""
         # One sum tells whether every float is finite (a NaN, an infinity or an overflow makes
         # it non-finite; a numpy scalar makes it not a float): then the row is written as it
         # is, else `jsonable` writes the non-finite values as strings.
-        total = self.divergence
-        for name, (a, b, _, absd, rel, ulps) in self.diffs.items():
-            row[f"{name}_a"] = a
-            row[f"{name}_b"] = b
-            row[f"{name}_abs"] = absd
-            row[f"{name}_rel"] = rel
-            row[f"{name}_ulps"] = ulps
+        total = self.divergence + (self.a.t or 0.0) + (self.b.t or 0.0)
+        for a, b, _, absd, rel, _ in self.diffs.values():
             total += a + b + absd + rel
-        t_a = row["t_a"] = self.a.t
-        t_b = row["t_b"] = self.b.t
-        total += (t_a or 0.0) + (t_b or 0.0)
+        row = self.row()
         return row if type(total) is float and math.isfinite(total) else jsonable(row)
+
+
+ROW_COLUMNS = (
+    "step",
+    "occurrence",
+    "equal",
+    "divergence",
+    "digest_equal",
+    "tensors_differ",
+    "t.a",
+    "t.b",
+)
+"""The columns every aligned row has (`AlignedStep.row`): the step and which of its records
+(0 the first), bitwise equal, the largest relative difference, the digests equal, the tensors
+whose digests differ, each side's clock."""
+METRIC_COLUMNS = ("a", "b", "abs", "rel", "ulps")
+"""A judged metric's columns are `<metric>.a`, `.b` (each side's value), `.abs`, `.rel` and
+`.ulps` (how far apart): the one naming of aligned.jsonl and `tuimon export`."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,133 @@
+"""`tuimon export`: a saved pair or two logs as CSV, JSON Lines or parquet, with the names of
+aligned.jsonl; the aligner's rows (steps matched by occurrence); a CSV no spreadsheet runs."""
+
+from __future__ import annotations
+
+import builtins
+import csv
+import json
+import math
+from pathlib import Path
+
+from tuimon.cli import main
+from tuimon.engine.analyses import export
+from tuimon.engine.judge.align import compare_steps
+from tuimon.steplog import FORMAT, Step, dumps
+
+LOSS_A = [4.5, 3.25, 2.0, 1.9, 1.0]
+LOSS_B = [4.5, 3.25, 2.0, math.nextafter(1.9, 2.0), math.nan]
+STEPS = [0, 1, 2, 2, 3]  # step 2 logged twice: matched first with first, second with second
+
+
+def write_logs(folder: Path) -> tuple[Path, Path]:
+    paths = []
+    for side, losses in (("a", LOSS_A), ("b", LOSS_B)):
+        lines = [dumps({"type": "header", "format": FORMAT, "run": {}, "hyper": {}, "env": {}})]
+        for step, loss in zip(STEPS, losses, strict=True):
+            lines.append(dumps({"type": "step", "step": step, "loss": loss, "acc": 0.5}))
+        lines.append(dumps({"type": "end", "status": "ok", "steps": 4}))
+        path = folder / f"{side}.jsonl"
+        path.write_bytes(b"".join(lines))
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def saved_pair(tmp_path: Path, capsys) -> tuple[Path, Path, Path]:
+    """Two logs and their pair, saved by `tuimon compare --save` (the store's writer)."""
+    a, b = write_logs(tmp_path)
+    store = tmp_path / "store"
+    assert main(["compare", str(a), str(b), "--save", "--store", str(store), "--json"]) == 1
+    capsys.readouterr()
+    (pair,) = store.iterdir()
+    return a, b, pair
+
+
+def test_a_saved_pair_and_two_logs_export_the_same_rows_in_every_format(
+    tmp_path: Path, capsys
+) -> None:
+    a, b, pair = saved_pair(tmp_path, capsys)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert main(["export", str(pair), "-o", str(out / "pair.csv")]) == 0
+    assert "5 aligned rows written" in capsys.readouterr().err
+    assert main(["export", str(pair), "-o", str(out / "pair.jsonl")]) == 0
+    assert main(["export", str(a), str(b), "--format", "csv", "-o", str(out / "logs.txt")]) == 0
+
+    rows = list(csv.DictReader((out / "pair.csv").read_text().splitlines()))
+    lines = [json.loads(line) for line in (out / "pair.jsonl").read_text().splitlines()]
+    names = ["step", "occurrence", "equal", "divergence", "digest_equal", "tensors_differ"]
+    names += ["t.a", "t.b", *(f"{m}.{p}" for m in ("loss", "acc") for p in export.METRIC_COLUMNS)]
+    assert list(rows[0]) == names and all(list(line) == names for line in lines)
+    assert [(r["step"], r["occurrence"]) for r in rows] == [(str(s), o) for s, o in
+        zip(STEPS, "00010", strict=True)]  # fmt: skip
+    assert [r["loss.a"] for r in rows] == [repr(v) for v in LOSS_A]
+    assert [r["loss.b"] for r in rows] == [repr(v) for v in LOSS_B]  # every digit, nan
+    assert [r["equal"] for r in rows] == ["true", "true", "true", "false", "false"]
+    assert rows[3]["loss.ulps"] == "1" and rows[4]["loss.ulps"] == "-1"
+    assert [line["loss.b"] for line in lines][3:] == [LOSS_B[3], "NaN"]
+    # the pair's aligned.jsonl, written when it was saved, is the JSON Lines export
+    assert (pair / "aligned.jsonl").read_bytes() == (out / "pair.jsonl").read_bytes()
+    assert (out / "logs.txt").read_text() == (out / "pair.csv").read_text()
+
+    if _has_pyarrow():
+        import pyarrow.parquet as pq
+
+        assert main(["export", str(pair), "-o", str(out / "pair.parquet")]) == 0
+        table = pq.read_table(out / "pair.parquet")
+        assert table.column_names == names
+        assert table.column("loss.a").to_pylist() == LOSS_A
+        assert table.column("occurrence").to_pylist() == [0, 0, 0, 1, 0]
+        assert [int(u) for u in table.column("loss.ulps").to_pylist()] == [0, 0, 0, 1, -1]
+
+
+def _has_pyarrow() -> bool:
+    try:
+        import pyarrow.parquet  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def test_stdout_an_existing_file_and_no_pyarrow(tmp_path: Path, capsysbinary, monkeypatch):
+    a, b = write_logs(tmp_path)
+    target = tmp_path / "rows.csv"
+    target.write_text("mine")
+    assert main(["export", str(a), str(b), "-o", str(target)]) == 2
+    err = capsysbinary.readouterr().err.decode()
+    assert err.count("\n") == 1 and "exists" in err and "--force" in err
+    assert target.read_text() == "mine"
+    assert main(["export", str(a), str(b), "-o", str(target), "--force"]) == 0
+    assert target.read_text().startswith("step,occurrence,")
+    capsysbinary.readouterr()
+
+    assert main(["export", str(a), str(b), "--format", "jsonl", "-o", "-"]) == 0
+    printed = capsysbinary.readouterr().out
+    assert len(printed.splitlines()) == 5 and json.loads(printed.splitlines()[3])["occurrence"] == 1
+
+    real = builtins.__import__
+
+    def no_pyarrow(name: str, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if name.startswith("pyarrow"):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pyarrow)
+    assert main(["export", str(a), str(b), "-o", str(tmp_path / "rows.parquet")]) == 2
+    err = capsysbinary.readouterr().err.decode()
+    assert err == "tuimon: error: parquet needs pyarrow: pip install 'tuimon[parquet]'\n"
+    assert not (tmp_path / "rows.parquet").exists()
+    assert main(["export", str(tmp_path / "nowhere"), "-o", str(tmp_path / "x.csv")]) == 2
+    assert b"no such file" in capsysbinary.readouterr().err
+
+
+def test_csv_cells_from_a_log_never_run_as_formulas(tmp_path: Path) -> None:
+    a = Step(0, {"=HYPERLINK(x)": -0.5, "@cmd": 1.0}, digests={"+W": "1"})
+    b = Step(0, {"=HYPERLINK(x)": -0.5, "@cmd": 2.0}, digests={"+W": "2"})
+    aligned, _ = compare_steps([a], [b])
+    path = tmp_path / "rows.csv"
+    with open(path, "wb") as out:
+        assert export.write(aligned, out, "csv") == 1
+    header, row = list(csv.reader(path.read_text().splitlines()))
+    assert "'=HYPERLINK(x).a" in header and "'@cmd.ulps" in header
+    cells = dict(zip(header, row, strict=True))
+    assert cells["tensors_differ"] == "'+W" and cells["'=HYPERLINK(x).a"] == "-0.5"  # a number
