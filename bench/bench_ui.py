@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import json
 import os
+import sys
 import tempfile
 import time
 import tracemalloc
@@ -28,9 +29,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from tuimon.commands.demo import write_demo, write_demo_pair
 from tuimon.engine.sources.replay import replay_session
 from tuimon.engine.sources.saved import resolve_logs
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # its demo pairs
+from demo_pairs import write_demo, write_demo_pair
 
 T = TypeVar("T")
 

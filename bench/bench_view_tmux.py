@@ -24,7 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tuimon.commands.demo import write_demo
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # its demo pairs
+from demo_pairs import write_demo
 
 SESSION = "tuimon-bench-view"
 TICKS = os.sysconf("SC_CLK_TCK")

@@ -7,9 +7,9 @@ import csv
 from pathlib import Path
 from typing import Any
 
+from demo_pairs import write_demo_pair
 from helpers import ROOT, wait_for
 
-from tuimon.commands.demo import write_demo_pair
 from tuimon.steplog import Step
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.divergence import DivergencePanel
@@ -164,7 +164,8 @@ def test_sweep_key_frequencies_read_the_workloads_nested_report() -> None:
 
 
 async def test_question_mark_lists_the_keys_of_the_browser(tmp_path: Path) -> None:
-    from tuimon.commands.demo import write_demo_store
+    from demo_pairs import write_demo_store
+
     from tuimon.ui.modals import HelpScreen
 
     write_demo_store(tmp_path / "store")

@@ -7,10 +7,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from demo_pairs import write_demo
 from helpers import FAKE_TRAINER, alive, pair_json, wait_for
 from textual.widgets import ContentSwitcher, DataTable
 
-from tuimon.commands.demo import write_demo
 from tuimon.engine.launch.runner import RunSpec
 from tuimon.engine.sources.replay import ReplaySource, replay_session
 from tuimon.engine.sources.saved import resolve_logs
@@ -416,7 +416,7 @@ async def test_the_view_keeps_what_lives_as_long_as_it_out_of_the_cyclic_collect
             await wait_for(pilot, lambda: screen.session is not None)
             source = screen.session.source
             assert isinstance(source, ReplaySource)
-            records = sum(len(source.records(side)) for side in ("a", "b"))
+            records = sum(len(source.logs.records(side)) for side in ("a", "b"))
             assert gc.get_freeze_count() > records
         assert gc.get_freeze_count() == 0  # the view closed: all of it may be collected again
     finally:

@@ -6,11 +6,11 @@ import threading
 from pathlib import Path
 
 import pytest
+from demo_pairs import DEMO_PAIRS, write_demo_pair, write_demo_store
 from helpers import wait_for
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from tuimon.commands.demo import DEMO_PAIRS, write_demo_pair, write_demo_store
 from tuimon.store import PairInfo
 from tuimon.ui import browser
 from tuimon.ui.app import TuimonApp

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from demo_pairs import demo_records, write_demo, write_demo_store
 from helpers import wait_for
 from textual.pilot import Pilot
 
-from tuimon.commands.demo import demo_records, write_demo, write_demo_store
 from tuimon.engine.judge.align import compare_steps
 from tuimon.engine.sources.replay import replay_session
 from tuimon.engine.sources.saved import resolve_logs

@@ -6,13 +6,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from demo_pairs import write_demo
 from helpers import heavy_modules_after
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tuimon.commands.demo import write_demo
-from tuimon.engine.judge.align import compare_steps
-from tuimon.engine.sources.saved import read_lines, steps_of
+from tuimon.engine.sources.saved import SavedPair
 from tuimon.steplog import Header, Step, Text
 from tuimon.ui.divergence import spark_data
 from tuimon.ui.pair_model import (
@@ -182,10 +181,10 @@ def test_env_rows_put_differences_first() -> None:
 
 
 def test_model_from_aligned_steps(tmp_path: Path) -> None:
-    a, b = write_demo(tmp_path, steps=500, diverge=7)
-    aligned, aligner = compare_steps(steps_of(read_lines(a)), steps_of(read_lines(b)))
+    pair = SavedPair(*write_demo(tmp_path, steps=500, diverge=7))
+    aligned, aligner = pair.judged
     model = PairModel()
-    model.add_records("a", steps_of(read_lines(a)))
+    model.add_records("a", pair.steps("a"))
     model.summary = aligner.summary()
     for start in range(0, len(aligned), 64):
         model.add_aligned(aligned[start : start + 64])
@@ -212,8 +211,7 @@ def test_importing_the_app_does_not_import_torch() -> None:
 
 def test_model_takes_which_step_from_the_summary(tmp_path: Path) -> None:
     """The summary owns the first divergent step; the model keeps the values at that step."""
-    a, b = write_demo(tmp_path, steps=50, diverge=7)
-    aligned, aligner = compare_steps(steps_of(read_lines(a)), steps_of(read_lines(b)))
+    aligned, aligner = SavedPair(*write_demo(tmp_path, steps=50, diverge=7)).judged
     model = PairModel()
     model.add_aligned(aligned)  # no summary yet: no step is the first divergence
     assert model.first is None and model.first_divergent_step is None

@@ -206,9 +206,20 @@ class PairDoc:
 
     def write(self, pair_dir: Path) -> Path:
         """Write ``pair_dir/pair.json`` atomically; returns its path (StoreError on failure)."""
-        target = Path(pair_dir) / PAIR_JSON
+        target = self.where(pair_dir)
         write_json_atomic(target, self.to_json())
         return target
+
+    @staticmethod
+    def where(pair_dir: Path) -> Path:
+        """The path of a pair directory's pair.json (for a message that names it)."""
+        return Path(pair_dir) / PAIR_JSON
+
+    @staticmethod
+    def written(pair_dir: Path) -> bool:
+        """Whether a pair directory has its pair.json: its monitor finished (else killed, or
+        still running)."""
+        return PairDoc.where(pair_dir).is_file()
 
 
 def pair_files(pair_dir: Path) -> dict[str, str]:
@@ -234,6 +245,32 @@ class SavedLogs:
     """How the logs are read (`--pattern`, `--map`); a saved pair's own from pair.json."""
     damaged: str | None = None
     """Why the pair's pair.json is there but unusable (cut, not JSON ...): it did not finish."""
+
+    @classmethod
+    def open(cls, pair_dir: Path, reading: Reading | None = None) -> SavedLogs:
+        """A pair directory's two logs and its pair.json; one cut or damaged (its monitor
+        killed while writing it) reads as an interrupted pair, `damaged` saying why.
+        StoreError when a log is not a regular file inside the pair (never opened)."""
+        damaged = None
+        try:
+            doc = PairDoc.read(pair_dir)
+        except StoreError as exc:
+            doc = PairDoc()  # judged as a pair without pair.json, which did not finish
+            if PairDoc.where(pair_dir).exists():
+                damaged = str(exc).removeprefix(f"{pair_dir}: ")
+                doc.status = "interrupted"
+        a, b = (pair_file(pair_dir, doc.file(side)) for side in SIDES)
+        return cls(a, b, doc, pair_dir, reading or Reading(), damaged)
+
+    @property
+    def no_doc(self) -> bool:
+        """A pair directory without pair.json: its monitor did not finish (killed?)."""
+        return self.pair_dir is not None and not PairDoc.written(self.pair_dir)
+
+    @property
+    def unfinished(self) -> bool:
+        """A pair directory whose pair.json is missing or damaged: it did not finish."""
+        return self.pair_dir is not None and (self.damaged is not None or self.no_doc)
 
     def stderr(self, side: str) -> Path | None:
         """The stderr file saved next to a pair's log, if any."""

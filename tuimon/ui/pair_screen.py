@@ -44,7 +44,7 @@ from tuimon.ui.pair_info import replicas_of, summary_lines
 from tuimon.ui.pair_model import DIVERGENCE, PairFeed, PairModel, PairRows
 from tuimon.ui.panes import SideHeader, StepPane
 from tuimon.ui.replay_controls import ReplayControls
-from tuimon.ui.saved import SavedPair, load_saved, window
+from tuimon.ui.saved import SavedView, load_saved, window
 from tuimon.ui.text import clean
 from tuimon.ui.view_keys import ViewKeys
 from tuimon.ui.workers import ReportsWorkerErrors, read_then_show
@@ -175,7 +175,7 @@ class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[No
         self.can_go_back = can_go_back
         self.max_lines = max_lines
         self.session: PairSession | None = None
-        self.saved: SavedPair | None = None
+        self.saved: SavedView | None = None
         self.feed = feed if feed is not None else PairFeed(max_lines)
         """The model and the rows of both panes (aligned by step)."""
         self.series = DIVERGENCE
@@ -432,7 +432,7 @@ class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[No
             self.model.message = "; ".join([*told, *self.model.artifact_lines()]) or None
             self._refresh_views()
 
-    def _show_saved(self, saved: SavedPair) -> None:
+    def _show_saved(self, saved: SavedView) -> None:
         self.saved = saved
         self.model = saved.model
         self._fill_panes(saved.tails, saved.stderr, stderr_first=True)

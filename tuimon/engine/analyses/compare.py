@@ -17,7 +17,7 @@ import lzma
 import multiprocessing
 import operator
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -43,7 +43,7 @@ from tuimon.engine.judge.align import (
     sparse,
 )
 from tuimon.engine.judge.fingerprints import env_diff
-from tuimon.engine.sources.saved import check_two, resolve_logs
+from tuimon.engine.sources.saved import SavedPair, how_it_ended, resolve_logs
 from tuimon.errors import CompareError, ReplayError, StoreError
 from tuimon.readers import (
     Account,
@@ -72,7 +72,7 @@ from tuimon.steplog import (
     parse_obj,
     suspect,
 )
-from tuimon.store import PAIR_JSON, SIDES, PairDoc, RunDoc, SavedLogs
+from tuimon.store import SIDES, PairDoc, RunDoc, SavedLogs
 
 CHUNK = 1 << 18
 """Bytes of lines read at a time (each line parsed on its own: a block parsed as one JSON
@@ -131,15 +131,9 @@ def _records(path: Path, reading: Reading, side: str) -> list[Record]:
         raise CompareError(str(exc)) from None
 
 
-def resolve(paths: list[str], reading: Reading | None) -> SavedLogs:
-    """Two log files as they are (without importing the replay machinery), or whatever
-    `tuimon.engine.sources.replay.resolve_logs` makes of the paths (a pair directory)."""
-    if len(paths) == 2 and all(Path(p).is_file() for p in paths):
-        try:
-            check_two(paths)
-        except ReplayError as exc:
-            raise CompareError(str(exc)) from None
-        return SavedLogs(Path(paths[0]), Path(paths[1]), reading=reading or Reading())
+def resolve(paths: list[str], reading: Reading | None) -> SavedPair:
+    """A saved pair directory or two log files, opened by the one loader (`resolve_logs`);
+    CompareError when they cannot be."""
     try:
         return resolve_logs(paths, reading)
     except ReplayError as exc:
@@ -795,7 +789,7 @@ def judge(
     aligned: list[AlignedStep] = []
     if keep or (matcher is not None and matcher.repeated):  # record by record, in order
         accounts, text = aligner.accounts, aligner.text
-        aligned, aligner = _by_records(logs, tolerance, select, sides, keep)
+        aligned, aligner = _by_records(logs, tolerance, select)
         aligner.accounts, aligner.text = accounts, text
     elif matcher is not None:
         matcher.finish()
@@ -878,23 +872,14 @@ def _located(log: SideLog, key: tuple[Any, int]) -> int | None:
 
 
 def _by_records(
-    logs: SavedLogs,
-    tolerance: float,
-    select: MetricFilter | None,
-    sides: tuple[SideLog, SideLog],
-    keep: bool,
+    logs: SavedLogs, tolerance: float, select: MetricFilter | None
 ) -> tuple[list[AlignedStep], PairAligner]:
-    steps = []
-    for side, log in zip(SIDES, sides, strict=True):
-        if not log.native:
-            records: Iterable[Record] = _records(log.path, logs.reading, side)
-        elif keep:
-            records = map(parse_line, log.lines)
-        else:
-            with open(log.path, "rb") as fh:
-                records = map(parse_line, fh.readlines())
-        steps.append([r for r in records if isinstance(r, Step)])
-    return compare_steps(steps[0], steps[1], tolerance, select)
+    """The steps of both logs through the one loader (`SavedPair`), judged record by record."""
+    pair = SavedPair.of(logs)
+    try:
+        return compare_steps(pair.steps("a"), pair.steps("b"), tolerance, select)
+    except ReplayError as exc:
+        raise CompareError(str(exc)) from None
 
 
 def _no_steps(log: SideLog, reading: Reading, account: Account) -> str:
@@ -909,36 +894,13 @@ def _no_steps(log: SideLog, reading: Reading, account: Account) -> str:
     return message
 
 
-def saved_ending(logs: SavedLogs) -> tuple[list[str], bool]:
-    """What a saved pair's pair.json says of how it ended: the reasons it is not complete
-    (none when both runs finished), and whether it was interrupted. A pair directory without
-    pair.json did not finish."""
-    reasons = []
-    interrupted = logs.doc.status == "interrupted"
-    if logs.pair_dir is not None and not (logs.pair_dir / PAIR_JSON).is_file():
-        reasons.append("the pair has no pair.json: its monitor did not finish (killed?)")
-    for side in SIDES:
-        status = logs.doc.run(side).status
-        if status not in (None, "finished"):
-            interrupted = interrupted or status == "interrupted"
-            reasons.append(f"run {side} {status}")
-    if interrupted and not reasons:
-        reasons.append("interrupted")
-    return reasons, interrupted
-
-
 def _how_it_ended(logs: SavedLogs, sides: tuple[SideLog, SideLog]) -> tuple[str | None, bool]:
     """Why the pair is not complete (None when both runs ended normally), and whether it was
-    interrupted: pair.json (`saved_ending`), then the logs' own end records."""
-    reasons, interrupted = saved_ending(logs)
-    for side, log in zip(SIDES, sides, strict=True):
-        if logs.doc.run(side).status not in (None, "finished"):
-            continue
-        if log.end is not None and log.end.status != "ok":
-            reasons.append(f"run {side} ended with status {log.end.status}")
-        elif log.tuimon and log.end is None and logs.pair_dir is None:
-            reasons.append(f"run {side}'s log has no end record (cut short?)")
-    return "; ".join(dict.fromkeys(reasons)) or None, interrupted
+    interrupted (`how_it_ended`, from the end records streamed)."""
+    by_side = list(zip(SIDES, sides, strict=True))
+    ends = {side: log.end for side, log in by_side}
+    ending = how_it_ended(logs, ends, [side for side, log in by_side if log.tuimon])
+    return ending.reason, ending.interrupted
 
 
 def _doc(

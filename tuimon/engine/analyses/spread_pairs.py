@@ -1,10 +1,9 @@
 """The end of a run, as `tuimon spread` and `tuimon plot` read it: one saved pair's two sides.
 
-A pair directory is read only through the store (`PairDoc`, `pair_file`) and the saved-log
-readers (`resolve_logs`, `read_lines`), so a compressed log (`a.jsonl.xz`) reads as any other.
-Per side: the metric series, how far it ran (and whether it was cut short), its W_E and key
-frequencies. Per pair: the first divergent step and the divergence per step, judged by the
-same judge as `tuimon compare` (`compare_steps`).
+A pair directory is read only through the one loader of a saved pair (`SavedPair`), so a
+compressed log (`a.jsonl.xz`) reads as any other. Per side: the metric series, how far it ran
+(and whether it was cut short), its W_E and key frequencies. Per pair: the first divergent
+step and the divergence per step, judged by the same judge as `tuimon compare`.
 """
 
 from __future__ import annotations
@@ -16,12 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from tuimon.engine.judge.align import compare_steps
 from tuimon.engine.judge.emb_check import load as load_npy
-from tuimon.engine.sources.saved import read_lines, resolve_logs, saved_select
+from tuimon.engine.sources.saved import SavedPair, resolve_logs
 from tuimon.errors import TuimonError
 from tuimon.freqs import FreqError, key_frequencies
-from tuimon.steplog import End, Header, Step, parse_line
+from tuimon.steplog import Header, Step
 from tuimon.store import SIDES, PairDoc, StoreError, pair_file
 
 FREQ_PREFIX = "key_freqs."
@@ -114,15 +112,14 @@ def _series(steps: list[Step]) -> dict[str, Series]:
     }
 
 
-def _cut(
-    side: str, doc: PairDoc, header: Header | None, end: End | None, last: int | None
-) -> str | None:
-    """Why a side did not run to its end, from pair.json and its own log."""
-    status = doc.run(side).status
-    if status not in (None, "finished"):
-        return f"run {side} {status}" + (f" after step {last}" if last is not None else "")
-    if end is not None and end.status != "ok":
+def _cut(pair: SavedPair, side: str, last: int | None) -> str | None:
+    """Why a side did not run to its end: how the pair ended (`SavedPair.ending`), then
+    whether its log reached the steps its header planned."""
+    header, end = pair.header(side), pair.end(side)
+    if end is not None and end.status != "ok" and pair.doc.run(side).status in (None, "finished"):
         return f"run {side} ended with status {end.status}"
+    if (status := pair.ending.exits[side][1]) != "finished":
+        return f"run {side} {status}" + (f" after step {last}" if last is not None else "")
     planned = _planned(header)
     if planned is not None and (last is None or last + 1 < planned):
         return f"run {side} stopped at step {last} of {planned}"
@@ -136,9 +133,10 @@ def _planned(header: Header | None) -> int | None:
     return steps if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0 else None
 
 
-def _emb(path: Path, doc: PairDoc, side: str) -> tuple[np.ndarray | None, str | None]:
+def _emb(pair: SavedPair, side: str) -> tuple[np.ndarray | None, str | None]:
     """The side's saved W_E, or why there is none."""
-    name = doc.files.get(f"emb_{side}") or f"emb-{side}.npy"
+    path = pair.pair_dir or pair.a.parent
+    name = pair.doc.files.get(f"emb_{side}") or f"emb-{side}.npy"
     try:
         return load_npy(pair_file(path, name)), None
     except TuimonError as exc:  # StoreError (missing, not a file), EmbCheckError (not W_E)
@@ -164,11 +162,8 @@ def _freqs(run: SideRun, p: int | None) -> None:
         run.freqs, run.freq_source = tuple(int(v) for v in values), "log"
 
 
-def _side(path: Path, doc: PairDoc, side: str, lines: list[bytes]) -> tuple[SideRun, list[Step]]:
-    records = [parse_line(x) for x in lines]
-    steps = [r for r in records if isinstance(r, Step)]
-    header = next((r for r in records if isinstance(r, Header)), None)
-    end = next((r for r in reversed(records) if isinstance(r, End)), None)
+def _side(pair: SavedPair, side: str) -> SideRun:
+    doc, header, steps = pair.doc, pair.header(side), pair.steps(side)
     last = max((s.step for s in steps), default=None)
     hyper = header.hyper if header is not None else {}
     seed = doc.seed if doc.seed is not None else hyper.get("seed")
@@ -179,31 +174,26 @@ def _side(path: Path, doc: PairDoc, side: str, lines: list[bytes]) -> tuple[Side
         series=_series(steps),
         last_step=last,
         planned=_planned(header),
-        cut=_cut(side, doc, header, end, last),
+        cut=_cut(pair, side, last),
     )
     p = hyper.get("p")
     run.p = p if isinstance(p, int) and not isinstance(p, bool) else None
-    run.emb, run.emb_note = _emb(path, doc, side)
+    run.emb, run.emb_note = _emb(pair, side)
     _freqs(run, run.p)
-    return run, steps
+    return run
 
 
 def load_pair(path: Path, name: str | None = None) -> PairRun:
     """A saved pair directory at the end of its run; SpreadError when it cannot be read."""
     try:
-        logs = resolve_logs([str(path)])
-        lines = {side: read_lines(getattr(logs, side), logs.reading, side) for side in SIDES}
+        pair = resolve_logs([str(path)])
+        sides = {side: _side(pair, side) for side in SIDES}
     except (TuimonError, StoreError) as exc:
         raise SpreadError(str(exc)) from None
-    doc = logs.doc
-    sides, steps = {}, {}
-    for side in SIDES:
-        sides[side], steps[side] = _side(path, doc, side, lines[side])
-        if not steps[side]:
+    for side, run in sides.items():
+        if run.last_step is None:
             raise SpreadError(f"{path}: side {side} logged no steps")
-    aligned, aligner = compare_steps(
-        steps["a"], steps["b"], doc.tolerance or 0.0, saved_select(doc)
-    )
+    aligned, aligner = pair.judged
     cuts = [r.cut for r in sides.values() if r.cut]
     summary = aligner.summary(complete=not cuts, reason="; ".join(cuts) or None)
     div = Series(
@@ -220,7 +210,7 @@ def load_pair(path: Path, name: str | None = None) -> PairRun:
         first_metrics=list(summary.first_divergent_metrics),
         first_tensors=list(summary.first_tensors),
         divergence=div,
-        differs=_differs(doc),
+        differs=_differs(pair.doc),
     )
 
 

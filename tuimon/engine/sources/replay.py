@@ -6,17 +6,14 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import replace
-from pathlib import Path
 
 from tuimon.engine.events import Exited, Lines, SourceEvent, Stderr
 from tuimon.engine.judge.align import MetricFilter
 from tuimon.engine.sources.replicas import saved_watch
-from tuimon.engine.sources.saved import read_records, saved_select
-from tuimon.engine.sources.session import Batch, PairOptions, PairSession, SideState
-from tuimon.errors import StoreError
-from tuimon.steplog import End, Header, Record, Step
-from tuimon.store import PAIR_JSON, SIDES, SavedLogs, pair_file
+from tuimon.engine.sources.saved import SavedPair
+from tuimon.engine.sources.session import Batch, PairOptions, PairSession
+from tuimon.steplog import Record, Step
+from tuimon.store import SIDES, SavedLogs
 
 YIELD_EVERY = 64
 """Steps fed between two yields to the event loop when the pace needs no sleep."""
@@ -53,14 +50,15 @@ class _Clock:
 
 
 class ReplaySource:
-    """Feeds saved lines to a session, step by step, at `speed` steps per second.
+    """Feeds a saved pair's lines (`SavedPair`, read once) to a session, step by step, at
+    `speed` steps per second.
 
     With `realtime`, the pace follows the recorded `t` of the steps (times `speed`). Pausing,
     changing speed and jumping ahead act on the next lines fed.
     """
 
     def __init__(self, logs: SavedLogs, *, speed: float = 50.0, realtime: bool = False) -> None:
-        self.logs = logs
+        self.logs = SavedPair.of(logs)
         self.speed = speed
         self.realtime = realtime
         self.paused = False
@@ -69,30 +67,6 @@ class ReplaySource:
         self._resume.set()
         self._stopped = False
         self._stopping = asyncio.Event()
-        read = {s: read_records(getattr(logs, s), logs.reading, s) for s in SIDES}
-        self._lines = {s: lines for s, (lines, _) in read.items()}
-        self._records = {s: _boxed(records, self._box(s)) for s, (_, records) in read.items()}
-        self._exit = {side: self._exit_of(side) for side in SIDES}
-
-    def _box(self, side: str) -> Path:
-        """The folder a side's saved files must lie in: the pair's, else its log's."""
-        return self.logs.pair_dir or Path(getattr(self.logs, side)).parent
-
-    def records(self, side: str) -> list[Record]:
-        """The records of a side's log, as read once for the replay."""
-        return self._records[side]
-
-    def _exit_of(self, side: str) -> tuple[int | None, str]:
-        pair_dir = self.logs.pair_dir
-        if pair_dir is not None and (self.logs.damaged or not (pair_dir / PAIR_JSON).is_file()):
-            return None, "interrupted"  # as `compare` judges it: its monitor did not finish
-        run = self.logs.doc.run(side)
-        if run.status is not None:
-            return run.exit_code, run.status
-        ends = [r for r in self._records[side][-3:] if isinstance(r, End)]
-        if ends and ends[-1].status != "ok":
-            return None, "failed"
-        return 0, "finished"
 
     def pause(self) -> None:
         """Hold the replay."""
@@ -140,7 +114,7 @@ class ReplaySource:
 
     async def run(self, queue: asyncio.Queue[SourceEvent]) -> None:
         cursors = {"a": 0, "b": 0}
-        parsed = self._records  # as the readers read them: the account of a live pair
+        parsed = {s: self.logs.records(s) for s in SIDES}  # the readers': a live pair's account
         steps = sorted({r.step for recs in parsed.values() for r in recs if isinstance(r, Step)})
         times = {
             r.step: r.t for recs in parsed.values() for r in recs if isinstance(r, Step) and r.t
@@ -186,7 +160,7 @@ class ReplaySource:
     ) -> None:
         """Put each side's lines up to (and with) the record of `step`."""
         for side in SIDES:
-            recs, lines = parsed[side], self._lines[side]
+            recs, lines = parsed[side], self.logs.lines(side)
             begin = end = cursors[side]
             while end < len(lines) and not (isinstance(rec := recs[end], Step) and rec.step > step):
                 end += 1
@@ -202,40 +176,14 @@ class ReplaySource:
     ) -> None:
         """The lines left after the last step, the saved stderr, then how each side ended."""
         for side in SIDES:
-            rest = self._lines[side][cursors[side] :]
+            rest = self.logs.lines(side)[cursors[side] :]
             if rest and not self._stopped:
                 await queue.put(Lines(side, rest, parsed[side][cursors[side] :]))
             err = self.logs.stderr(side)
             if err is not None:
                 await queue.put(Stderr(side, err.read_bytes()[-20000:]))
-            code, status = self._exit[side]
+            code, status = self.logs.ending.exits[side]
             await queue.put(Exited(side, code, "interrupted" if self._stopped else status))
-
-
-def _boxed(records: list[Record], box: Path) -> list[Record]:
-    """Records whose end names artifacts by the files of that name inside ``box`` (a pair is a
-    closed box: a log that names `/elsewhere/x.npy` never makes a replay open it); one that is
-    not a regular file there is left out."""
-    out = records
-    for i, end in enumerate(records):
-        if isinstance(end, End) and isinstance(end.artifacts, dict) and end.artifacts:
-            kept = {}
-            for name, value in end.artifacts.items():
-                with contextlib.suppress(StoreError, TypeError, ValueError):
-                    kept[name] = str(pair_file(box, Path(str(value)).name))
-            out = out if out is not records else list(records)
-            out[i] = replace(end, artifacts=kept)
-    return out
-
-
-def _side_state(side: str, logs: SavedLogs, records: list[Record]) -> SideState:
-    """The state a replayed side starts from: its device and command (the pair's record, else
-    the log's header among its first records)."""
-    run = logs.doc.run(side)
-    header = next((r for r in records[:3] if isinstance(r, Header)), None)
-    device = run.device or (header.env.get("device") if header else None) or "?"
-    command = run.command or str(getattr(logs, side))
-    return SideState(side=side, device=str(device), command=command)
 
 
 def replay_session(
@@ -252,20 +200,18 @@ def replay_session(
     if tolerance is None:
         tolerance = logs.doc.tolerance or 0.0
     source = ReplaySource(logs, speed=speed, realtime=realtime)
+    pair = source.logs
     session = PairSession(
         source,
-        (
-            _side_state("a", logs, source.records("a")),
-            _side_state("b", logs, source.records("b")),
-        ),
+        (pair.side_state("a"), pair.side_state("b")),
         options=PairOptions(
             tolerance=tolerance,
-            select=select or saved_select(logs.doc),
-            replicas=saved_watch(logs.pair_dir, logs.doc.more.get("nproc"), logs.reading),
+            select=select or pair.select,
+            replicas=saved_watch(pair.pair_dir, pair.doc.more.get("nproc"), pair.reading),
         ),
         on_batch=on_batch,
     )
-    session.pair_path = logs.pair_dir
+    session.pair_path = pair.pair_dir
     session.controls = source
-    session.logs = logs
+    session.logs = pair
     return session

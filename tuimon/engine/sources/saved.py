@@ -1,15 +1,33 @@
-"""Saved logs: a pair directory or two log files, resolved, read and judged as saved."""
+"""A saved pair (a pair directory or two log files): opened, read and judged one way.
+
+`resolve_logs` opens it as a `SavedPair`, the one loader every reader of a saved pair takes
+(replay, the browser's saved view, `compare`, `spread`, `plot`, the export): each side's
+records as the registry of readers reads them (read once, never written back to text and
+parsed again), the aligned steps and their summary, how the pair ended (`how_it_ended`), the
+state of each side, its account.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, fields, replace
+from functools import cached_property
 from pathlib import Path
 
-from tuimon.engine.judge.align import MetricFilter, compare_steps
+from tuimon.engine.judge.align import (
+    AlignedStep,
+    MetricFilter,
+    PairAligner,
+    Summary,
+    no_step_reason,
+)
+from tuimon.engine.sources.session import SideState
 from tuimon.errors import ReplayError, StoreError
-from tuimon.readers import PatternError, ReaderError, Reading, log_lines, read_log
-from tuimon.steplog import Record, Step, parse_line
-from tuimon.store import PAIR_JSON, SIDES, PairDoc, SavedLogs, is_pair_dir, pair_file, special
+from tuimon.readers import Account, PatternError, ReaderError, Reading, read_log
+from tuimon.steplog import End, Header, Record, Step, Text
+from tuimon.store import SIDES, PairDoc, SavedLogs, is_pair_dir, pair_file, special
 
 
 def saved_select(doc: PairDoc) -> MetricFilter:
@@ -24,30 +42,250 @@ def saved_select(doc: PairDoc) -> MetricFilter:
     return MetricFilter(ignore=ignore, only=only)
 
 
-def resolve_logs(paths: list[str], reading: Reading | None = None) -> SavedLogs:
-    """A saved pair directory, or two log files (any format the readers know), as
-    `SavedLogs`; ReplayError otherwise. A pair's own reading (pair.json) unless one is given."""
+@dataclass
+class Ending:
+    """How a saved pair ended: each side's exit (code, status) and why the pair is not
+    complete (none when both runs ended normally)."""
+
+    exits: dict[str, tuple[int | None, str]]
+    reasons: list[str]
+    interrupted: bool
+
+    @property
+    def reason(self) -> str | None:
+        """The reasons in one line (None: complete)."""
+        return "; ".join(dict.fromkeys(self.reasons)) or None
+
+
+def how_it_ended(
+    logs: SavedLogs, ends: Mapping[str, End | None], tuimon: Iterable[str] = ()
+) -> Ending:
+    """How a saved pair ended, the one rule: its pair.json (missing or damaged: its monitor
+    did not finish), then each log's end record (`ends`). `tuimon`: the sides whose log is a
+    tuimon step log, which ends with an end record (two logs without one were cut short)."""
+    doc, unfinished = logs.doc, logs.unfinished
+    reasons = []
+    if logs.no_doc:
+        reasons.append("the pair has no pair.json: its monitor did not finish (killed?)")
+    interrupted = doc.status == "interrupted"
+    exits: dict[str, tuple[int | None, str]] = {}
+    for side in SIDES:
+        run, end = doc.run(side), ends.get(side)
+        if run.status not in (None, "finished"):
+            interrupted = interrupted or run.status == "interrupted"
+            reasons.append(f"run {side} {run.status}")
+        failed = end is not None and end.status != "ok"
+        if unfinished:
+            exits[side] = (None, "interrupted")
+        elif run.status is not None:
+            exits[side] = (run.exit_code, run.status)
+        else:
+            exits[side] = (None, "failed") if failed else (0, "finished")
+    for side in SIDES:
+        end = ends.get(side)
+        if logs.doc.run(side).status not in (None, "finished"):
+            continue
+        if end is not None and end.status != "ok":
+            reasons.append(f"run {side} ended with status {end.status}")
+        elif end is None and side in tuimon and logs.pair_dir is None:
+            reasons.append(f"run {side}'s log has no end record (cut short?)")
+    if interrupted and not reasons:
+        reasons.append("interrupted")
+    return Ending(exits, reasons, interrupted)
+
+
+class SavedPair(SavedLogs):
+    """Two saved logs (and a pair's pair.json, through the store) read the one way: what is
+    read is kept until `forget`."""
+
+    @classmethod
+    def of(cls, logs: SavedLogs) -> SavedPair:
+        """`logs` as the loader (itself when it is one already)."""
+        if isinstance(logs, SavedPair):
+            return logs
+        return cls(**{f.name: getattr(logs, f.name) for f in fields(logs)})
+
+    @cached_property
+    def _read(self) -> dict[str, tuple[list[bytes], list[Record]]]:
+        out = {}
+        for side in SIDES:
+            lines, records = read_records(getattr(self, side), self.reading, side)
+            out[side] = lines, _boxed(records, self.pair_dir or getattr(self, side).parent)
+        return out
+
+    @property
+    def held(self) -> bool:
+        """Whether its records are read and kept."""
+        return "_read" in self.__dict__
+
+    def forget(self) -> SavedPair:
+        """Let go of what was read (read again when asked): for a view that keeps a summary."""
+        for name in ("_read", "judged", "ending"):
+            self.__dict__.pop(name, None)
+        return self
+
+    def lines(self, side: str) -> list[bytes]:
+        """A side's log as step-log lines, one for each record (what a replay feeds)."""
+        return self._read[side][0]
+
+    def records(self, side: str) -> list[Record]:
+        """A side's records as the readers read them (a skipped line keeps its reason); an
+        end record names its artifacts only inside the pair (`_boxed`)."""
+        return self._read[side][1]
+
+    def steps(self, side: str) -> list[Step]:
+        """A side's step records."""
+        return [r for r in self.records(side) if isinstance(r, Step)]
+
+    def header(self, side: str) -> Header | None:
+        """A side's header record, if its log has one."""
+        return next((r for r in self.records(side)[:5] if isinstance(r, Header)), None)
+
+    def end(self, side: str) -> End | None:
+        """A side's end record, if its log has one."""
+        return next((r for r in reversed(self.records(side)[-5:]) if isinstance(r, End)), None)
+
+    @property
+    def tolerance(self) -> float:
+        """The tolerance the pair was judged with (0 for two logs)."""
+        return self.doc.tolerance or 0.0
+
+    @property
+    def select(self) -> MetricFilter:
+        """The `--ignore`/`--only` choice the pair was judged with."""
+        return saved_select(self.doc)
+
+    def judge(self, tolerance: float | None = None, select: MetricFilter | None = None) -> tuple[
+        list[AlignedStep], PairAligner
+    ]:  # fmt: skip
+        """Every record of both sides through one aligner, as a live pair is fed (steps
+        matched on step and occurrence, text lines judged, every record in the account);
+        the aligned steps in step order."""
+        aligner = PairAligner(self.tolerance if tolerance is None else tolerance, select)
+        aligned: list[AlignedStep] = []
+        for side in SIDES:
+            steps: list[Step] = []
+            for record in self.records(side):
+                if isinstance(record, Step):
+                    steps.append(record)
+                else:
+                    last = steps[-1].step if steps else None
+                    aligner.note_other(side, record, (len(steps), last))
+            aligned += aligner.feed_batch(side, steps)
+        aligned.sort(key=lambda s: (s.step, s.occurrence))
+        return aligned, aligner
+
+    @cached_property
+    def judged(self) -> tuple[list[AlignedStep], PairAligner]:
+        """`judge` with the pair's own tolerance and choice of metrics."""
+        return self.judge(self.tolerance, self.select)
+
+    def aligned_steps(self) -> Iterator[AlignedStep]:
+        """The aligned steps, in step and occurrence order (what an export writes)."""
+        yield from self.judged[0]
+
+    def account(self, side: str) -> Account:
+        """What every record of a side was (steps, metadata, text, skipped and why)."""
+        return self.judged[1].accounts[side]
+
+    @cached_property
+    def ending(self) -> Ending:
+        """How the pair ended (`how_it_ended`)."""
+        tuimon = [s for s in SIDES if (h := self.header(s)) and h.format.startswith("tuimon")]
+        return how_it_ended(self, {s: self.end(s) for s in SIDES}, tuimon)
+
+    def summary(self) -> Summary:
+        """The judgement of the pair: its aligned steps, and why it is not complete (how it
+        ended, a side that logged no step)."""
+        aligner, ending = self.judged[1], self.ending
+        reasons = list(ending.reasons)
+        if not aligner.text.compared or self.reading.step_key is not None:
+            for side in SIDES:
+                if not aligner.accounts[side].steps:
+                    texts = [r for r in self.records(side) if isinstance(r, Text)]
+                    first = texts[0].text if texts else None
+                    reasons.append(no_step_reason(side, len(texts), first))
+        if self.doc.status not in (None, "finished") and not reasons:
+            reasons.append(str(self.doc.summary.get("reason") or self.doc.status))
+        reason = "; ".join(dict.fromkeys(reasons)) or None
+        return aligner.summary(
+            complete=reason is None, reason=reason, interrupted=ending.interrupted
+        )
+
+    def first_divergence(
+        self, tolerance: float | None = None, select: MetricFilter | None = None
+    ) -> int | None:
+        """The first divergent step (at another tolerance or choice, when given)."""
+        if (tolerance is None or tolerance == self.tolerance) and select is None:
+            aligner = self.judged[1]
+        else:
+            aligner = self.judge(tolerance, select or self.select)[1]
+        return aligner.summary().first_divergent_step
+
+    def side_state(self, side: str, *, final: bool = False) -> SideState:
+        """A side's state: its device and command (pair.json's record, else its log's), and
+        with `final` how far it ran and how it ended (what a replay reaches at its end)."""
+        run, header = self.doc.run(side), self.header(side)
+        device = run.device or (header.env.get("device") if header else None) or "?"
+        state = SideState(side, str(device), run.command or str(getattr(self, side)))
+        if not final:
+            return state
+        steps, end = self.steps(side), self.end(side)
+        state.exit_code, state.status = self.ending.exits[side]
+        state.step = steps[-1].step if steps else None
+        planned = header.hyper.get("steps") if header is not None else None
+        if isinstance(planned, int) and planned > 0:  # steps done / steps planned, as live
+            state.total = planned
+        elif end is not None and end.steps is not None:
+            state.total = end.steps
+        state.records = len(steps)
+        state.header, state.end = header, end
+        return state
+
+    def window(self, step: int, max_lines: int = 2000) -> dict[str, list[Record]]:
+        """Each side's records around `step` (about half before it)."""
+        out = {}
+        for side in SIDES:
+            recs = self.records(side)
+            at = next((i for i, r in enumerate(recs) if isinstance(r, Step) and r.step == step), -1)
+            start = len(recs) - max_lines if at < 0 else at - max_lines // 2
+            out[side] = recs[max(0, start) :][:max_lines]
+        return out
+
+
+def _boxed(records: list[Record], box: Path) -> list[Record]:
+    """Records whose end names artifacts by the files of that name inside ``box`` (a pair is a
+    closed box: a log that names `/elsewhere/x.npy` never makes a reader open it); one that is
+    not a regular file there is left out."""
+    out = records
+    for i, end in enumerate(records):
+        if isinstance(end, End) and isinstance(end.artifacts, dict) and end.artifacts:
+            kept = {}
+            for name, value in end.artifacts.items():
+                with contextlib.suppress(StoreError, TypeError, ValueError):
+                    kept[name] = str(pair_file(box, Path(str(value)).name))
+            out = out if out is not records else list(records)
+            out[i] = replace(end, artifacts=kept)
+    return out
+
+
+def resolve_logs(paths: list[str], reading: Reading | None = None) -> SavedPair:
+    """A saved pair directory, or two log files (any format the readers know), opened as the
+    loader (nothing read yet); ReplayError otherwise. A pair's own reading unless one is
+    given."""
     if len(paths) == 1:
         path = Path(paths[0])
         if not path.exists():
             raise ReplayError(f"{path}: no such file or directory")
         if not path.is_dir() or not is_pair_dir(path):
             raise ReplayError(f"{path}: not a saved pair (give a pair directory or two log files)")
-        damaged = None
-        try:
-            doc = PairDoc.read(path)
-        except StoreError as exc:  # cut (its monitor killed while writing it) or damaged:
-            doc = PairDoc()  # judged as a pair without pair.json, which did not finish
-            if (path / PAIR_JSON).exists():
-                damaged = str(exc).removeprefix(f"{path}: ")
-                doc.status = "interrupted"
         try:  # a FIFO, a device or a link leading outside the pair is refused, never opened
-            a, b = (pair_file(path, doc.file(side)) for side in SIDES)
+            logs = SavedLogs.open(path, reading)
         except StoreError as exc:
             raise ReplayError(str(exc)) from None
         if reading is None or not reading.asked:
-            reading = saved_reading(path, doc)
-        return SavedLogs(a, b, doc, path, reading, damaged)
+            logs.reading = saved_reading(path, logs.doc)
+        return SavedPair.of(logs)
     if len(paths) == 2:
         for p in paths:
             if not Path(p).exists():
@@ -55,7 +293,7 @@ def resolve_logs(paths: list[str], reading: Reading | None = None) -> SavedLogs:
             if kind := special(Path(p)):  # refused at once: reading it could wait forever
                 raise ReplayError(f"{p} is {kind}, not a regular file")
         check_two(paths)
-        return SavedLogs(Path(paths[0]), Path(paths[1]), reading=reading or Reading())
+        return SavedPair(Path(paths[0]), Path(paths[1]), reading=reading or Reading())
     raise ReplayError("give one saved pair directory or two log files")
 
 
@@ -65,7 +303,7 @@ def saved_reading(pair_dir: Path, doc: PairDoc) -> Reading:
     try:
         return Reading.from_dict(doc.more.get("reading"))
     except PatternError as exc:
-        raise ReplayError(f"{pair_dir / PAIR_JSON}: {exc}") from None
+        raise ReplayError(f"{PairDoc.where(pair_dir)}: {exc}") from None
 
 
 def check_two(paths: list[str]) -> None:
@@ -82,15 +320,6 @@ def check_two(paths: list[str]) -> None:
         )
 
 
-def read_lines(path: Path, reading: Reading | None = None, side: str = "a") -> list[bytes]:
-    """Every non-empty line of a log as step-log lines: a step log's lines as saved, any other
-    format read by `tuimon.readers` (ReplayError when it cannot be read)."""
-    try:
-        return log_lines(path, reading, side)
-    except ReaderError as exc:
-        raise ReplayError(str(exc)) from None
-
-
 def read_records(
     path: Path, reading: Reading | None = None, side: str = "a"
 ) -> tuple[list[bytes], list[Record]]:
@@ -102,19 +331,13 @@ def read_records(
         raise ReplayError(str(exc)) from None
 
 
-def steps_of(lines: list[bytes]) -> list[Step]:
-    """The step records among lines."""
-    return [r for r in map(parse_line, lines) if isinstance(r, Step)]
+def read_lines(path: Path, reading: Reading | None = None, side: str = "a") -> list[bytes]:
+    """A log's step-log lines (`read_records`), for a view that shows lines."""
+    return read_records(path, reading, side)[0]
 
 
 def first_divergence(
     logs: SavedLogs, tolerance: float = 0.0, select: MetricFilter | None = None
 ) -> int | None:
-    """The first divergent step of two saved logs (vectorised compare)."""
-    _, aligner = compare_steps(
-        steps_of(read_lines(logs.a, logs.reading, "a")),
-        steps_of(read_lines(logs.b, logs.reading, "b")),
-        tolerance,
-        select or saved_select(logs.doc),
-    )
-    return aligner.summary().first_divergent_step
+    """The first divergent step of two saved logs (`SavedPair.first_divergence`)."""
+    return SavedPair.of(logs).first_divergence(tolerance, select)

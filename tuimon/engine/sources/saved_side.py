@@ -16,7 +16,7 @@ from tuimon.engine.sources.saved import read_records, saved_reading
 from tuimon.errors import ReplayError, StoreError, UsageError
 from tuimon.readers import Reading
 from tuimon.steplog import End, Header, Record, Step
-from tuimon.store import PAIR_JSON, SIDES, PairDoc, is_pair_dir, open_regular, pair_file
+from tuimon.store import SIDES, PairDoc, is_pair_dir, open_regular, pair_file
 
 SAVED_SIDE = "b"
 """The saved log is side b of the pair; the live run is side a."""
@@ -84,7 +84,7 @@ class SavedSide:
         """How the saved run ended: exit code, status (finished / failed / interrupted) and,
         when it did not finish, why (words that follow "the saved run")."""
         last = "no step" if self.last_step is None else f"step {self.last_step}"
-        if self.pair_dir is not None and not (self.pair_dir / PAIR_JSON).is_file():
+        if self.pair_dir is not None and not PairDoc.written(self.pair_dir):
             why = f"has no pair.json in its pair (its monitor stopped at {last})"
             return None, "interrupted", why
         run = self.doc.run(self.side) if self.side else None

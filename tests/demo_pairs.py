@@ -1,22 +1,19 @@
-"""Two small diverging step logs, to try the pair view without torch.
-
-``python -m tuimon.commands.demo [DIR] [--steps N] [--diverge K] [--speed S]`` writes
-``DIR/a.jsonl`` and ``DIR/b.jsonl`` (deterministic: no clock, no randomness) and replays
-them in the app.
-"""
+"""Demo pairs for the tests and benchmarks: two small diverging step logs (deterministic: no
+clock, no randomness), saved pairs as `PairSession` leaves them, and a store of them."""
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import math
-import tempfile
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tuimon.engine.judge.fingerprints import env_diff
+from tuimon.engine.sources.saved import SavedPair
 from tuimon.steplog import FORMAT, dumps
-from tuimon.store import SIDES, RunDoc
+from tuimon.store import SIDES, PairDoc, RunDoc, pair_files
 
 TENSORS = ("W_E", "W_pos", "W_Q", "W_U")
 
@@ -110,15 +107,11 @@ def write_demo(
 
 
 def _demo_runs(
-    logs: tuple[Path, Path], *, seed: int, devices: tuple[str, str], status: str
+    pair: SavedPair, *, seed: int, devices: tuple[str, str], status: str
 ) -> dict[str, RunDoc]:
     """Each side's run as `PairSession` records it: the command, how it ended (side b ends
     with `status`) and the env and hyper-parameters of its log's header."""
-    from tuimon.engine.sources.saved import read_lines
-    from tuimon.steplog import Header, parse_line
-
-    firsts = {side: parse_line(read_lines(path)[0]) for side, path in zip(SIDES, logs, strict=True)}
-    headers = {side: h if isinstance(h, Header) else None for side, h in firsts.items()}
+    headers = {side: pair.header(side) for side in SIDES}
     return {
         side: RunDoc(
             device=devices[i],
@@ -144,18 +137,13 @@ def write_demo_pair(
     status: str = "finished",
 ) -> Path:
     """A saved pair directory as `PairSession` would leave it (logs, aligned.jsonl, pair.json)."""
-    from tuimon.engine.judge.align import compare_steps
-    from tuimon.engine.judge.fingerprints import env_diff
-    from tuimon.engine.sources.saved import read_lines, steps_of
-    from tuimon.store import PairDoc, pair_files
-
     folder = root / name
-    a, b = write_demo(folder, steps=steps, diverge=diverge)
-    aligned, aligner = compare_steps(steps_of(read_lines(a)), steps_of(read_lines(b)))
+    pair = SavedPair(*write_demo(folder, steps=steps, diverge=diverge))
+    aligned, aligner = pair.judged
     complete = status == "finished"
     summary = aligner.summary(complete=complete, reason=None if complete else f"run b {status}")
     (folder / "aligned.jsonl").write_bytes(b"".join(dumps(s.to_dict()) for s in aligned))
-    runs = _demo_runs((a, b), seed=seed, devices=devices, status=status)
+    runs = _demo_runs(pair, seed=seed, devices=devices, status=status)
     PairDoc(
         created=created,
         seed=seed,
@@ -185,8 +173,6 @@ def write_demo_store(root: Path) -> Path:
     Newest first: DIVERGED at step 10 with a failed run b (cuda vs cpu), IDENTICAL (cpu vs
     mps), DIVERGED at step 2 (cpu vs cpu); the damaged one has a pair.json that is not JSON.
     """
-    import os
-
     pairs: list[dict[str, Any]] = [  # oldest first
         {"seed": 0, "diverge": 2},
         {"seed": 1, "devices": ("cpu", "mps"), "diverge": None},
@@ -200,37 +186,3 @@ def write_demo_store(root: Path) -> Path:
     (damaged / "pair.json").write_text("{not json")
     os.utime(damaged, (1767225600, 1767225600))  # 2026-01-01 00:00 UTC: the oldest
     return root
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Write the demo logs and replay them in the app."""
-    parser = argparse.ArgumentParser(prog="python -m tuimon.commands.demo", description=__doc__)
-    parser.add_argument("folder", nargs="?", default=None, help="where to write the logs")
-    parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--diverge", type=int, default=2)
-    parser.add_argument("--speed", type=float, default=50.0, help="steps per second")
-    parser.add_argument("--store", default="tuimon_pairs", help="store for the browser")
-    args = parser.parse_args(argv)
-
-    from tuimon.engine.sources.replay import replay_session
-    from tuimon.engine.sources.saved import resolve_logs
-    from tuimon.ui.app import run_app
-
-    folder = Path(args.folder or tempfile.mkdtemp(prefix="tuimon-demo-"))
-    a, b = write_demo(
-        folder,
-        steps=args.steps,
-        diverge=args.diverge,
-        extra={"b": [(5, "UserWarning: [bold red]boom[/] \x1b[31mred\x1b[0m")]},
-    )
-    logs = resolve_logs([str(a), str(b)])
-    return run_app(
-        store=Path(args.store),
-        make_session=lambda on_batch: replay_session(logs, speed=args.speed, on_batch=on_batch),
-        title="tuimon demo",
-        replay=True,
-    )
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
