@@ -114,10 +114,10 @@ def bench_paced(logs_dir: Path, speed: float, seconds: float, keys: bool) -> dic
             cpu0, wall0 = time.process_time(), time.perf_counter()
             while time.perf_counter() - wall0 < seconds:
                 if keys:  # as a terminal would: a key event posted, then wait for its effect
-                    before = screen.follow
+                    before = screen.panes.follow
                     t0 = time.perf_counter()
                     app.post_message(events.Key("f", "f"))
-                    while screen.follow == before:
+                    while screen.panes.follow == before:
                         await asyncio.sleep(0.001)
                     lags.append(time.perf_counter() - t0)
                 await asyncio.sleep(0.05)

@@ -113,7 +113,8 @@ async def test_pair_view_shows_hostile_text_literally(tmp_path: Path) -> None:
         assert_literal(svg)
         assert "first&#160;divergence:&#160;step&#160;2&#160;(metrics.[/]" in svg
         assert "^[[2J[red]" in svg  # the device as text, markup and all
-        lines = [screen.pane("b").line_text(i).plain for i in range(len(screen.pane("b").buffer))]
+        pane = screen.panes.pane("b")
+        lines = [pane.line_text(i).plain for i in range(len(pane.buffer))]
         assert any("plain text [bold]line[/] ^[[2J" in line for line in lines)
         assert any(line.startswith("! Traceback [/] ^[]52;c;") for line in lines)
         for key in ("m", "m", "g", "o"):  # toasts name the metric, the step, the folder

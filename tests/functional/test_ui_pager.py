@@ -126,12 +126,13 @@ async def test_pager_keys_on_a_saved_pair(tmp_path: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         screen = PairScreen(saved=pair)
         await app.push_screen(screen)
-        await wait_for(pilot, lambda: screen.model.done and len(screen.rows) > 0)
+        await wait_for(pilot, lambda: screen.model.done and len(screen.feed.rows) > 0)
         await pilot.press("colon", *"12", "enter")
-        await wait_for(pilot, lambda: screen.pager.cursor_step() == 12)
-        assert screen.pane("a").cursor == screen.pane("b").cursor == screen.pager.cursor
+        await wait_for(pilot, lambda: screen.panes.pager.cursor_step() == 12)
+        panes = screen.panes
+        assert panes.pane("a").cursor == panes.pane("b").cursor == panes.pager.cursor
         await pilot.press("left_square_bracket")
-        await wait_for(pilot, lambda: screen.pager.cursor_step() == 11)
+        await wait_for(pilot, lambda: screen.panes.pager.cursor_step() == 11)
         await pilot.press("y")
         await wait_for(pilot, lambda: app.clipboard.startswith("step 11 | a: "))
         assert any("copied the row" in n for n in screen.query_one(DivergencePanel).notes)
@@ -239,9 +240,9 @@ async def test_keys_typed_in_a_burst_after_colon_or_slash_reach_the_question(
     async with app.run_test(size=(100, 30)) as pilot:
         screen = PairScreen(saved=pair)
         await app.push_screen(screen)
-        await wait_for(pilot, lambda: screen.model.done and len(screen.rows) > 0)
+        await wait_for(pilot, lambda: screen.model.done and len(screen.feed.rows) > 0)
         burst([("colon", ":"), ("1", "1"), ("2", "2"), ("enter", "\r")])
-        await wait_for(pilot, lambda: screen.pager.cursor_step() == 12)
+        await wait_for(pilot, lambda: screen.panes.pager.cursor_step() == 12)
         burst([("slash", "/"), *((c, c) for c in "pixny"), ("enter", "\r")])
-        await wait_for(pilot, lambda: screen.pager.query == "pixny")
+        await wait_for(pilot, lambda: screen.panes.pager.query == "pixny")
         assert app.screen is screen and not (pair / "aligned.csv").exists()

@@ -38,7 +38,7 @@ def pair_screen(app: TuimonApp) -> PairScreen:
 
 def pane_lines(screen: PairScreen, side: str) -> list[str]:
     """Every kept line of a pane, as plain text."""
-    pane = screen.pane(side)
+    pane = screen.panes.pane(side)
     return [pane.line_text(i).plain for i in range(len(pane.buffer))]
 
 
@@ -101,7 +101,7 @@ async def test_finished_replay_shows_both_runs_and_where_they_part(tmp_path: Pat
         assert "^[[31mred alert^[[0m" in lines_b
         assert app.is_running
         # step 0 and 1 are equal; from step 2 on the differing digits are highlighted
-        pane = screen.pane("a")
+        pane = screen.panes.pane("a")
         diff_style = pane.get_component_rich_style("step-pane--diff")
         spans = {
             step: [
@@ -119,15 +119,15 @@ async def test_metric_curves_env_and_palette(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = pair_screen(app)
         await wait_for(pilot, lambda: screen.model.done)
-        assert screen.series == "divergence"
+        assert screen.panel.series == "divergence"
         await pilot.press("m")
-        assert screen.series == "train_loss"
+        assert screen.panel.series == "train_loss"
         assert "train_loss (m)" in str(screen.query_one("#spark-legend").render())
         for _ in range(len(screen.model.series_names()) - 1):
             await pilot.press("m")
-        assert screen.series == "divergence"
+        assert screen.panel.series == "divergence"
 
-        pane = screen.pane("a")
+        pane = screen.panes.pane("a")
         narrow = pane.line_text(pane.buffer.index_of(2)).plain
         assert "…" in narrow  # 1e-10 apart: more digits than fit, flagged
         await pilot.press("w")
@@ -190,15 +190,15 @@ async def test_replay_keys_pause_speed_and_jump(tmp_path: Path) -> None:
         await pilot.press("g")  # not reached yet: the replay fast-forwards to it and pauses
         await wait_for(pilot, lambda: screen.replay.pending_jump is None and source.paused)
         assert screen.model.first is not None and screen.model.first.step == 120
-        assert not screen.follow
+        assert not screen.panes.follow
         await pilot.pause()
         for side in ("a", "b"):
-            pane = screen.pane(side)
+            pane = screen.panes.pane(side)
             index = pane.buffer.index_of(120)
             assert index is not None
             assert pane.scroll_y <= index < pane.scroll_y + pane.size.height - 1
         await pilot.press("f")
-        assert screen.follow
+        assert screen.panes.follow
         await pilot.press("q")
     assert app.return_code == 0
 
@@ -260,15 +260,15 @@ async def test_panes_stay_bounded_on_a_long_replay(tmp_path: Path) -> None:
         screen = pair_screen(app)
         await wait_for(pilot, lambda: screen.model.done, timeout=30)
         for side in ("a", "b"):
-            pane = screen.pane(side)
+            pane = screen.panes.pane(side)
             assert isinstance(pane, StepPane)
             assert len(pane.buffer) == pane.buffer.max_lines == 2000
         assert all(len(series) <= 200 for series in screen.model.spark.values())
         assert screen.model.aligned_count == 6000
         await pilot.press("g")  # step 3 has left the panes: its lines are read from the logs
-        await wait_for(pilot, lambda: screen.pane("a").buffer.index_of(3) is not None)
-        assert not screen.follow
-        assert len(screen.pane("a").buffer) <= 2000
+        await wait_for(pilot, lambda: screen.panes.pane("a").buffer.index_of(3) is not None)
+        assert not screen.panes.follow
+        assert len(screen.panes.pane("a").buffer) <= 2000
 
 
 async def test_no_run_outlives_the_app(tmp_path: Path) -> None:
@@ -306,10 +306,10 @@ async def test_finished_live_pair_jump_reads_its_saved_logs(tmp_path: Path) -> N
         view = PairScreen(make_session=make, max_lines=50)
         await app.push_screen(view)
         await wait_for(pilot, lambda: view.model.done and view.model.pair_path is not None)
-        assert view.pane("a").buffer.index_of(5) is None  # only the last 50 lines are kept
+        assert view.panes.pane("a").buffer.index_of(5) is None  # only the last 50 lines are kept
         await pilot.press("g")
-        await wait_for(pilot, lambda: view.pane("b").buffer.index_of(5) is not None)
-        assert view.pane("a").buffer.index_of(5) is not None
+        await wait_for(pilot, lambda: view.panes.pane("b").buffer.index_of(5) is not None)
+        assert view.panes.pane("a").buffer.index_of(5) is not None
 
 
 async def test_help_opens_with_question_mark_and_f1_and_ctrl_c_quits(tmp_path: Path) -> None:
@@ -337,14 +337,14 @@ async def test_a_side_behind_leaves_blank_rows_beside_the_other(tmp_path: Path) 
     async with app.run_test(size=SIZE) as pilot:
         screen = pair_screen(app)
         await wait_for(pilot, lambda: screen.model.done)
-        a, b = screen.pane("a"), screen.pane("b")
+        a, b = screen.panes.pane("a"), screen.panes.pane("b")
         assert a.buffer.index_of(10) == b.buffer.index_of(10)  # one row, both sides
-        screen.set_follow(False)
+        screen.panes.set_follow(False)
         await pilot.pause()
         a.scroll_to(y=5, animate=False, immediate=True)
         await pilot.pause()
         assert b.scroll_y == a.scroll_y == 5  # the panes scroll together
-        rows = screen.rows
+        rows = screen.feed.rows
         rows.add("a", [Step(10_000, {"train_loss": 1.0})])
         last = len(rows) - 1
         assert a.line_text(last).plain.strip().startswith("10000")
@@ -374,7 +374,7 @@ async def test_footer_at_80_columns_keeps_help_and_quit(tmp_path: Path) -> None:
         assert {"o", "w", "e", "m", ":", "]", "[", "/", "n", "N", "p", "y", "Y", "x", "i"} <= listed
         await pilot.press("escape")
         await pilot.press("w")  # a key left out of the Footer still works
-        assert screen.pane("a").wide
+        assert screen.panes.pane("a").wide
         await app.run_action("app.quit")
     async with replay_app(tmp_path / "wide", steps=40).run_test(size=(140, 30)) as pilot:
         await pilot.pause()
@@ -391,7 +391,7 @@ async def test_a_frame_with_nothing_new_draws_no_pane(tmp_path: Path) -> None:
         await pilot.pause()
         drawn: list[str] = []
         for side in ("a", "b"):
-            pane = screen.pane(side)
+            pane = screen.panes.pane(side)
             pane.refresh = lambda *a, _side=side, **k: drawn.append(_side)  # type: ignore[method-assign]
         screen._draw()
         assert drawn == []

@@ -108,14 +108,15 @@ async def test_a_running_pair_opens_live_and_runs_on_after_esc(tmp_path):
         pair = app.screen
         assert pair.shows is Shows.LIVE and pair.saved_path is None
         assert pair.sub_title.startswith("live pair")
-        pane = pair.pane("a")
+        pane = pair.panes.pane("a")
         await wait_for(pilot, lambda: pane.virtual_size.height > 4)  # what it had, drawn
         drawn = pane.virtual_size.height
         await wait_for(pilot, lambda: pane.virtual_size.height > drawn + 3)  # and more, live
-        assert pair.follow and pane.max_scroll_y > 0  # following the new rows
+        assert pair.panes.follow and pane.max_scroll_y > 0  # following the new rows
 
         def following() -> bool:  # once drawn: the feed may hold a batch the view has not drawn
-            behind = len(pair.rows) - pair.rows.follow_end()  # rows of the side ahead, below
+            rows = pair.feed.rows
+            behind = len(rows) - rows.follow_end()  # rows of the side ahead, below
             return pane.scroll_y == max(0, pane.max_scroll_y - behind)
 
         await wait_for(pilot, following)
@@ -132,7 +133,7 @@ async def test_a_running_pair_opens_live_and_runs_on_after_esc(tmp_path):
         await wait_for(pilot, lambda: again.sub_title.startswith("finished"))
         assert str(again.query_one("#verdict").render()) == "verdict: DIVERGED"
         # every line once: header, 200 steps, end (nothing lost or doubled where the view joined)
-        assert [len(again.pane(side).buffer) for side in "ab"] == [202, 202]
+        assert [len(again.panes.pane(side).buffer) for side in "ab"] == [202, 202]
         assert again.model.aligned_count == 200 and again.model.first_divergent_step == 30
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is screen and screen.done)

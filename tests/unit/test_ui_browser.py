@@ -80,9 +80,9 @@ async def test_keys_move_open_and_go_back(store: Path) -> None:
             "first divergence: step 2 (train_loss"
         )
         assert str(view.query_one("#verdict").render()) == "verdict: DIVERGED"
-        assert len(view.pane("a").buffer) == 42  # header, 40 steps, end
+        assert len(view.panes.pane("a").buffer) == 42  # header, 40 steps, end
         await pilot.press("g")
-        assert not view.follow
+        assert not view.panes.follow
         await pilot.press("escape")
         assert app.screen is screen
         # the damaged pair opens to an error, never a crash
@@ -248,12 +248,12 @@ async def test_saved_pair_jump_reads_the_lines_around_the_first_divergence(tmp_p
         view = PairScreen(saved=path, can_go_back=True, max_lines=100)
         await app.push_screen(view)
         await wait_for(pilot, lambda: view.saved is not None)
-        assert view.pane("a").buffer.index_of(10) is None  # only the last 100 lines are kept
+        assert view.panes.pane("a").buffer.index_of(10) is None  # only the last 100 lines are kept
         await pilot.press("g")
-        await wait_for(pilot, lambda: view.pane("a").buffer.index_of(10) is not None)
+        await wait_for(pilot, lambda: view.panes.pane("a").buffer.index_of(10) is not None)
         await pilot.pause()
         for side in ("a", "b"):
-            pane = view.pane(side)
+            pane = view.panes.pane(side)
             index = pane.buffer.index_of(10)
             assert pane.scroll_y <= index < pane.scroll_y + pane.size.height - 1
             assert len(pane.buffer) <= 100

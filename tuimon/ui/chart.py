@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 from rich.text import Text
 from textual.app import ComposeResult, RenderResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widget import Widget
+from textual.widgets import ContentSwitcher
 
 from tuimon.store import SIDES
-from tuimon.ui.pair_model import PairModel, curve_metrics
+from tuimon.ui.pair_model import PairFeed, curve_metrics
 from tuimon.ui.series import finite_log10
 from tuimon.ui.text import clean
 
@@ -152,14 +154,40 @@ class LossChart(Widget):
 
 
 class CurvesView(Vertical):
-    """Train and test loss of both runs, one chart each."""
+    """Train and test loss of both runs, one chart each; `c` swaps it with the panes (the
+    `ContentSwitcher` it sits in)."""
+
+    KEYS = [  # noqa: RUF012
+        Binding("c", "curves", "Curves", id="curves", tooltip="Show the loss curves, A over B"),
+    ]
+
+    def __init__(self, feed: PairFeed, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.feed = feed
+        self._stale = True
 
     def compose(self) -> ComposeResult:
         yield LossChart("train_loss", id="chart-0")
         yield LossChart("test_loss", id="chart-1")
 
-    def show(self, model: PairModel) -> None:
-        """Draw the model's decimated curves."""
+    def action_curves(self) -> None:
+        """Switch between the panes and the loss curves."""
+        switcher = self.query_ancestor(ContentSwitcher)
+        switcher.current = "panes" if switcher.current == self.id else self.id
+        if switcher.current == self.id:
+            self._draw()
+
+    def show(self) -> None:
+        """Draw the model's decimated curves, when shown (else once shown again)."""
+        self._stale = True
+        if self.query_ancestor(ContentSwitcher).current == self.id:
+            self._draw()
+
+    def _draw(self) -> None:
+        if not self._stale:
+            return
+        self._stale = False
+        model = self.feed.model
         metrics = curve_metrics(model.columns)
         for i in range(2):
             chart = self.query_one(f"#chart-{i}", LossChart)

@@ -6,13 +6,14 @@ from collections import deque
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.timer import Timer
 from textual.widgets import Static
 
 from tuimon.engine.judge.align import VERDICTS
 from tuimon.report.wording import WAITING
-from tuimon.ui.pair_model import DIVERGENCE, PairModel
+from tuimon.ui.pair_model import DIVERGENCE, PairFeed
 from tuimon.ui.series import EQUAL_LEVEL, ZERO_LEVEL
 from tuimon.ui.sparkbars import SparkBars
 from tuimon.ui.statics import show_text
@@ -41,14 +42,26 @@ def spark_data(levels: list[float]) -> tuple[list[float], float | None, float | 
 class DivergencePanel(Vertical):
     """First divergence, a bounded sparkline of log10 divergence, current/max, the verdict."""
 
+    KEYS = [  # noqa: RUF012
+        Binding(
+            "m",
+            "cycle_metric",
+            "Metric",
+            id="metric",
+            tooltip="Choose the metric the sparkline follows",
+        ),
+    ]
     _verdict = ""
     _message: str | None = None
     _note_timer: Timer | None = None
     notes: deque[str]
     """The last notes shown (tests read them)."""
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, feed: PairFeed, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.feed = feed
+        self.series = DIVERGENCE
+        """What the sparkline follows: the divergence, or a shared metric (`m`)."""
         self.notes = deque(maxlen=20)
 
     def compose(self) -> ComposeResult:
@@ -61,8 +74,17 @@ class DivergencePanel(Vertical):
             yield Static(Text(""), id="verdict")
         yield Static(Text(""), id="message")
 
-    def show(self, model: PairModel, series: str) -> None:
+    def action_cycle_metric(self) -> None:
+        """The sparkline follows the next shared metric (then the divergence again)."""
+        names = self.feed.model.series_names()
+        at = names.index(self.series) + 1 if self.series in names else 0
+        self.series = names[at % len(names)]
+        self.show()
+        self.screen.notify(f"sparkline follows {clean(self.series, 80)}", markup=False, timeout=2)
+
+    def show(self) -> None:
         """Draw what the model holds, the sparkline following `series`."""
+        model, series = self.feed.model, self.series
         first = self.query_one("#first-divergence", Static)
         show_text(first, Text(model.first_line(), no_wrap=True, overflow="ellipsis"))
         first.set_class(model.first_divergent_step is not None, "diverged")

@@ -1,5 +1,5 @@
 """Moving through a pair like in a pager: a cursor row, jump to a step, next / previous
-divergence, search, copy, export as CSV. `PairScreen` owns one `Pager`.
+divergence, search, copy, export as CSV. The pair's panes (`PairPanes`) own one `Pager`.
 
 The cursor is a step (or a text row) both panes mark; every move puts it in the middle of the
 panes. Moves look through the rows the panes keep (the last `max_lines`); a jump to a step they
@@ -24,11 +24,12 @@ SIDE_NAMES = ("a", "b")
 
 
 class PagerHost(Protocol):
-    """What the pager needs of the pair view."""
+    """What the pager needs of the view it moves through (the pair's panes)."""
 
-    model: PairModel
-    series: str
-
+    @property
+    def model(self) -> PairModel: ...
+    @property
+    def series(self) -> str: ...
     @property
     def rows(self) -> PairRows: ...
     def show_cursor(self, index: int) -> None: ...

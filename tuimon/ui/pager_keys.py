@@ -1,23 +1,36 @@
-"""The pager keys of the pair view (`:` step, `]` `[` divergence, `/` `n` `N` search, `p` where
-each metric parts, `y` `Y` copy, `x` CSV, `i` everything known): a mixin of `PairScreen`."""
+"""Both runs' panes as one view of a pair (`PairPanes`): the shared rows, following, the pager's
+cursor, and the keys that move through them (`g` first divergence, `f` follow, `w` digits, `:`
+step, `]` `[` divergence, `/` `n` `N` search, `p` where each metric parts, `y` `Y` copy, `x` CSV,
+`i` everything known). `PairScreen` composes it and binds its keys."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.style import Style
 from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.notifications import SeverityLevel
 
+from tuimon.engine.sources.session import SideState
 from tuimon.report.wording import metric_parts_line
-from tuimon.store import SavedLogs
+from tuimon.steplog import Record
+from tuimon.store import SIDES, SavedLogs
 from tuimon.ui.modals import AskScreen, LinesScreen
 from tuimon.ui.pager import Pager, export_rows
 from tuimon.ui.pair_info import info_lines
-from tuimon.ui.pair_model import PairModel, PairRows
+from tuimon.ui.pair_model import PairFeed, PairModel, PairRows
+from tuimon.ui.panes import SideHeader, StepPane
+from tuimon.ui.replay_controls import ReplayControls
+from tuimon.ui.saved import window
 from tuimon.ui.text import clean
-from tuimon.ui.workers import read_then_show
+from tuimon.ui.workers import ReportsWorkerErrors, read_then_show
 
 PAGER_BINDINGS = [
     Binding("colon", "jump", "Step", key_display=":", id="jump", tooltip="Jump to step N"),
@@ -70,20 +83,215 @@ PAGER_BINDINGS = [
 ]
 
 
-class PagerKeys:
-    """Actions of the pager keys; the screen provides what `PagerHost` names."""
+class PairPanes(ReportsWorkerErrors, Horizontal):
+    """Both sides (title, status, step pane), drawn from the feed's rows; the pager's cursor.
 
-    pager: Pager
-    model: PairModel
-    app: Any
+    The screen says where the two logs are (`logs`, for far jumps and the CSV), the pair's
+    document (`doc`) and what the sparkline follows (`series`, what `Y` copies)."""
 
-    if TYPE_CHECKING:  # the screen's own (stubs here would shadow Screen.notify)
+    KEYS = [  # noqa: RUF012
+        Binding(
+            "g",
+            "first_divergence",
+            "First div.",
+            id="first-divergence",
+            tooltip="Jump to the first divergent step",
+        ),
+        Binding(
+            "f", "follow", "Follow", id="follow", tooltip="Pause or resume following new lines"
+        ),
+        Binding("w", "wide", "Digits", id="digits", tooltip="Show every digit (scroll sideways)"),
+    ]
+    PAGER_KEYS = PAGER_BINDINGS
 
-        @property
-        def rows(self) -> PairRows: ...
-        def notify(self, message: str, *, timeout: float | None = None) -> None: ...
-        def logs_on_disk(self) -> SavedLogs | None: ...
-        def pair_doc(self) -> dict[str, Any] | None: ...
+    class Followed(Message):
+        """Following new lines started or stopped."""
+
+    def __init__(
+        self,
+        feed: PairFeed,
+        replay: ReplayControls,
+        *,
+        logs: Callable[[], SavedLogs | None],
+        doc: Callable[[], dict[str, Any] | None],
+        series: Callable[[], str],
+        id: str | None = None,
+    ) -> None:
+        super().__init__(id=id)
+        self.feed = feed
+        self.replay = replay
+        self.logs_on_disk = logs
+        self.pair_doc = doc
+        self._series = series
+        self.follow = True
+        self.pager = Pager(self)
+        self._columns: list[str] = []
+
+    @property
+    def model(self) -> PairModel:
+        """The pair's model (the feed's)."""
+        return self.feed.model
+
+    @property
+    def rows(self) -> PairRows:
+        """The rows of both panes, aligned by step (the feed's)."""
+        return self.feed.rows
+
+    @property
+    def series(self) -> str:
+        """What the sparkline follows."""
+        return self._series()
+
+    def compose(self) -> ComposeResult:
+        for side in SIDES:
+            with Vertical(classes="side", id=f"side-{side}"):
+                yield SideHeader(side, id=f"header-{side}")
+                yield StepPane(side, rows=self.rows, id=f"pane-{side}")
+
+    def on_mount(self) -> None:
+        """Link the panes (they scroll together); keys go to A."""
+        a, b = self.pane("a"), self.pane("b")
+        a.partner, b.partner = b, a
+        a.focus()
+
+    def pane(self, side: str) -> StepPane:
+        """The step pane of a side."""
+        return self.query_one(f"#pane-{side}", StepPane)
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """A note where the screen shows notes (its bottom line)."""
+        self.screen.notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    # -- drawing ------------------------------------------------------------------------------
+
+    def show_headers(self, sides: dict[str, SideState], *, live: bool = True) -> None:
+        """Each side's title and status line."""
+        for side, state in sides.items():
+            other = sides.get("b" if side == "a" else "a")
+            self.query_one(f"#header-{side}", SideHeader).show(state, live=live, other=other)
+
+    def show(self) -> None:
+        """Draw the rows the feed took since the last draw, the first divergent step marked."""
+        if self.model.columns != self._columns:
+            self._columns = list(self.model.columns)
+            for side in SIDES:
+                self.pane(side).set_columns(self._columns)
+        first = self.model.first_divergent_step
+        dropped = self.feed.take_dropped()
+        for side in SIDES:
+            pane = self.pane(side)
+            pane.marked = first
+            pane.rows_added(dropped)
+
+    def fill(
+        self,
+        records: dict[str, list[Record]],
+        stderr: dict[str, list[str]],
+        *,
+        stderr_first: bool = False,
+    ) -> None:
+        """Rows read at once (a saved pair, a window of the logs), then drawn."""
+        self.feed.add(records, stderr, stderr_first=stderr_first)
+        self.show()
+
+    # -- following and jumping ----------------------------------------------------------------
+
+    def set_follow(self, follow: bool) -> None:
+        """Follow new lines in both panes, or hold them where they are."""
+        self.follow = follow
+        for side in SIDES:
+            pane = self.pane(side)
+            pane.follow = follow
+            if follow:
+                pane.scroll_follow()
+        self.post_message(self.Followed())
+
+    @on(StepPane.UserScrolledUp)
+    def _user_scrolled_up(self) -> None:
+        if self.follow:
+            self.set_follow(False)
+
+    @on(StepPane.UserScrolledEnd)
+    def _user_scrolled_end(self) -> None:
+        self.set_follow(True)
+
+    def holds(self, step: int) -> bool:
+        """Both panes still hold the line of `step`."""
+        return all(self.pane(s).buffer.index_of(step) is not None for s in SIDES)
+
+    def scroll_to_step(self, step: int) -> bool:
+        """Both panes on `step`, the cursor on it; False when they no longer hold it."""
+        index = self.rows.index_of(step)
+        if index is not None and self.holds(step):
+            self.pager.put(index)
+            return True
+        return False
+
+    def show_cursor(self, index: int) -> None:
+        """The pager's cursor on a kept row, in the middle of both panes (following stops)."""
+        self.set_follow(False)
+        for side in SIDES:
+            pane = self.pane(side)
+            pane.cursor = self.pager.cursor
+            pane.scroll_to_index(index)
+
+    def jump_far(self, step: int) -> bool:
+        """Read the lines around a step the panes no longer hold (logs on disk); False if none."""
+        logs = self.logs_on_disk()
+        if logs is None:
+            return False
+        max_lines = self.rows.max_lines
+        read_then_show(
+            self,
+            lambda: window(logs, step, max_lines),
+            lambda lines: self._show_window(step, lines),
+            group="window",
+            what=f"reading the lines around step {step}",
+        )
+        return True
+
+    def _show_window(self, step: int, lines: dict[str, list[Record]]) -> None:
+        self.rows.clear()
+        self.set_follow(False)
+        self.fill(lines, {})
+        self.call_after_refresh(self.scroll_to_step, step)
+        self.notify(f"step {step} (lines around it loaded)")
+
+    # -- keys ---------------------------------------------------------------------------------
+
+    def action_first_divergence(self) -> None:
+        """Scroll both panes to the first divergent step (fast-forward a replay to it)."""
+        step = self.model.first_divergent_step
+        if step is not None:
+            if self.scroll_to_step(step):
+                self.notify(f"first divergence: step {step}", timeout=2)
+            elif not self.jump_far(step):
+                self.notify(
+                    f"step {step} is no longer in the panes (the last {self.rows.max_lines} "
+                    f"lines of each run are kept); {self.model.first_line()}",
+                    markup=False,
+                )
+            return
+        if not self.replay.find_and_jump():
+            self.notify(self.model.first_line(), markup=False, timeout=3)
+
+    def action_follow(self) -> None:
+        """Pause or resume following new lines."""
+        self.set_follow(not self.follow)
+
+    def action_wide(self) -> None:
+        """Every digit of every number, or what fits the panes."""
+        for side in SIDES:
+            pane = self.pane(side)
+            pane.set_wide(not pane.wide)
 
     def action_jump(self) -> None:
         """Ask for a step, then put the cursor on it."""
@@ -161,7 +369,7 @@ class PagerKeys:
             {} if logs is not None else dict(self.rows.metrics.get(side, {})) for side in "ab"
         )
         read_then_show(
-            self,  # type: ignore[arg-type]
+            self,
             lambda: export_rows(logs, kept, target),
             self._exported,
             group="export",

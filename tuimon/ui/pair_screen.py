@@ -5,13 +5,20 @@ in an async worker and post one `BatchArrived` per engine batch (~10 per second)
 feeds its `PairFeed` (model and rows) with the whole batch at once. A sweep's running pair is
 watched: the sweep feeds its `PairFeed` from the first batch, the view draws it and each batch
 after, and closing the view leaves the pair running.
+
+The screen composes the views (`PairPanes`, `DivergencePanel`, `CurvesView`, `ReplayControls`),
+each a module of its own that draws from the feed and owns its keys (`KEYS`, its `action_*`).
+The screen binds those keys itself (`bound`), so they work whatever has focus (the curves hide
+the panes, and focus with them), and keeps the pair-wide ones: environment, folder, back, help,
+quit.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -19,7 +26,6 @@ from typing import Any
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -29,24 +35,20 @@ from textual.worker import Worker, WorkerState
 
 from tuimon.engine.analyses.explain import saved_line
 from tuimon.engine.sources.saved import resolve_logs
-from tuimon.engine.sources.session import Batch, PairSession, SideState
+from tuimon.engine.sources.session import Batch, PairSession
 from tuimon.errors import ReplayError
-from tuimon.steplog import Record
-from tuimon.store import SIDES, SavedLogs
+from tuimon.store import SavedLogs
 from tuimon.ui.chart import CurvesView
 from tuimon.ui.commands import ScreenActions
 from tuimon.ui.divergence import DivergencePanel
 from tuimon.ui.footer_fit import FitsFooter
-from tuimon.ui.modals import ConfirmScreen, HelpScreen
-from tuimon.ui.pager import Pager
-from tuimon.ui.pager_keys import PAGER_BINDINGS, PagerKeys
+from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen, HelpScreen
+from tuimon.ui.pager_keys import PairPanes
 from tuimon.ui.pair_info import replicas_of, summary_lines
-from tuimon.ui.pair_model import DIVERGENCE, PairFeed, PairModel, PairRows
-from tuimon.ui.panes import SideHeader, StepPane
+from tuimon.ui.pair_model import PairFeed, PairModel
 from tuimon.ui.replay_controls import ReplayControls
-from tuimon.ui.saved import SavedView, load_saved, window
+from tuimon.ui.saved import SavedView, load_saved
 from tuimon.ui.text import clean
-from tuimon.ui.view_keys import ViewKeys
 from tuimon.ui.workers import ReportsWorkerErrors, read_then_show
 
 MAX_LINES = 2000
@@ -85,7 +87,12 @@ class SessionStarted(Message):
         self.session = session
 
 
-class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[None]):
+def bound(view: str, keys: Sequence[Binding]) -> list[Binding]:
+    """A view's keys bound on the screen: each runs the action of `PairScreen.views[view]`."""
+    return [dataclasses.replace(k, action=f"view({view!r}, {k.action!r})") for k in keys]
+
+
+class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
     """Two runs side by side: live (a session), replay (a paced session) or saved; see `Shows`."""
 
     FOOTER_DROP_ORDER = (
@@ -107,37 +114,10 @@ class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[No
     )
 
     BINDINGS = [  # noqa: RUF012
-        Binding("space", "pause", "Pause", id="pause", tooltip="Pause or resume the replay"),
-        Binding(
-            "plus,equals_sign",
-            "faster",
-            "Faster",
-            key_display="+",
-            id="faster",
-            tooltip="Replay twice as fast",
-        ),
-        Binding(
-            "minus", "slower", "Slower", key_display="-", id="slower", tooltip="Replay half as fast"
-        ),
-        Binding(
-            "g",
-            "first_divergence",
-            "First div.",
-            id="first-divergence",
-            tooltip="Jump to the first divergent step",
-        ),
-        Binding(
-            "f", "follow", "Follow", id="follow", tooltip="Pause or resume following new lines"
-        ),
-        Binding("w", "wide", "Digits", id="digits", tooltip="Show every digit (scroll sideways)"),
-        Binding(
-            "m",
-            "cycle_metric",
-            "Metric",
-            id="metric",
-            tooltip="Choose the metric the sparkline follows",
-        ),
-        Binding("c", "curves", "Curves", id="curves", tooltip="Show the loss curves, A over B"),
+        *bound("replay", ReplayControls.KEYS),
+        *bound("panes", PairPanes.KEYS),
+        *bound("panel", DivergencePanel.KEYS),
+        *bound("curves", CurvesView.KEYS),
         Binding("e", "env", "Env", id="env", tooltip="Environment differences of the two runs"),
         Binding(
             "o",
@@ -146,12 +126,14 @@ class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[No
             id="folder",
             tooltip="Show and copy the saved pair's folder",
         ),
-        *PAGER_BINDINGS,
+        *bound("panes", PairPanes.PAGER_KEYS),
         Binding("escape", "back", "Back", id="back", tooltip="Back to the list of pairs"),
         Binding("question_mark", "help", "Help", key_display="?", id="help", tooltip="Keys"),
         Binding("q", "quit", "Quit", id="quit", tooltip="Quit tuimon"),
     ]
     COMMANDS = {ScreenActions}  # noqa: RUF012
+    app: Any
+    """The `TuimonApp`: it keeps the `summary_lines` the shell shows after quitting."""
 
     def __init__(
         self,
@@ -178,13 +160,25 @@ class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[No
         self.saved: SavedView | None = None
         self.feed = feed if feed is not None else PairFeed(max_lines)
         """The model and the rows of both panes (aligned by step)."""
-        self.series = DIVERGENCE
-        self.follow = True
         self.stopping = False
         self.replay = ReplayControls(self, self)
-        self.pager = Pager(self)
-        self._curves_dirty = True
-        self._columns: list[str] = []
+        self.panel = DivergencePanel(self.feed, id="divergence")
+        self.curves = CurvesView(self.feed, id="curves")
+        self.panes = PairPanes(
+            self.feed,
+            self.replay,
+            logs=self.logs_on_disk,
+            doc=self.pair_doc,
+            series=lambda: self.panel.series,
+            id="panes",
+        )
+        self.views: dict[str, Any] = {
+            "replay": self.replay,
+            "panes": self.panes,
+            "panel": self.panel,
+            "curves": self.curves,
+        }
+        """What `bound` keys act on, by name."""
         self._last_draw = 0.0
         self._draw_timer: Timer | None = None
         self._unlisten: Callable[[], None] | None = None
@@ -198,34 +192,18 @@ class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[No
     def model(self, model: PairModel) -> None:
         self.feed.model = model
 
-    @property
-    def rows(self) -> PairRows:
-        """The rows of both panes, aligned by step (the feed's)."""
-        return self.feed.rows
-
     # -- layout -------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="≈")
         with ContentSwitcher(initial="panes", id="views"):
-            with Horizontal(id="panes"):
-                for side in SIDES:
-                    with Vertical(classes="side", id=f"side-{side}"):
-                        yield SideHeader(side, id=f"header-{side}")
-                        yield StepPane(side, rows=self.rows, id=f"pane-{side}")
-            yield CurvesView(id="curves")
-        yield DivergencePanel(id="divergence")
+            yield self.panes
+            yield self.curves
+        yield self.panel
         yield Footer(compact=True, show_command_palette=False)  # every key fits 80 columns
 
-    def pane(self, side: str) -> StepPane:
-        """The step pane of a side."""
-        return self.query_one(f"#pane-{side}", StepPane)
-
     def on_mount(self) -> None:
-        """Link the panes, then start the session or load the saved pair."""
-        a, b = self.pane("a"), self.pane("b")
-        a.partner, b.partner = b, a
-        a.focus()
+        """Start the session, or load the saved pair."""
         self.update_subtitle()
         if self.saved_path is not None:
             self._start_load()
@@ -240,7 +218,7 @@ class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[No
             self.session = self.make_session(self._post_batch)
         except Exception as exc:
             self.notify(f"cannot start the pair: {clean(exc)}", severity="error", markup=False)
-            self.query_one(DivergencePanel).say(f"cannot start the pair: {exc}")
+            self.panel.say(f"cannot start the pair: {exc}")
             return
         # what lives now (the app, its modules, a replay's parsed logs) lives as long as the
         # view: out of the cyclic collector's sight until the view closes, so a full collection
@@ -248,7 +226,7 @@ class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[No
         # first, so none is kept
         gc.collect()
         gc.freeze()
-        self._show_headers(self.session.sides)
+        self.panes.show_headers(self.session.sides)
         self.model.pair_path = self.session.pair_path
         self.post_message(SessionStarted(self.session))
         self.run_worker(
@@ -268,7 +246,7 @@ class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[No
         """Show a pair someone else runs: what its feed holds, then each batch after."""
         self.session = session
         self.model.pair_path = self.model.pair_path or session.pair_path
-        self._show_headers(self.model.sides or session.sides)
+        self.panes.show_headers(self.model.sides or session.sides)
         self.call_after_refresh(self._catch_up)  # the panes' size first: they follow the end
 
     def _catch_up(self) -> None:
@@ -300,7 +278,7 @@ class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[No
     def _start_load(self) -> None:
         path = self.saved_path
         assert path is not None
-        self.query_one(DivergencePanel).say(f"loading {path} …")
+        self.panel.say(f"loading {path} …")
         read_then_show(
             self,
             lambda: load_saved(path, self.max_lines),
@@ -331,43 +309,15 @@ class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[No
             self._draw_timer.stop()
             self._draw_timer = None
         self._last_draw = time.monotonic()
-        self._show_rows()
-        self._show_headers(self.model.sides)
+        self.panes.show()
+        self.panes.show_headers(self.model.sides)
         self.replay.land_jump()
         self._refresh_views()
 
-    def _show_headers(self, sides: dict[str, SideState], *, live: bool = True) -> None:
-        for side, state in sides.items():
-            other = sides.get("b" if side == "a" else "a")
-            self.query_one(f"#header-{side}", SideHeader).show(state, live=live, other=other)
-
-    def _show_rows(self) -> None:
-        if self.model.columns != self._columns:
-            self._columns = list(self.model.columns)
-            for side in SIDES:
-                self.pane(side).set_columns(self._columns)
-        first = self.model.first_divergent_step
-        dropped = self.feed.take_dropped()
-        for side in SIDES:
-            pane = self.pane(side)
-            pane.marked = first
-            pane.rows_added(dropped)
-
-    def _fill_panes(
-        self,
-        records: dict[str, list[Record]],
-        stderr: dict[str, list[str]],
-        *,
-        stderr_first: bool = False,
-    ) -> None:
-        self.feed.add(records, stderr, stderr_first=stderr_first)
-        self._show_rows()
-
     def _refresh_views(self) -> None:
-        self.query_one(DivergencePanel).show(self.model, self.series)
-        self._curves_dirty = True
-        if self.query_one("#views", ContentSwitcher).current == "curves":
-            self._draw_curves()
+        """The views drawn from the model (the panes draw rows, in `_draw`)."""
+        self.panel.show()
+        self.curves.show()
         self.update_subtitle()
         self._remember_summary()
 
@@ -435,8 +385,8 @@ class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[No
     def _show_saved(self, saved: SavedView) -> None:
         self.saved = saved
         self.model = saved.model
-        self._fill_panes(saved.tails, saved.stderr, stderr_first=True)
-        self._show_headers(saved.model.sides, live=False)
+        self.panes.fill(saved.tails, saved.stderr, stderr_first=True)
+        self.panes.show_headers(saved.model.sides, live=False)
         self._refresh_views()
 
     def notify(
@@ -450,7 +400,7 @@ class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[No
     ) -> None:
         """A note on the bottom line for a few seconds, never a toast over the panes' rows."""
         text = f"{title}: {message}" if title else message
-        self.query_one(DivergencePanel).note(text, severity=severity, timeout=timeout or 4)
+        self.panel.note(text, severity=severity, timeout=timeout or 4)
 
     def update_subtitle(self) -> None:
         """The header: the state first (finished, following), the app's title cut to fit."""
@@ -459,7 +409,7 @@ class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[No
             parts.insert(0, self._ended())
         parts += self.replay.words()
         if self.shows is not Shows.SAVED and not self.model.done:  # nothing new will come
-            parts.append("following" if self.follow else "held (f follows)")
+            parts.append("following" if self.panes.follow else "held (f follows)")
         self.sub_title = " · ".join(parts)
         # the header keeps 8 cells for its icon, 10 for the clock, 2 of padding, 3 for " — "
         room = max(12, (self.size.width or 120) - len(self.sub_title) - 24)
@@ -485,89 +435,50 @@ class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[No
         worker = next(iter(w for w in self.workers if w.group == "session"), None)
         return worker is not None and worker.state in (WorkerState.PENDING, WorkerState.RUNNING)
 
-    # -- following and jumping ----------------------------------------------------------------
-
-    def set_follow(self, follow: bool) -> None:
-        """Follow new lines in both panes, or hold them where they are."""
-        self.follow = follow
-        for side in SIDES:
-            pane = self.pane(side)
-            pane.follow = follow
-            if follow:
-                pane.scroll_follow()
+    @on(PairPanes.Followed)
+    def _followed(self) -> None:
         self.update_subtitle()
-
-    @on(StepPane.UserScrolledUp)
-    def _user_scrolled_up(self) -> None:
-        if self.follow:
-            self.set_follow(False)
-
-    @on(StepPane.UserScrolledEnd)
-    def _user_scrolled_end(self) -> None:
-        self.set_follow(True)
-
-    def _first_step(self) -> int | None:
-        return self.model.first_divergent_step
-
-    def scroll_panes_to(self, step: int) -> bool:
-        """Both panes on `step`, the cursor on it; False when they no longer hold it."""
-        index = self.rows.index_of(step)
-        if index is not None and self.buffers_hold(step):
-            self.pager.put(index)
-            return True
-        return False
-
-    def show_cursor(self, index: int) -> None:
-        """The pager's cursor on a kept row, in the middle of both panes (following stops)."""
-        self.set_follow(False)
-        for side in SIDES:
-            pane = self.pane(side)
-            pane.cursor = self.pager.cursor
-            pane.scroll_to_index(index)
-
-    def jump_far(self, step: int) -> bool:
-        """Read the lines around a step the panes no longer hold (logs on disk); False if none."""
-        logs = self.logs_on_disk()
-        if logs is None:
-            return False
-        self._load_window(step, logs)
-        return True
-
-    def buffers_hold(self, step: int) -> bool:
-        """Both panes still hold the line of `step`."""
-        return all(self.pane(s).buffer.index_of(step) is not None for s in SIDES)
 
     # -- actions ------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Replay keys only in a replay; Back only over the browser."""
-        if action in ("pause", "faster", "slower"):
-            return self.replay.enabled()
+        """A view's key as the view says (replay keys only in a replay); Back only over the
+        browser or a sweep."""
+        if action == "view":
+            view, name = parameters
+            return bool(self.views[str(view)].check_action(name, ()))
         if action == "back":
             return self.can_go_back
         return True
 
-    def action_follow(self) -> None:
-        """Pause or resume following new lines."""
-        self.set_follow(not self.follow)
+    def action_view(self, view: str, action: str) -> None:
+        """Run a view's own action (its keys are bound here, see `bound`)."""
+        getattr(self.views[view], f"action_{action}")()
 
-    def action_first_divergence(self) -> None:
-        """Scroll both panes to the first divergent step (fast-forward a replay to it)."""
-        step = self._first_step()
-        if step is not None:
-            if self.scroll_panes_to(step):
-                self.notify(f"first divergence: step {step}", timeout=2)
-            elif (logs := self.logs_on_disk()) is not None:
-                self._load_window(step, logs)
-            else:
+    def action_env(self) -> None:
+        """The environment differences of the two runs."""
+        self.app.push_screen(EnvDiffScreen(self.model.env_rows()))
+
+    def action_open_folder(self) -> None:
+        """Show the saved pair's folder and copy its path to the clipboard."""
+        path = self.model.pair_path
+        if path is None:
+            logs = self.session.logs if self.session is not None else None
+            if logs is not None:
                 self.notify(
-                    f"step {step} is no longer in the panes (the last {self.max_lines} lines of "
-                    f"each run are kept); {self.model.first_line()}",
-                    markup=False,
+                    f"not a saved pair: replaying {clean(logs.a)} and {clean(logs.b)}", markup=False
                 )
+            else:
+                self.notify("this pair is not saved", severity="warning")
             return
-        if not self.replay.find_and_jump():
-            self.notify(self.model.first_line(), markup=False, timeout=3)
+        path = path.resolve()
+        self.app.copy_to_clipboard(str(path))
+        self.notify(
+            f"{clean(path, None)} (copied to the clipboard)",  # one line: the bottom line
+            title="pair folder",
+            markup=False,
+            timeout=4,
+        )
 
     def logs_on_disk(self) -> SavedLogs | None:
         """The two logs to read a window from: a saved pair's, a replay's, a finished pair's."""
@@ -582,37 +493,9 @@ class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[No
                 return None
         return None
 
-    def _load_window(self, step: int, logs: SavedLogs) -> None:
-        read_then_show(
-            self,
-            lambda: window(logs, step, self.max_lines),
-            lambda lines: self._show_window(step, lines),
-            group="window",
-            what=f"reading the lines around step {step}",
-        )
-
-    def _show_window(self, step: int, lines: dict[str, list[Record]]) -> None:
-        self.rows.clear()
-        self.set_follow(False)
-        self._fill_panes(lines, {})
-        self.call_after_refresh(self.scroll_panes_to, step)
-        self.notify(f"step {step} (lines around it loaded)")
-
     def action_help(self) -> None:
         """The keys of this view and what the panel shows (Esc, ? or q closes it)."""
         self.app.push_screen(HelpScreen(self.all_bindings))  # as the app's F1
-
-    def action_pause(self) -> None:
-        """Pause or resume the replay."""
-        self.replay.toggle()
-
-    def action_faster(self) -> None:
-        """Replay twice as fast."""
-        self.replay.faster()
-
-    def action_slower(self) -> None:
-        """Replay half as fast."""
-        self.replay.slower()
 
     def action_back(self) -> None:
         """Back to the browser (a replay is stopped) or the sweep (its pair runs on)."""
@@ -661,7 +544,7 @@ class PairScreen(PagerKeys, ViewKeys, FitsFooter, ReportsWorkerErrors, Screen[No
             return
         self.stopping = True
         self.session.stop()
-        self.query_one(DivergencePanel).say("stopping both runs … the partial pair is saved")
+        self.panel.say("stopping both runs … the partial pair is saved")
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A session that failed or ended without its last batch lets a pending quit go on."""

@@ -1,13 +1,15 @@
 """The replay controls of the pair view: pause, speed, fast-forward to the first divergence.
 
-`PairScreen` owns one `ReplayControls`; it asks the session for its `PaceControls` (a replay
-offers them, a live pair does not) and never looks at the type of the session's source.
+`PairScreen` owns one `ReplayControls` and binds its `KEYS`; it asks the session for its
+`PaceControls` (a replay offers them, a live pair does not) and never looks at the type of the
+session's source.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
+from textual.binding import Binding
 from textual.dom import DOMNode
 
 from tuimon.engine.sources.saved import first_divergence
@@ -17,20 +19,42 @@ from tuimon.ui.pair_model import PairModel
 from tuimon.ui.workers import read_then_show
 
 
+class Panes(Protocol):
+    """What the controls need of the panes: whether they hold a step, and showing it."""
+
+    def holds(self, step: int) -> bool: ...
+    def scroll_to_step(self, step: int) -> bool: ...
+
+
 class ReplayHost(Protocol):
     """What the controls need of the view that holds them (the pair screen)."""
 
     session: PairSession | None
     model: PairModel
 
-    def buffers_hold(self, step: int) -> bool: ...
-    def scroll_panes_to(self, step: int) -> bool: ...
+    @property
+    def panes(self) -> Panes: ...
     def update_subtitle(self) -> None: ...
     def notify(self, message: str, *, timeout: float | None = None) -> None: ...
 
 
 class ReplayControls:
     """Replay keys of one pair view; `pace` is None for a live or saved pair."""
+
+    KEYS = [  # noqa: RUF012
+        Binding("space", "pause", "Pause", id="pause", tooltip="Pause or resume the replay"),
+        Binding(
+            "plus,equals_sign",
+            "faster",
+            "Faster",
+            key_display="+",
+            id="faster",
+            tooltip="Replay twice as fast",
+        ),
+        Binding(
+            "minus", "slower", "Slower", key_display="-", id="slower", tooltip="Replay half as fast"
+        ),
+    ]
 
     def __init__(self, screen: ReplayHost, node: DOMNode) -> None:
         self.screen = screen
@@ -56,20 +80,20 @@ class ReplayControls:
             shown = f"{si(pace.speed)} steps/s"
         return [shown, *(["paused"] if pace.paused else [])]
 
-    def enabled(self) -> bool:
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool:
         """Replay keys work while a replay runs."""
         return self.pace is not None and not self.screen.model.done
 
     def land_jump(self) -> None:
         """Once both panes hold the step fast-forwarded to: pause there and show it."""
         step, screen = self.pending_jump, self.screen
-        if step is None or not screen.buffers_hold(step):
+        if step is None or not screen.panes.holds(step):
             return
         self.pending_jump = None
         pace = self.pace
         if pace is not None and not pace.paused:
             pace.pause()
-        screen.scroll_panes_to(step)
+        screen.panes.scroll_to_step(step)
         screen.notify(f"paused at the first divergence, step {step} (space resumes)", timeout=3)
 
     def jump(self, step: int | None) -> None:
@@ -105,20 +129,20 @@ class ReplayControls:
         )
         return True
 
-    def toggle(self) -> None:
+    def action_pause(self) -> None:
         """Pause or resume the replay."""
         pace = self.pace
         if pace is not None:
             self.screen.notify("replay paused" if pace.toggle() else "replay resumed", timeout=2)
             self.screen.update_subtitle()
 
-    def faster(self) -> None:
+    def action_faster(self) -> None:
         """Replay twice as fast."""
         if (pace := self.pace) is not None:
             pace.faster()
             self.screen.update_subtitle()
 
-    def slower(self) -> None:
+    def action_slower(self) -> None:
         """Replay half as fast."""
         if (pace := self.pace) is not None:
             pace.slower()
