@@ -15,7 +15,7 @@ from helpers import bits, from_bits, same_float
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tuimon.engine.sources.saved import read_lines
+from tuimon.engine.sources.saved import read_records
 from tuimon.steplog import (
     FORMAT,
     STEP_KEYS,
@@ -173,7 +173,7 @@ def test_iter_records_reads_a_file(tmp_path: Path) -> None:
         + b"warning: something\n"
         + dumps({"type": "end", "status": "ok", "steps": 1})
     )
-    records = [parse_line(line) for line in read_lines(path)]
+    records = read_records(path)[1]
     assert [type(r) for r in records] == [Header, Step, Text, End]
     assert records[2] == Text("warning: something")
 

@@ -267,11 +267,6 @@ class SavedLogs:
         """A pair directory without pair.json: its monitor did not finish (killed?)."""
         return self.pair_dir is not None and not PairDoc.written(self.pair_dir)
 
-    @property
-    def unfinished(self) -> bool:
-        """A pair directory whose pair.json is missing or damaged: it did not finish."""
-        return self.pair_dir is not None and (self.damaged is not None or self.no_doc)
-
     def stderr(self, side: str) -> Path | None:
         """The stderr file saved next to a pair's log, if any."""
         if self.pair_dir is None:

@@ -1,11 +1,7 @@
-"""A saved pair (a pair directory or two log files): opened, read and judged one way.
-
-`resolve_logs` opens it as a `SavedPair`, the one loader every reader of a saved pair takes
-(replay, the browser's saved view, `compare`, `spread`, `plot`, the export): each side's
-records as the registry of readers reads them (read once, never written back to text and
-parsed again), the aligned steps and their summary, how the pair ended (`how_it_ended`), the
-state of each side, its account.
-"""
+"""The one loader of a saved pair (a pair directory or two log files): `resolve_logs` opens
+it as a `SavedPair`, which replay, the saved view, `compare`, `spread` and `plot` take. Each
+side is read once by the readers' registry (records never written as text and parsed again);
+it gives the aligned steps, the summary, how the pair ended and the sides' states."""
 
 from __future__ import annotations
 
@@ -25,7 +21,7 @@ from tuimon.engine.judge.align import (
 )
 from tuimon.engine.sources.session import SideState
 from tuimon.errors import ReplayError, StoreError
-from tuimon.readers import Account, PatternError, ReaderError, Reading, read_log
+from tuimon.readers import PatternError, ReaderError, Reading, read_log
 from tuimon.steplog import End, Header, Record, Step, Text
 from tuimon.store import SIDES, PairDoc, SavedLogs, is_pair_dir, pair_file, special
 
@@ -63,40 +59,34 @@ def how_it_ended(
     """How a saved pair ended, the one rule: its pair.json (missing or damaged: its monitor
     did not finish), then each log's end record (`ends`). `tuimon`: the sides whose log is a
     tuimon step log, which ends with an end record (two logs without one were cut short)."""
-    doc, unfinished = logs.doc, logs.unfinished
     reasons = []
     if logs.no_doc:
         reasons.append("the pair has no pair.json: its monitor did not finish (killed?)")
-    interrupted = doc.status == "interrupted"
+    interrupted = logs.doc.status == "interrupted"
     exits: dict[str, tuple[int | None, str]] = {}
     for side in SIDES:
-        run, end = doc.run(side), ends.get(side)
+        run, end = logs.doc.run(side), ends.get(side)
+        failed = end is not None and end.status != "ok"
         if run.status not in (None, "finished"):
             interrupted = interrupted or run.status == "interrupted"
             reasons.append(f"run {side} {run.status}")
-        failed = end is not None and end.status != "ok"
-        if unfinished:
+        elif end is not None and failed:
+            reasons.append(f"run {side} ended with status {end.status}")
+        elif end is None and side in tuimon and logs.pair_dir is None:
+            reasons.append(f"run {side}'s log has no end record (cut short?)")
+        if logs.damaged is not None or logs.no_doc:
             exits[side] = (None, "interrupted")
         elif run.status is not None:
             exits[side] = (run.exit_code, run.status)
         else:
             exits[side] = (None, "failed") if failed else (0, "finished")
-    for side in SIDES:
-        end = ends.get(side)
-        if logs.doc.run(side).status not in (None, "finished"):
-            continue
-        if end is not None and end.status != "ok":
-            reasons.append(f"run {side} ended with status {end.status}")
-        elif end is None and side in tuimon and logs.pair_dir is None:
-            reasons.append(f"run {side}'s log has no end record (cut short?)")
     if interrupted and not reasons:
         reasons.append("interrupted")
     return Ending(exits, reasons, interrupted)
 
 
 class SavedPair(SavedLogs):
-    """Two saved logs (and a pair's pair.json, through the store) read the one way: what is
-    read is kept until `forget`."""
+    """Two saved logs and what the store says of them, read once (kept until `forget`)."""
 
     @classmethod
     def of(cls, logs: SavedLogs) -> SavedPair:
@@ -158,9 +148,8 @@ class SavedPair(SavedLogs):
     def judge(self, tolerance: float | None = None, select: MetricFilter | None = None) -> tuple[
         list[AlignedStep], PairAligner
     ]:  # fmt: skip
-        """Every record of both sides through one aligner, as a live pair is fed (steps
-        matched on step and occurrence, text lines judged, every record in the account);
-        the aligned steps in step order."""
+        """Every record of both sides through one aligner as a live pair feeds it (steps
+        matched on step and occurrence, text judged, the account kept); steps in order."""
         aligner = PairAligner(self.tolerance if tolerance is None else tolerance, select)
         aligned: list[AlignedStep] = []
         for side in SIDES:
@@ -183,10 +172,6 @@ class SavedPair(SavedLogs):
     def aligned_steps(self) -> Iterator[AlignedStep]:
         """The aligned steps, in step and occurrence order (what an export writes)."""
         yield from self.judged[0]
-
-    def account(self, side: str) -> Account:
-        """What every record of a side was (steps, metadata, text, skipped and why)."""
-        return self.judged[1].accounts[side]
 
     @cached_property
     def ending(self) -> Ending:
@@ -211,16 +196,6 @@ class SavedPair(SavedLogs):
         return aligner.summary(
             complete=reason is None, reason=reason, interrupted=ending.interrupted
         )
-
-    def first_divergence(
-        self, tolerance: float | None = None, select: MetricFilter | None = None
-    ) -> int | None:
-        """The first divergent step (at another tolerance or choice, when given)."""
-        if (tolerance is None or tolerance == self.tolerance) and select is None:
-            aligner = self.judged[1]
-        else:
-            aligner = self.judge(tolerance, select or self.select)[1]
-        return aligner.summary().first_divergent_step
 
     def side_state(self, side: str, *, final: bool = False) -> SideState:
         """A side's state: its device and command (pair.json's record, else its log's), and
@@ -331,13 +306,7 @@ def read_records(
         raise ReplayError(str(exc)) from None
 
 
-def read_lines(path: Path, reading: Reading | None = None, side: str = "a") -> list[bytes]:
-    """A log's step-log lines (`read_records`), for a view that shows lines."""
-    return read_records(path, reading, side)[0]
-
-
-def first_divergence(
-    logs: SavedLogs, tolerance: float = 0.0, select: MetricFilter | None = None
-) -> int | None:
-    """The first divergent step of two saved logs (`SavedPair.first_divergence`)."""
-    return SavedPair.of(logs).first_divergence(tolerance, select)
+def first_divergence(logs: SavedLogs, tolerance: float = 0.0) -> int | None:
+    """The first divergent step of a saved pair at `tolerance` (a replay's jump to it)."""
+    pair = SavedPair.of(logs)
+    return pair.judge(tolerance, pair.select)[1].summary().first_divergent_step
