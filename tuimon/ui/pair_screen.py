@@ -43,9 +43,9 @@ from tuimon.ui.commands import ScreenActions
 from tuimon.ui.divergence import DivergencePanel
 from tuimon.ui.footer_fit import FitsFooter
 from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen, HelpScreen
-from tuimon.ui.pager_keys import PairPanes
 from tuimon.ui.pair_info import replicas_of, summary_lines
 from tuimon.ui.pair_model import PairFeed, PairModel
+from tuimon.ui.pair_panes import PairPanes
 from tuimon.ui.replay_controls import ReplayControls
 from tuimon.ui.saved import SavedView, load_saved
 from tuimon.ui.text import clean
