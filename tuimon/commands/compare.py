@@ -76,13 +76,11 @@ def _compare_paths(
     from tuimon.engine.analyses.compare import judge, resolve
     from tuimon.engine.analyses.compare import save as save_pair
     from tuimon.engine.judge.align import exit_code
-    from tuimon.engine.sources.saved import saved_select
     from tuimon.errors import StoreError
 
-    logs = resolve(paths, reading)
-    select = select if select is not None else saved_select(logs.doc)
-    if tolerance is None:  # a pair directory is judged as it was (and as `replay` judges it)
-        tolerance = logs.doc.tolerance or 0.0
+    logs = resolve(paths, reading)  # the one loader: a pair is judged as it was (as `replay`)
+    select = select if select is not None else logs.select
+    tolerance = logs.tolerance if tolerance is None else tolerance
     judged = judge(logs, tolerance, select, keep=save)
     summary = judged.summary
     saved = None
