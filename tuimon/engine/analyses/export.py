@@ -17,17 +17,10 @@ from typing import IO, Any
 
 import orjson
 
-from tuimon.engine.judge.align import (
-    METRIC_COLUMNS,
-    ROW_COLUMNS,
-    AlignedStep,
-    MetricFilter,
-    compare_steps,
-)
-from tuimon.engine.sources.saved import read_records, saved_select
+from tuimon.engine.judge.align import METRIC_COLUMNS, ROW_COLUMNS, AlignedStep, MetricFilter
+from tuimon.engine.sources.saved import SavedPair
 from tuimon.errors import TuimonError
-from tuimon.steplog import Step
-from tuimon.store import SIDES, SavedLogs
+from tuimon.store import SavedLogs
 
 FORMATS = ("csv", "jsonl", "parquet")
 PARQUET_VALUES = 1 << 22
@@ -40,13 +33,10 @@ class ExportError(TuimonError):
 
 
 def aligned_rows(logs: SavedLogs, select: MetricFilter | None = None) -> list[AlignedStep]:
-    """The aligned steps of a saved pair or two logs, judged with the pair's own choice of
-    metrics unless `select` is given."""
-    steps = []
-    for side in SIDES:
-        _, records = read_records(getattr(logs, side), logs.reading, side)
-        steps.append([r for r in records if isinstance(r, Step)])
-    return compare_steps(steps[0], steps[1], 0.0, select or saved_select(logs.doc))[0]
+    """The aligned steps of a saved pair or two logs, through the one loader: judged with the
+    pair's own tolerance, and its own choice of metrics unless `select` is given."""
+    pair = SavedPair.of(logs)
+    return pair.judge(None, select)[0] if select else pair.judged[0]
 
 
 def columns(aligned: Iterable[AlignedStep]) -> list[str]:
