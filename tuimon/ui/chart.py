@@ -174,17 +174,12 @@ class CurvesView(Vertical):
         """Switch between the panes and the loss curves."""
         switcher = self.query_ancestor(ContentSwitcher)
         switcher.current = "panes" if switcher.current == self.id else self.id
-        if switcher.current == self.id:
-            self._draw()
+        self.show(changed=False)
 
-    def show(self) -> None:
+    def show(self, *, changed: bool = True) -> None:
         """Draw the model's decimated curves, when shown (else once shown again)."""
-        self._stale = True
-        if self.query_ancestor(ContentSwitcher).current == self.id:
-            self._draw()
-
-    def _draw(self) -> None:
-        if not self._stale:
+        self._stale |= changed
+        if not self._stale or self.query_ancestor(ContentSwitcher).current != self.id:
             return
         self._stale = False
         model = self.feed.model

@@ -16,7 +16,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.notifications import SeverityLevel
 
 from tuimon.engine.sources.session import SideState
 from tuimon.report.wording import metric_parts_line
@@ -158,17 +157,9 @@ class PairPanes(ReportsWorkerErrors, Horizontal):
         """The step pane of a side."""
         return self.query_one(f"#pane-{side}", StepPane)
 
-    def notify(
-        self,
-        message: str,
-        *,
-        title: str = "",
-        severity: SeverityLevel = "information",
-        timeout: float | None = None,
-        markup: bool = True,
-    ) -> None:
+    def notify(self, message: str, **how: Any) -> None:
         """A note where the screen shows notes (its bottom line)."""
-        self.screen.notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+        self.screen.notify(message, **how)
 
     # -- drawing ------------------------------------------------------------------------------
 

@@ -6,11 +6,8 @@ feeds its `PairFeed` (model and rows) with the whole batch at once. A sweep's ru
 watched: the sweep feeds its `PairFeed` from the first batch, the view draws it and each batch
 after, and closing the view leaves the pair running.
 
-The screen composes the views (`PairPanes`, `DivergencePanel`, `CurvesView`, `ReplayControls`),
-each a module of its own that draws from the feed and owns its keys (`KEYS`, its `action_*`).
-The screen binds those keys itself (`bound`), so they work whatever has focus (the curves hide
-the panes, and focus with them), and keeps the pair-wide ones: environment, folder, back, help,
-quit.
+It composes the views (`PairPanes`, `DivergencePanel`, `CurvesView`, `ReplayControls`): each
+draws from the feed and owns its keys, which the screen binds (`bound`: whatever has focus).
 """
 
 from __future__ import annotations
@@ -27,7 +24,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
-from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Footer, Header
@@ -88,7 +84,7 @@ class SessionStarted(Message):
 
 
 def bound(view: str, keys: Sequence[Binding]) -> list[Binding]:
-    """A view's keys bound on the screen: each runs the action of `PairScreen.views[view]`."""
+    """A view's keys bound on the screen: each runs the action of the screen's `view`."""
     return [dataclasses.replace(k, action=f"view({view!r}, {k.action!r})") for k in keys]
 
 
@@ -172,13 +168,6 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
             series=lambda: self.panel.series,
             id="panes",
         )
-        self.views: dict[str, Any] = {
-            "replay": self.replay,
-            "panes": self.panes,
-            "panel": self.panel,
-            "curves": self.curves,
-        }
-        """What `bound` keys act on, by name."""
         self._last_draw = 0.0
         self._draw_timer: Timer | None = None
         self._unlisten: Callable[[], None] | None = None
@@ -390,17 +379,11 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         self._refresh_views()
 
     def notify(
-        self,
-        message: str,
-        *,
-        title: str = "",
-        severity: SeverityLevel = "information",
-        timeout: float | None = None,
-        markup: bool = True,
+        self, message: str, *, title: str = "", timeout: float | None = None, **how: Any
     ) -> None:
         """A note on the bottom line for a few seconds, never a toast over the panes' rows."""
         text = f"{title}: {message}" if title else message
-        self.panel.note(text, severity=severity, timeout=timeout or 4)
+        self.panel.note(text, severity=how.get("severity", "information"), timeout=timeout or 4)
 
     def update_subtitle(self) -> None:
         """The header: the state first (finished, following), the app's title cut to fit."""
@@ -446,14 +429,14 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         browser or a sweep."""
         if action == "view":
             view, name = parameters
-            return bool(self.views[str(view)].check_action(name, ()))
+            return bool(getattr(self, str(view)).check_action(name, ()))
         if action == "back":
             return self.can_go_back
         return True
 
     def action_view(self, view: str, action: str) -> None:
         """Run a view's own action (its keys are bound here, see `bound`)."""
-        getattr(self.views[view], f"action_{action}")()
+        getattr(getattr(self, view), f"action_{action}")()
 
     def action_env(self) -> None:
         """The environment differences of the two runs."""

@@ -18,7 +18,6 @@ from textual.widgets import Static
 
 from tuimon.engine.sources.session import SideState
 from tuimon.report.wording import differing_words, side_status, title_words
-from tuimon.steplog import Record
 from tuimon.ui.pair_model import PairRows, SideRows
 from tuimon.ui.statics import show_text
 from tuimon.ui.text import cell, clean, fit
@@ -101,11 +100,6 @@ class StepPane(ScrollView, can_focus=True):
             self._resize_virtual()
             self.refresh()
 
-    def add(self, records: Sequence[Record], stderr: Sequence[str] = ()) -> None:
-        """Append one batch of this side's records and stderr lines (tests; the screen feeds
-        the shared rows once for both panes, then calls `rows_added` on each)."""
-        self.rows_added(self.rows.add(self.side, records, stderr))
-
     @property
     def follow(self) -> bool:
         """The pane follows new rows (and shows no vertical scrollbar: while following it
@@ -151,12 +145,6 @@ class StepPane(ScrollView, can_focus=True):
                 self.scroll_to(y=y, animate=False, immediate=True, force=True)
         finally:
             self.rows.auto_scrolling = False
-
-    def clear(self) -> None:
-        """Forget every row (of both panes: the rows are shared)."""
-        self.rows.clear()
-        self._resize_virtual()
-        self.refresh()
 
     def set_wide(self, wide: bool) -> None:
         """Show every digit, or what fits the pane."""

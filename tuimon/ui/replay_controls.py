@@ -7,7 +7,7 @@ session's source.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from textual.binding import Binding
 from textual.dom import DOMNode
@@ -18,12 +18,8 @@ from tuimon.report.wording import si
 from tuimon.ui.pair_model import PairModel
 from tuimon.ui.workers import read_then_show
 
-
-class Panes(Protocol):
-    """What the controls need of the panes: whether they hold a step, and showing it."""
-
-    def holds(self, step: int) -> bool: ...
-    def scroll_to_step(self, step: int) -> bool: ...
+if TYPE_CHECKING:
+    from tuimon.ui.pair_panes import PairPanes
 
 
 class ReplayHost(Protocol):
@@ -33,7 +29,7 @@ class ReplayHost(Protocol):
     model: PairModel
 
     @property
-    def panes(self) -> Panes: ...
+    def panes(self) -> PairPanes: ...
     def update_subtitle(self) -> None: ...
     def notify(self, message: str, *, timeout: float | None = None) -> None: ...
 
