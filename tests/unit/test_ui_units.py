@@ -268,14 +268,17 @@ def test_pane_titles_leave_out_bookkeeping_and_side_letters() -> None:
 def test_export_never_writes_through_a_link_in_a_saved_pair(tmp_path: Path) -> None:
     """A pair folder is data: an `aligned.csv` there that is a link (even one pointing nowhere)
     is never written through; the export takes the next free name."""
-    from tuimon.ui.pager import write_csv
+    from tuimon.ui.pager import export_rows
 
     elsewhere = tmp_path / "elsewhere.txt"
     (tmp_path / "aligned.csv").symlink_to(elsewhere)
     (tmp_path / "aligned-1.csv").write_text("kept")
     (tmp_path / "aligned-2.csv").mkdir()
-    written = write_csv(tmp_path / "aligned.csv", "step,a\n1,2\n")
-    assert written == tmp_path / "aligned-3.csv"
-    assert written.read_text() == "step,a\n1,2\n"
+    kept = ({1: {"a": 2.0}}, {1: {"a": 2.0}})
+    written, count, _ = export_rows(None, kept, tmp_path / "aligned.csv")
+    assert written == tmp_path / "aligned-3.csv" and count == 1
+    header, row = written.read_text().splitlines()
+    assert header.startswith("step,") and "a.a" in header.split(",")
+    assert row.startswith("1,")
     assert not elsewhere.exists()
     assert (tmp_path / "aligned-1.csv").read_text() == "kept"
