@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 from textual.binding import Binding
 from textual.dom import DOMNode
 
-from tuimon.engine.sources.saved import first_divergence
+from tuimon.engine.sources.saved import SavedPair
 from tuimon.engine.sources.session import PaceControls, PairSession
 from tuimon.report.wording import si
 from tuimon.ui.pair_model import PairModel
@@ -118,7 +118,7 @@ class ReplayControls:
         logs, tolerance = session.logs, session.options.tolerance
         read_then_show(
             self.node,
-            lambda: first_divergence(logs, tolerance),
+            lambda: SavedPair.of(logs).first_divergent_step(tolerance),
             self.jump,
             group="jump",
             what="finding the first divergence",

@@ -173,6 +173,10 @@ class SavedPair(SavedLogs):
         """The aligned steps, in step and occurrence order (what an export writes)."""
         yield from self.judged[0]
 
+    def first_divergent_step(self, tolerance: float) -> int | None:
+        """The first divergent step at `tolerance` (a replay's jump to it)."""
+        return self.judge(tolerance, self.select)[1].summary().first_divergent_step
+
     @cached_property
     def ending(self) -> Ending:
         """How the pair ended (`how_it_ended`)."""
@@ -304,9 +308,3 @@ def read_records(
         return read_log(path, reading, side)
     except ReaderError as exc:
         raise ReplayError(str(exc)) from None
-
-
-def first_divergence(logs: SavedLogs, tolerance: float = 0.0) -> int | None:
-    """The first divergent step of a saved pair at `tolerance` (a replay's jump to it)."""
-    pair = SavedPair.of(logs)
-    return pair.judge(tolerance, pair.select)[1].summary().first_divergent_step
