@@ -12,7 +12,7 @@ from helpers import heavy_modules_after
 
 from tuimon import __version__
 from tuimon.cli import main
-from tuimon.engine.launch.runner import expand_template
+from tuimon.engine.launch.runner import substitute
 from tuimon.engine.runs.plan import PairPlan, default_threads, loss_dtype_for, python_module
 
 
@@ -98,8 +98,8 @@ def test_defaults_do_not_oversubscribe(monkeypatch):
     assert loss_dtype_for(("mps", "cpu"), "float64") == "float64"
 
 
-def test_expand_template_leaves_other_braces():
-    assert expand_template(['{"a": {seed}}'], seed=1) == ('{"a": 1}',)
+def test_substitute_leaves_other_braces():
+    assert substitute(['{"a": {seed}}'], {"seed": 1}) == ('{"a": 1}',)
 
 
 @pytest.mark.torch

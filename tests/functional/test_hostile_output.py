@@ -86,8 +86,8 @@ def hostile_app(tmp_path: Path) -> TuimonApp:
         )
         writer = PairWriter.create(tmp_path / "store", seed=0, devices=("cpu", "cpu"))
         return PairSession(
-            LiveSource(specs, grace=2.0), sides, options=PairOptions(), writer=writer,
-            on_batch=on_batch,
+            LiveSource(specs, writer=writer, grace=2.0), sides, options=PairOptions(),
+            writer=writer, on_batch=on_batch,
         )  # fmt: skip
 
     return TuimonApp(store=tmp_path / "store", make_session=make)

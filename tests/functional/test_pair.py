@@ -396,15 +396,6 @@ def test_progress_bar_on_stderr_shows_its_last_state(tmp_path, capsys):
     assert (only_pair(tmp_path) / "a.stderr").read_bytes() == b"\r0/3 it\r1/3 it\r2/3 it\n"
 
 
-def test_line_splitter_keeps_bytes_and_splits_on_newline_only():
-    from tuimon.engine.launch.runner import LineSplitter
-
-    s = LineSplitter()
-    assert s.feed(b"a\rb") == []
-    assert s.feed(b"c\r\nd\n\ne") == [b"a\rbc\r\n", b"d\n", b"\n"]
-    assert s.flush() == [b"e"]
-
-
 @pytest.mark.parametrize(("diverge", "equal"), [("-1", True), ("3", False)])
 def test_saved_arrays_are_compared_at_the_end(tmp_path, capsys, diverge, equal):
     emb = str(tmp_path / "emb-{side}.npy")

@@ -20,9 +20,7 @@ import pytest
 from helpers import FAKE_TRAINER, ROOT, raw_lines, wait_until
 
 from tuimon.cli import main
-from tuimon.engine.launch import runner
-from tuimon.engine.launch.runner import LineCutter
-from tuimon.steplog import Step, parse_line
+from tuimon.steplog import MAX_LINE
 
 PY = sys.executable
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -268,7 +266,7 @@ def test_raw_lines_are_on_disk_as_read_even_when_tuimon_is_sigkilled_under_load(
 
 
 def test_a_line_too_long_to_parse_is_saved_whole(tmp_path, capsys):
-    big = b'{"step": 1, "blob": "' + b"z" * (runner.MAX_LINE + 100) + b'"}'
+    big = b'{"step": 1, "blob": "' + b"z" * (MAX_LINE + 100) + b'"}'
     printed = tmp_path / "printed"
     printed.write_bytes(b'{"step": 0, "loss": 1.0}\n' + big + b'\n{"step": 2, "loss": 0.5}\n')
     code = f"import sys; sys.stdout.buffer.write(open({str(printed)!r}, 'rb').read())"
@@ -282,19 +280,6 @@ def test_a_line_too_long_to_parse_is_saved_whole(tmp_path, capsys):
     assert lines == [b'{"step": 0, "loss": 1.0}', big, b'{"step": 2, "loss": 0.5}']
     meta = json.loads((pair / "pair.json").read_text())
     assert meta["runs"]["a"]["text_lines"] == 1
-
-
-def test_line_cutter_saves_as_it_reads_and_notes_a_long_line(monkeypatch):
-    monkeypatch.setattr(runner, "MAX_LINE", 8)
-    saved = bytearray()
-    cut = LineCutter(saved.extend)
-    assert cut.feed(b"ab\ncd") == [b"ab\n"] and saved == b"ab\n"
-    assert cut.feed(b"efghijk") == [] and saved == b"ab\ncdefghijk"  # too long: saved at once
-    (note,) = cut.feed(b"lmn\nop\n")[:1]
-    assert b"a line of 12 bytes, too long to parse" in note
-    assert saved == b"ab\ncdefghijklmn\nop\n"
-    assert isinstance(parse_line(note), type(parse_line(b"text")))
-    assert cut.feed(b"q") == [] and cut.flush() == [b"q"] and saved.endswith(b"op\nq")  # as it came
 
 
 # -- headless replay ------------------------------------------------------------------------
@@ -326,16 +311,3 @@ def test_headless_replay_ends_promptly_on_a_signal(tmp_path, sig, pace):
     res = json.loads(out.decode().strip().splitlines()[-1])
     assert res["status"] == "interrupted"
     assert res["steps_compared"] < 9
-
-
-def test_steps_after_a_long_line_keep_their_order(tmp_path):
-    """What the readers pass on is what was printed, in order (step records and text)."""
-    saved = bytearray()
-    cut = LineCutter(saved.extend)
-    lines = [f'{{"step": {i}, "loss": 1.0}}\n'.encode() for i in range(1000)]
-    data = b"".join(lines)
-    out = []
-    for i in range(0, len(data), 777):
-        out += cut.feed(data[i : i + 777])
-    assert out == lines and bytes(saved) == data
-    assert [r.step for r in map(parse_line, out) if isinstance(r, Step)] == list(range(1000))

@@ -18,7 +18,7 @@ import pytest
 from helpers import FAKE_TRAINER, ROOT
 
 from tuimon.cli import build_parser, main
-from tuimon.engine.launch.runner import expand_template
+from tuimon.engine.launch.runner import substitute
 from tuimon.engine.runs.plan import SUBSTITUTED, PairPlan, python_module
 from tuimon.engine.sources.saved import resolve_logs
 from tuimon.errors import ReplayError, StoreError
@@ -135,7 +135,7 @@ def plan(**kw) -> PairPlan:
 
 
 def test_a_substituted_value_is_never_expanded_again():
-    assert expand_template(["{seed}-{side}"], seed="{side}", side="a") == ("{side}-a",)
+    assert substitute(["{seed}-{side}"], {"seed": "{side}", "side": "a"}) == ("{side}-a",)
     spec = plan(devices=("{side}", "x{seed}"), template=("run", "{device}", "{side}")).spec(
         "a", None
     )

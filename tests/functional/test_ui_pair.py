@@ -70,7 +70,7 @@ def live_app(tmp_path: Path, *, steps: int, delay: float, diverge: int = 3) -> T
         sides = tuple(SideState(side, "cpu", f"fake trainer {side}") for side in ("a", "b"))
         writer = PairWriter.create(tmp_path / "store", seed=0, devices=("cpu", "cpu"))
         return PairSession(
-            LiveSource(specs, grace=2.0),
+            LiveSource(specs, writer=writer, grace=2.0),
             sides,
             options=PairOptions(),
             writer=writer,

@@ -8,7 +8,6 @@ import threading
 import time
 
 from tuimon.engine.launch.pipes import PipeReader, waker
-from tuimon.engine.launch.runner import LineCutter
 
 
 def until(cond, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
@@ -26,7 +25,7 @@ def reader_of(saved: bytearray) -> tuple[PipeReader, int]:
         with lock:
             saved.extend(data)
 
-    reader = PipeReader(r, "test", save=save, cutter=LineCutter(save))
+    reader = PipeReader(r, "test", save=save, lines=True)
     reader.start()
     return reader, w
 

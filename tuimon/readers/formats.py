@@ -22,6 +22,7 @@ from typing import IO
 import orjson
 
 from tuimon.readers.capped import open_capped, open_regular
+from tuimon.readers.cut import lines_of
 from tuimon.readers.documents import cut_document, read_document
 from tuimon.readers.folder import json_files, read_folder
 from tuimon.readers.lines import BOM, LineParser, load_document
@@ -213,15 +214,6 @@ def open_log(path: Path) -> IO[bytes]:
         raise
 
 
-def _lines(data: bytes) -> list[bytes]:
-    """The lines of a log as a live stream cuts them: at `\\n` only (a `\\r` redraw stays in
-    its line, read at its last state, as live)."""
-    lines = [line + b"\n" for line in data.split(b"\n") if line.strip()]
-    if lines and not data.endswith(b"\n") and data.strip():
-        lines[-1] = lines[-1][:-1]  # the last line as it is: without its newline (cut?)
-    return lines
-
-
 def read_bytes(path: Path) -> bytes:
     """A log file's bytes, decompressed: the one place a reader opens a file (OSError when it
     cannot, `TooLarge` past the cap on expansion)."""
@@ -316,7 +308,7 @@ def _line_log(data: bytes, reading: Reading, side: str) -> Loaded:
     if csv_columns(first.strip(), reading.step_key):
         records = read_csv(data.decode("utf-8", "replace"), reading.step_key)
         return as_asked(Loaded(CSV.name, records), reading, side)
-    lines = _lines(data)
+    lines = lines_of(data)
     parser = LineParser(reading, side)
     records = parser.feed(lines) + parser.close()  # as a live stream is read: the same rows
     if parser.tuimon:

@@ -17,7 +17,8 @@ import selectors
 import threading
 import time
 from collections.abc import Callable
-from typing import Protocol
+
+from tuimon.readers.cut import LineCutter
 
 READ_SIZE = 1 << 20
 """Bytes a reader takes per read."""
@@ -27,34 +28,19 @@ PIPE_NAP = 0.02
 """Seconds the hub waits after a round of small reads, so the next reads take more at once."""
 
 
-class Cutter(Protocol):
-    """Bytes in, complete lines out (saved as cut): `runner.LineCutter`."""
-
-    def feed(self, data: bytes) -> list[bytes]:
-        """The lines `data` completes."""
-
-    def flush(self) -> list[bytes]:
-        """The end of the stream: what is left."""
-
-
 class PipeReader:
-    """One pipe of a run, drained by the hub: bytes saved as read (`save`), cut into lines
-    when a `cutter` is given (stdout), else passed on in chunks (stderr)."""
+    """One pipe of a run, drained by the hub: bytes saved as read (`save`), cut into `lines`
+    (stdout: `readers.cut.LineCutter`, each saved as cut) or passed on in chunks (stderr)."""
 
     def __init__(
-        self,
-        fd: int,
-        name: str,
-        *,
-        save: Callable[[bytes], None] | None,
-        cutter: Cutter | None,
+        self, fd: int, name: str, *, save: Callable[[bytes], None] | None, lines: bool
     ) -> None:
         self.fd = fd
         self.name = name
         self.last_read = time.monotonic()
         self.eof = threading.Event()
         self._save = save or (lambda data: None)
-        self._cutter = cutter
+        self._cutter = LineCutter(save) if lines else None
         self._pending: list[bytes] = []
         self._lock = threading.Lock()
         self._waiter: Callable[[], None] | None = None

@@ -37,16 +37,13 @@ from tuimon.engine.launch.descendants import (
     spawned,
     spawning,
 )
+from tuimon.engine.launch.follower import Follower, FollowError, NotLines
 from tuimon.engine.launch.pipes import PipeReader, waker
 from tuimon.engine.launch.watchdog import Watchdog
 from tuimon.errors import LaunchError
-from tuimon.readers import LineParser, Reading, line_parser, streamable
-from tuimon.steplog import MAX_LINE as LINE_LIMIT
-from tuimon.steplog import Step, too_long_note
+from tuimon.readers import LineParser, ReaderError, Reading, line_parser, load, to_line
+from tuimon.steplog import Step
 
-MAX_LINE = LINE_LIMIT
-"""A line longer than this is saved whole and reported as too long to parse (`LineCutter`)."""
-CHUNK = 1 << 16
 TICK = 0.05
 """Seconds between two deliveries of what the readers took to the session, at least (a run
 that writes nothing costs no delivery: its pump sleeps until a line comes)."""
@@ -77,11 +74,6 @@ class RunSpec:
     def command_text(self) -> str:
         """The command as a user would type it."""
         return self.argv[0] if self.shell else shlex.join(self.argv)
-
-
-def expand_template(template: Sequence[str], **values: object) -> tuple[str, ...]:
-    """Substitute `{seed}`, `{device}`, `{side}` ... in each argument (see `substitute`)."""
-    return substitute(template, values)
 
 
 def substitute(
@@ -124,88 +116,6 @@ def mistyped_placeholder(args: Sequence[str], names: Sequence[str]) -> str | Non
                     f"(substituted: {known})"
                 )
     return None
-
-
-class LineSplitter:
-    """Bytes in, complete lines out; a partial line waits for its newline."""
-
-    def __init__(self) -> None:
-        self._buf = bytearray()
-
-    def feed(self, data: bytes) -> list[bytes]:
-        """Complete lines (newline kept) in `data` plus what was buffered."""
-        self._buf += data
-        end = self._buf.rfind(b"\n")
-        if end < 0:
-            if len(self._buf) <= MAX_LINE:
-                return []
-            end = len(self._buf) - 1
-        chunk, self._buf = bytes(self._buf[: end + 1]), self._buf[end + 1 :]
-        *lines, last = chunk.split(b"\n")  # only "\n" ends a line: "\r" is the line's own
-        return [line + b"\n" for line in lines] + ([last] if last else [])
-
-    def flush(self) -> list[bytes]:
-        """What is left at the end (a last line without newline)."""
-        rest, self._buf = bytes(self._buf), bytearray()
-        return [rest] if rest else []
-
-
-class LineCutter:
-    """A pipe's bytes in, complete lines out; each complete line is saved (`save`) as it is cut.
-
-    A line longer than `MAX_LINE` is saved as it arrives, whole, and passed on as a short note
-    (`too_long_note`) instead of being split or parsed.
-    """
-
-    def __init__(self, save: Callable[[bytes], None]) -> None:
-        self._save = save
-        self._buf = bytearray()
-        self._long = 0
-        """Bytes of a too-long line saved so far (0: none under way)."""
-
-    def feed(self, data: bytes) -> list[bytes]:
-        """The lines `data` completes (newline kept); they are on disk when this returns."""
-        one = data.find(b"\n") == len(data) - 1 and len(data) <= MAX_LINE
-        if one and not self._buf and not self._long:
-            self._save(data)  # one whole line (a run that flushes each line): as it is
-            return [data]
-        out: list[bytes] = []
-        if self._long:
-            nl = data.find(b"\n")
-            if nl < 0:
-                self._save(data)
-                self._long += len(data)
-                return out
-            self._save(data[: nl + 1])
-            out.append(too_long_note(self._long + nl))
-            self._long, data = 0, data[nl + 1 :]
-        self._buf += data
-        end = self._buf.rfind(b"\n")
-        if end >= 0:
-            chunk = bytes(self._buf[: end + 1])
-            del self._buf[: end + 1]
-            self._save(chunk)
-            lines = [line + b"\n" for line in chunk[:-1].split(b"\n")]
-            if len(chunk) > MAX_LINE:  # it may hold a line too long to parse
-                lines = [too_long_note(len(x) - 1) if len(x) > MAX_LINE else x for x in lines]
-            out += lines
-        if len(self._buf) > MAX_LINE:
-            self._save(bytes(self._buf))
-            self._long = len(self._buf)
-            self._buf.clear()
-        return out
-
-    def flush(self) -> list[bytes]:
-        """The end of the stream: a last line without newline is saved as it came (read back,
-        it is the cut line it was live)."""
-        if self._long:
-            self._long, note = 0, too_long_note(self._long)
-            return [note]
-        rest = bytes(self._buf)
-        self._buf.clear()
-        if rest:
-            self._save(rest)
-        return [rest] if rest else []
 
 
 def die_with_parent() -> Callable[[], None] | None:
@@ -284,10 +194,6 @@ class Run:
         """When the run last wrote anything (stdout, stderr or its log file)."""
         return max([self._tail_output, *(r.last_read for r in self._readers)])
 
-    @last_output.setter
-    def last_output(self, value: float) -> None:
-        self._tail_output = value
-
     async def start(self) -> None:
         """Launch the child; LaunchError with one line when it cannot start."""
         spec = self.spec
@@ -365,9 +271,8 @@ class Run:
         out_fd, err_fd = self._fds
         save_out = functools.partial(self._save, side) if self._save else None
         save_err = functools.partial(self._save_stderr, side) if self._save_stderr else None
-        cutter = LineCutter(save_out or (lambda data: None))
-        out = PipeReader(out_fd, f"tuimon-{side}-stdout", save=save_out, cutter=cutter)
-        err = PipeReader(err_fd, f"tuimon-{side}-stderr", save=save_err, cutter=None)
+        out = PipeReader(out_fd, f"tuimon-{side}-stdout", save=save_out, lines=True)
+        err = PipeReader(err_fd, f"tuimon-{side}-stderr", save=save_err, lines=False)
         self._readers = [out, err]
         for reader in self._readers:
             reader.start()
@@ -441,45 +346,40 @@ class Run:
         return line_parser(self.spec.reading, self.spec.side, text=text)
 
     async def _tail(self, path: Path) -> None:
-        """Follow a log file the child writes, until the child has exited and the file is read.
-        A file rewritten as a whole (JSON document, CSV, TensorBoard events) is read again when
-        it changes, and its new records are passed on as step-log lines."""
-        splitter = LineSplitter()
-        parser = self._parser()
+        """Follow a log file the child writes (`Follower`: its lines saved as cut), until the
+        child has exited and the file is read. A log rewritten as a whole (JSON document, CSV,
+        TensorBoard events, a folder of them) is read again when it changes (`_snapshots`)."""
         side = self.spec.side
-        fh = None
-        while True:
-            if fh is None and path.exists():
-                head = b""
-                if path.is_file():
-                    with open(path, "rb") as peek:
-                        head = peek.read(1 << 16)
-                if path.is_dir() or (head and not streamable(head)):
-                    await self._snapshots(path)
-                    return
-                if head:
-                    fh = open(path, "rb")  # noqa: SIM115 - closed below
-            data = fh.read(CHUNK) if fh else b""
-            if data:
-                self.last_output = time.monotonic()
-                if complete := splitter.feed(data):
-                    await self.queue.put(Lines(side, complete, parser.feed(complete)))
-                continue
-            if self._done.is_set():
-                break
-            await asyncio.sleep(0.05)
-        if fh:
-            fh.close()
-        rest = splitter.flush()
+        file = Follower(path, functools.partial(self._save, side) if self._save else None)
+        parser = self._parser()
+        failed = False
+        while not failed:
+            try:
+                lines = file.read()
+            except (FollowError, OSError) as exc:
+                if isinstance(exc, NotLines) or path.is_dir():
+                    return await self._snapshots(path)
+                file.notes.append(f"{exc}: not followed")
+                lines, failed = [], True
+            self._tail_output = file.last_change
+            if file.notes:  # what became of the file, said on its side (kept with its stderr)
+                text = "".join(f"tuimon: {note}\n" for note in file.notes)
+                file.notes.clear()
+                await self.queue.put(Stderr(side, text.encode()))
+            if lines:
+                await self.queue.put(Lines(side, lines, parser.feed(lines), saved=True))
+            if file.drained and not failed:
+                if self._done.is_set():
+                    break
+                await asyncio.sleep(0.05)
+        rest = file.close()
         records = parser.feed(rest) + parser.close()
         if rest or records:
-            await self.queue.put(Lines(side, rest, records))
+            await self.queue.put(Lines(side, rest, records, saved=True))
 
     async def _snapshots(self, path: Path) -> None:
         """Read a whole-file log again whenever it changes; pass on the records not yet sent
         (the last step waits for the end: a later row may still join it)."""
-        from tuimon.readers import ReaderError, load, to_line
-
         sent, seen, records = 0, None, []
         while True:
             done = self._done.is_set()
@@ -504,7 +404,7 @@ class Run:
             if len(ready) > sent:
                 new = ready[sent:]
                 sent = len(ready)
-                self.last_output = time.monotonic()
+                self._tail_output = time.monotonic()
                 await self.queue.put(Lines(self.spec.side, [to_line(r) for r in new], new))
             if done:
                 return

@@ -258,14 +258,14 @@ class PairPlan:
                 meta=self.meta(specs),
                 replicas=ReplicaWatch(pair_dir, self.nproc, self.reading) or None,
             )
-            source = LiveSource(specs)  # type: ignore[arg-type]
+            source = LiveSource(specs, writer=writer)  # type: ignore[arg-type]
             if saved is not None:
                 device = self.devices[1]
                 sides += (SideState("b", device, f"saved: {shlex.quote(str(saved.log))}"),)
                 options.totals = (self.steps, None)
                 options.meta["against"] = saved.provenance()
                 options.end_check = AgainstCheck(saved, copy_saved_emb(saved, pair_dir))
-                source = AgainstSource(specs, saved)
+                source = AgainstSource(specs, saved, writer=writer)
             return PairSession(
                 source,
                 sides,  # type: ignore[arg-type]

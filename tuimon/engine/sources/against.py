@@ -30,8 +30,8 @@ SAVED_EMB = f"emb-{SAVED_SIDE}.npy"
 class AgainstSource(LiveSource):
     """The saved side's records at once, then one live run."""
 
-    def __init__(self, specs: tuple[RunSpec, ...], saved: SavedSide, *, grace: float = 5.0):
-        super().__init__(specs, grace=grace)  # type: ignore[arg-type]
+    def __init__(self, specs: tuple[RunSpec, ...], saved: SavedSide, **how: Any) -> None:
+        super().__init__(specs, **how)  # type: ignore[arg-type]
         self.saved = saved
 
     async def run(self, queue: asyncio.Queue[SourceEvent]) -> None:

@@ -1,92 +1,72 @@
 """Following two growing log files that tuimon did not launch (`tuimon watch A B`).
 
-A `FollowSource` is a session source like the live one: it reads what each file gains, cut into
-lines, and the same `PairSession` aligns and judges them, so the verdict is the one a live pair
-would give on the same bytes. A file that is not there yet is waited for; a file truncated in
-place (rewritten, `copytruncate`) is read again from its start; a file rotated away (the path
-now names a new file) is read to its end, then the new one from its start. Each of these is
-said, once, as a note on that side. A side ends with its end record; the watch ends when every
-side still open has been idle past the stall timeout (a run that logs no end record, a job that
-died), or when stopped. Nothing here imports textual.
+A `FollowSource` is a session source like the live one: it reads what each file gains
+(`launch.follower.Follower`: waited for, read again when truncated, followed when rotated, each
+said once as a note on that side), and the same `PairSession` aligns and judges the lines, so
+the verdict is the one a live pair would give on the same bytes. A side ends with its end
+record; the watch ends when every side still open has been idle past the stall timeout (a run
+that logs no end record, a job that died), or when stopped. Nothing here imports textual.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO
 
 from tuimon.engine.events import Exited, Lines, SourceEvent, Stderr
-from tuimon.engine.launch.runner import CHUNK, LineSplitter
+from tuimon.engine.launch.follower import Follower, FollowError
 from tuimon.engine.sources.session import Batch, PairOptions, PairSession, SideState
-from tuimon.readers import LineParser, Reading, line_parser, streamable
-from tuimon.readers.capped import NotRegular, open_regular
+from tuimon.readers import LineParser, Reading, line_parser
 from tuimon.sanitize import clean
 from tuimon.steplog import End
 from tuimon.store import SIDES, PairWriter
 
 POLL = 0.1
 """Seconds between two looks at files that had nothing new."""
-HEAD = 256
-"""Bytes of a file's start kept to see it rewritten by a restarted run."""
 ASK_EVERY = 15.0
 """Seconds between two questions to the scheduler about an idle submitted job."""
-READ_ROUND = 64
-"""Chunks read from one file before the other gets its turn."""
 
 
 @dataclass
 class Tail:
-    """One followed file: where it is read up to, and what became of it."""
+    """One followed file of a side (`Follower`), its stderr and its exit file: what became
+    of the run."""
 
     side: str
-    path: Path
+    file: Follower
     parser: LineParser
-    started: float = field(default_factory=time.monotonic)
-    fh: IO[bytes] | None = None
-    ident: tuple[int, int] | None = None
-    """(device, inode) of the open file: a new one at the path means it was rotated."""
-    splitter: LineSplitter = field(default_factory=LineSplitter)
-    last_change: float = field(default_factory=time.monotonic)
     end: End | None = None
     over: bool = False
-    appeared: bool = False
     err_path: Path | None = None
     """The run's stderr, followed too (a submitted job's `<side>.stderr`)."""
     exit_path: Path | None = None
     """A file the job's wrapper writes its exit code to: the side is over when it is there."""
     saved: bool = False
     """The followed files are the pair's own raw logs: nothing is written again."""
+    raw: bool = False
+    """The file's lines are saved as they are cut (the source was made with the writer)."""
     queued: Callable[[], str | None] | None = None
     """Asks the scheduler about the run's job: `PENDING`, `RUNNING` ..., None when it is gone."""
     asked_at: float = -ASK_EVERY
     queue_state: str | None = None
     told_queued: bool = False
     err_at: int = 0
-    head: bytes = b""
-    """The file's first bytes as read (up to `HEAD`): others there mean it was rewritten."""
-    size: int = 0
+    err_change: float = 0.0
     told_missing: bool = False
-    told_gone: bool = False
-    notes: list[str] = field(default_factory=list)
     told: list[str] = field(default_factory=list)
     """Notes passed on as events, for the source to say as status lines too."""
 
-    @property
-    def name(self) -> str:
-        return clean(str(self.path), 200)
-
     def note(self, text: str) -> None:
         """Say something about the file (shown on its side, and as a status line)."""
-        self.notes.append(text)
+        self.file.notes.append(text)
 
     def idle_for(self) -> float:
-        return time.monotonic() - self.last_change
+        return time.monotonic() - max(self.file.last_change, self.err_change)
 
     def still_queued(self) -> bool:
         """The scheduler says the job is waiting or running (`queued`, asked at most every
@@ -99,29 +79,21 @@ class Tail:
             self.queue_state = state
             if state and not self.told_queued:
                 self.told_queued = True
-                self.note(f"{self.name}: the job is {state.lower()} in the scheduler's queue")
+                self.note(f"{self.file.name}: the job is {state.lower()} in the scheduler's queue")
         return bool(self.queue_state)
 
     def poll(self) -> list[SourceEvent]:
         """What the file gained since the last poll (lines and notes)."""
-        events: list[SourceEvent] = []
-        if self.fh is None and not self._open():
-            return self._notes(events)
-        assert self.fh is not None
-        self._check_truncated()
-        for _ in range(READ_ROUND):
-            data = self.fh.read(CHUNK)
-            if not data:
-                break
-            self.last_change = time.monotonic()
-            if len(self.head) < HEAD:
-                self.head += data[: HEAD - len(self.head)]
-            if lines := self.splitter.feed(data):
-                events.append(self._lines(lines))
-        if not self.end and self._rotated():
-            events += self._switch()
-        events += self._stderr()
-        return self._notes(events)
+        lines = self.file.read()
+        if not self.file.appeared:
+            if not self.told_missing and not self.file.path.exists():
+                self.told_missing = True
+                self.note(f"{self.file.name} is not there yet: waiting for it")
+        elif self.told_missing:
+            self.told_missing = False
+            self.note(f"{self.file.name} is there now")
+        events: list[SourceEvent] = [self._lines(lines)] if lines else []
+        return self._notes(events + self._stderr())
 
     def _stderr(self) -> list[SourceEvent]:
         """What the run's stderr file gained (read from where it was read up to)."""
@@ -135,7 +107,7 @@ class Tail:
             return []
         self.err_at += len(data)
         if data:
-            self.last_change = time.monotonic()
+            self.err_change = time.monotonic()
         return [Stderr(self.side, data, saved=self.saved)] if data else []
 
     def exit_code(self) -> int | None:
@@ -149,128 +121,26 @@ class Tail:
 
     def close(self) -> list[SourceEvent]:
         """The end of the file: a last line without newline, the parser's held rows."""
-        rest = self.splitter.flush()
+        rest = self.file.close()
         records = self.parser.feed(rest) + self.parser.close()
-        if self.fh is not None:
-            self.fh.close()
-            self.fh = None
         events: list[SourceEvent] = []
         if rest or records:
-            events.append(Lines(self.side, rest, records, saved=self.saved))
-        events += self._stderr()
-        return self._notes(events)
+            events.append(Lines(self.side, rest, records, saved=self.saved or self.raw))
+        return self._notes(events + self._stderr())
 
     def _lines(self, lines: list[bytes]) -> Lines:
         records = self.parser.feed(lines)
         for record in records:
             if isinstance(record, End):
                 self.end = record
-        return Lines(self.side, lines, records, saved=self.saved)
+        return Lines(self.side, lines, records, saved=self.saved or self.raw)
 
     def _notes(self, events: list[SourceEvent]) -> list[SourceEvent]:
-        self.told += self.notes
-        for text in self.notes:
+        self.told += self.file.notes
+        for text in self.file.notes:
             events.append(Stderr(self.side, f"tuimon: {text}\n".encode(), saved=self.saved))
-        self.notes.clear()
+        self.file.notes.clear()
         return events
-
-    def _open(self) -> bool:
-        """Open the file once it is there and has bytes; False while it is not."""
-        try:  # non-blocking, regular files only: a FIFO or a device is refused, never read
-            fh = open_regular(self.path)
-        except NotRegular as exc:
-            raise FollowError(f"{self.name} is {exc.kind}, not a log file (refused)") from None
-        except FileNotFoundError:
-            if not self.appeared and not self.told_missing:
-                self.told_missing = True
-                self.note(f"{self.name} is not there yet: waiting for it")
-            return False
-        except OSError as exc:
-            raise FollowError(f"cannot read {self.name}: {exc.strerror or exc}") from None
-        head = fh.read(1 << 16)
-        if not head:
-            fh.close()
-            return False
-        if not streamable(head):
-            fh.close()
-            raise FollowError(
-                f"{self.name} is not a line log (a whole-file JSON/CSV or TensorBoard file): "
-                "compare it when it is written with `tuimon compare`"
-            )
-        fh.seek(0)
-        stat = os.fstat(fh.fileno())
-        self.fh, self.ident = fh, (stat.st_dev, stat.st_ino)
-        self.head, self.size = b"", 0
-        if self.told_gone:
-            self.note(f"{self.name} is there again: reading the new file from its start")
-        elif self.told_missing and not self.appeared:
-            self.note(f"{self.name} is there now")
-        self.told_gone = False
-        self.appeared = True
-        self.last_change = time.monotonic()
-        return True
-
-    def _check_truncated(self) -> None:
-        """Shorter than what was read (truncated), or its first bytes changed (rewritten from
-        the start by a restarted run): read it again from its start."""
-        assert self.fh is not None
-        try:
-            size = os.fstat(self.fh.fileno()).st_size
-            read = self.fh.tell()
-            if size < read:
-                why = f"was truncated (now {size:,} bytes, read up to {read:,})"
-            elif (
-                size != self.size
-                and self.head
-                and os.pread(self.fh.fileno(), len(self.head), 0)
-                != self.head[: min(size, len(self.head))]
-            ):
-                why = "was rewritten from its start"
-            else:
-                self.size = size
-                return
-        except OSError:
-            return
-        self.note(f"{self.name} {why}: reading it again from its start")
-        self.fh.seek(0)
-        self.size, self.head = size, b""
-        self.splitter = LineSplitter()  # a half line of the old content is not kept
-        self.last_change = time.monotonic()
-
-    def _rotated(self) -> bool:
-        """The path now names another file (renamed away and created anew, or removed)."""
-        try:
-            stat = os.stat(self.path)
-        except FileNotFoundError:
-            return True
-        except OSError:
-            return False
-        return (stat.st_dev, stat.st_ino) != self.ident and stat.st_size > 0
-
-    def _switch(self) -> list[SourceEvent]:
-        """Read the old file to its end, then take the new one (when there is one)."""
-        assert self.fh is not None
-        events: list[SourceEvent] = []
-        while data := self.fh.read(CHUNK):
-            if lines := self.splitter.feed(data):
-                events.append(self._lines(lines))
-        if not self.path.exists():
-            if not self.told_gone:
-                self.told_gone = True
-                self.note(f"{self.name} was removed or renamed: waiting for a new one")
-            return events
-        if not self.told_gone:
-            self.note(f"{self.name} was rotated: the old file was read to its end, now the new one")
-        if rest := self.splitter.flush():
-            events.append(self._lines(rest))
-        self.fh.close()
-        self.fh = None
-        self._open()
-        return events
-
-
-class FollowError(Exception):
-    """A followed path cannot be read as a log (a directory, a binary file, no permission)."""
 
 
 class FollowSource:
@@ -282,14 +152,19 @@ class FollowSource:
         *,
         idle: float,
         reading: Reading | None = None,
-        say: Callable[[str], None] | None = None,
+        writer: PairWriter | None = None,
     ) -> None:
         self.tails = {
-            side: Tail(side, Path(path), line_parser(reading, side))
-            for side, path in zip(("a", "b"), paths, strict=True)
+            side: Tail(
+                side,
+                Follower(Path(path), functools.partial(writer.raw_bytes, side) if writer else None),
+                line_parser(reading, side),
+                raw=writer is not None,
+            )
+            for side, path in zip(SIDES, paths, strict=True)
         }
         self.idle = idle
-        self.say = say or (lambda message: None)
+        self.say: Callable[[str], None] = lambda message: None
         """Where notes go as status lines (the session's `say`)."""
         self._stop = asyncio.Event()
 
@@ -328,7 +203,7 @@ class FollowSource:
         try:
             events = tail.poll()
         except (FollowError, OSError) as exc:
-            text = str(exc) if isinstance(exc, FollowError) else f"{tail.name}: {exc}"
+            text = str(exc) if isinstance(exc, FollowError) else f"{tail.file.name}: {exc}"
             tail.note(text)
             await self._end(tail, queue, None, "failed")
             return False
@@ -343,18 +218,18 @@ class FollowSource:
         return any(isinstance(e, Lines) for e in events)
 
     async def _end_idle(self, tail: Tail, queue: asyncio.Queue[SourceEvent]) -> None:
-        if not tail.appeared:
-            tail.note(f"{tail.name} never appeared in {self.idle:g} s")
+        if not tail.file.appeared:
+            tail.note(f"{tail.file.name} never appeared in {self.idle:g} s")
             await self._end(tail, queue, None, "failed")
             return
         if tail.exit_path is not None:  # a submitted job that never said it ended
             tail.note(
-                f"{tail.name}: nothing new for {self.idle:g} s and no exit code: the job was "
+                f"{tail.file.name}: nothing new for {self.idle:g} s and no exit code: the job was "
                 "cancelled, killed, or is still waiting"
             )
             await self._end(tail, queue, None, "failed")
             return
-        tail.note(f"{tail.name}: nothing new for {self.idle:g} s: taken as over")
+        tail.note(f"{tail.file.name}: nothing new for {self.idle:g} s: taken as over")
         await self._end(tail, queue, 0, "finished")
 
     async def _end(
@@ -402,7 +277,7 @@ def watch_factory(
             if store is not None
             else None
         )
-        source = FollowSource(paths, idle=idle, reading=reading)
+        source = FollowSource(paths, idle=idle, reading=reading, writer=writer)
         sides = tuple(
             SideState(side, name, f"watch {clean(str(path), 300)}")
             for side, name, path in zip(SIDES, names, paths, strict=True)

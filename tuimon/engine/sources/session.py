@@ -14,7 +14,7 @@ import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,8 +25,9 @@ from tuimon.engine.judge.align import MetricFilter, PairAligner, Summary, no_ste
 from tuimon.engine.judge.artifacts import compare_artifacts, describe
 from tuimon.engine.judge.fingerprints import env_diff
 from tuimon.engine.judge.hints import likely_causes
-from tuimon.engine.launch.runner import TICK, LaunchError, LineSplitter, Run, RunSpec, exit_text
+from tuimon.engine.launch.runner import TICK, LaunchError, Run, RunSpec, exit_text
 from tuimon.engine.sources.replicas import ReplicaWatch
+from tuimon.readers.cut import LineCutter
 from tuimon.steplog import End, Header, Record, Step, Text, parse_line
 from tuimon.store import SIDES, PairDoc, PairWriter, RunDoc, SavedLogs, StoreError
 
@@ -147,17 +148,17 @@ class PaceControls(Protocol):
         """Feed without pausing until `step` has been shown."""
 
 
+@dataclass(eq=False)
 class LiveSource:
-    """Two subprocesses, launched together."""
+    """Two subprocesses, launched together; their pipes save what they read to `writer`."""
 
-    def __init__(self, specs: tuple[RunSpec, RunSpec], *, grace: float = 5.0) -> None:
-        self.specs = specs
-        self.grace = grace
-        self.runs: dict[str, Run] = {}
-        self.tick = TICK
-        """Seconds between two deliveries of a run's lines at least (`Run.tick`)."""
-        self.writer: PairWriter | None = None
-        """Where the pipe readers save raw bytes as they read them (the session sets it)."""
+    specs: tuple[RunSpec, RunSpec]
+    _: KW_ONLY
+    writer: PairWriter | None = None
+    grace: float = 5.0
+    runs: dict[str, Run] = field(default_factory=dict)
+    tick: float = TICK
+    """Seconds between two deliveries of a run's lines at least (`Run.tick`)."""
 
     async def run(self, queue: asyncio.Queue[SourceEvent]) -> None:
         writer = self.writer
@@ -234,8 +235,6 @@ class PairSession:
         self.source = source
         self.options = options or PairOptions()
         self.writer = writer
-        if isinstance(source, LiveSource):
-            source.writer = writer
         self.on_batch = on_batch or (lambda batch: None)
         self.listeners: list[Callable[[Batch], None]] = []
         """More takers of each batch, after `on_batch` (see `listen`)."""
@@ -253,7 +252,7 @@ class PairSession:
         self._new_stderr: dict[str, list[str]] = {k: [] for k in self.sides}
         self._new_aligned: list[Any] = []
         self._unfed: dict[str, list[Step]] = {k: [] for k in self.sides}
-        self._err_split = {k: LineSplitter() for k in self.sides}
+        self._err_split = {k: LineCutter() for k in self.sides}
         self._messages: list[str] = []
         self._first_text: dict[str, str] = {}
         self._stop_requested = asyncio.Event()
