@@ -43,6 +43,7 @@ from tuimon.engine.launch.watchdog import Watchdog
 from tuimon.engine.runs.plan import PairPlan
 from tuimon.errors import StoreError, TuimonError, UsageError
 from tuimon.readers.capped import read_npy
+from tuimon.readers.cut import lines_of
 from tuimon.sanitize import clean
 from tuimon.steplog import Step, parse_line
 from tuimon.store import SIDES, PairDoc, pair_file, read_pair
@@ -297,7 +298,7 @@ def _last_step(path: Path) -> int | None:
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
             fh.seek(max(0, fh.tell() - 65536))
-            lines = fh.read().splitlines()
+            lines = lines_of(fh.read())  # cut as the live stream was
     except OSError:
         return None
     for line in reversed(lines):

@@ -21,8 +21,8 @@ from tuimon.readers.capped import NotRegular, open_regular
 from tuimon.readers.cut import LineCutter
 from tuimon.sanitize import clean
 
-READ_SIZE = 1 << 22
-"""Bytes one `Follower.read` takes at most (another file gets its turn in between)."""
+READ_SIZE = 1 << 20
+"""Bytes one `Follower.read` takes at most (a read never holds the loop for long)."""
 HEAD = 256
 """Bytes of a file's start kept to see it rewritten by a restarted run."""
 
@@ -38,8 +38,12 @@ class NotLines(FollowError):
 class Follower:
     """One followed file: where it is read up to, and what became of it."""
 
-    def __init__(self, path: Path, save: Callable[[bytes], None] | None = None) -> None:
+    def __init__(
+        self, path: Path, save: Callable[[bytes], None] | None = None, *, sniff: bool = True
+    ) -> None:
         self.path = path
+        self.sniff = sniff
+        """Refuse a log rewritten as a whole (`NotLines`); False: any file is read as lines."""
         self.name = clean(str(path), 200)
         self.save = save
         """Gets the bytes of each line as it is cut (the raw log)."""
@@ -114,7 +118,7 @@ class Follower:
         if not head:
             fh.close()
             return False
-        if not streamable(head):
+        if self.sniff and not streamable(head):
             fh.close()
             raise NotLines(
                 f"{self.name} is not a line log (a whole-file JSON/CSV or TensorBoard file): "

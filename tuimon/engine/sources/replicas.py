@@ -16,16 +16,13 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from tuimon.engine.launch.follower import Follower, FollowError
 from tuimon.engine.launch.ranks import failed_rank, rank_log
 from tuimon.readers import LineParser, Reading, line_parser
 from tuimon.steplog import Step
-from tuimon.store import StoreError
-from tuimon.store.files import open_regular
 
-CHUNK = 1 << 20
-"""Bytes read from a rank's file per poll at most (a poll never holds the loop for long)."""
 MAX_HELD = 1_000_000
 """Records held for a rank that lags (rank 0's, waiting for the others) at most."""
 
@@ -151,40 +148,30 @@ class SideReplicas:
 
 
 class RankFile:
-    """One rank's growing stdout file, read from where the last read stopped, as records."""
+    """One rank's growing stdout file (`Follower`: any file read as lines), as records."""
 
     def __init__(self, path: Path, reading: Reading | None, side: str) -> None:
-        self.path = path
+        self.file = Follower(path, sniff=False)
         self.parser: LineParser = line_parser(reading, side)
-        self.fh: IO[bytes] | None = None
-        self.rest = b""
         self.error: str | None = None
 
     def read(self, *, final: bool = False) -> list[Step]:
         """The step records of the lines written since the last read (at the end, the last
         line without its newline too)."""
-        if self.fh is None and self.error is None:
-            try:
-                self.fh = open_regular(self.path)
-            except StoreError as exc:
-                if self.path.exists() or final:
-                    self.error = str(exc)
-                return []
-        if self.fh is None:
+        if self.error is not None:
             return []
-        data = self.fh.read(CHUNK) or b""
-        while final and (more := self.fh.read(CHUNK)):
-            data += more
-        data, self.rest = self.rest + data, b""
-        cut = data.rfind(b"\n") + 1
-        if not final:
-            data, self.rest = data[:cut], data[cut:]
-        lines = [line + b"\n" for line in data.split(b"\n")]
-        if lines[-1] == b"\n":
-            lines.pop()
-        records = self.parser.feed(lines) + (self.parser.close() if final else [])
+        try:
+            lines = self.file.read()
+            while final and not self.file.drained:
+                lines += self.file.read()
+        except (FollowError, OSError) as exc:
+            self.error = str(exc)
+            return []
         if final:
-            self.fh.close()
+            lines += self.file.close()
+            if not (self.file.appeared or self.file.path.exists()):
+                self.error = f"{self.file.name}: no such file"
+        records = self.parser.feed(lines) + (self.parser.close() if final else [])
         return [r for r in records if isinstance(r, Step)]
 
 
