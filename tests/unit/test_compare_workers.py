@@ -5,12 +5,15 @@ is found in the block that held it, as `tuimon.readers.locate` finds it by readi
 from __future__ import annotations
 
 import gzip
+import json
 import random
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tuimon.engine.analyses import compare as engine_compare
 from tuimon.readers import Reading, locate
@@ -104,3 +107,71 @@ def test_a_cut_compressed_log_is_one_line_either_way(
     one, two = (judged(a, b, w, monkeypatch) for w in (False, True))
     assert one == two
     assert "cannot decompress" in one["error"]
+
+
+_ODD_VALUES = [0, 7, -(2**53) + 1, 2**53, 2**53 + 1, 2**70, 1e300, -0.0, True, None, "1.5", [1]]
+_MUTATIONS = ["value", "extra key", "missing key", "key order", "repeat key", "text", "blank"]
+
+
+@st.composite
+def odd_lines(draw: st.DrawFn, plain: bool) -> list[bytes]:
+    """Uniform step rows with a few lines made odd: any value a metric, the step or a digest
+    may hold, keys added, dropped, reordered or repeated, text and blank lines, steps that
+    do not rise, rows of another type."""
+    n = draw(st.integers(1, 60))
+    out = []
+    for i in range(n):
+        row: dict[str, Any] = {} if plain else {"type": "step"}
+        row |= {"step": i, "loss": 1.0 + i / 7, "acc": i, "t": 0.5 * i, "param_digest": f"{i:x}"}
+        line = json.dumps(row, separators=(",", ":")).encode()
+        if draw(st.integers(0, 9)) == 0:
+            how = draw(st.sampled_from(_MUTATIONS))
+            name = draw(st.sampled_from(sorted(row)))
+            if how == "value":
+                row[name] = draw(st.sampled_from(_ODD_VALUES))
+            elif how == "extra key":
+                row["eval_loss"] = 0.25
+            elif how == "missing key":
+                del row[name]
+            elif how == "key order":
+                row = dict(reversed(row.items()))
+            line = json.dumps(row, separators=(",", ":")).encode()
+            if how == "repeat key":
+                line = line[:-1] + b',"loss":2.5}'
+            elif how == "text":
+                line = b"epoch %d done" % i
+            elif how == "blank":
+                line = b""
+        out.append(line + b"\n")
+    return out
+
+
+def prepared(lines: list[bytes], cuts: list[int], plain: bool, typed: bool) -> list[Any]:
+    """Each block's `_Prepared` as plain data, read by a side's `_BlockReader` in turn."""
+    log = engine_compare.SideLog(Path("a.jsonl"), plain_key="step" if plain else None)
+    aligner = engine_compare.PairAligner(0.0)
+    reader = engine_compare._BlockReader("a", log, aligner, False, Reading())
+    out = []
+    for start, stop in zip([0, *cuts], [*cuts, len(lines)], strict=True):
+        if not typed:
+            reader.shape = None
+        got = reader.prepare(lines[start:stop], log.plain_key, whole=True)
+        args = got.args
+        if args is not None:
+            step, values, ignored, digest, digests = args
+            args = (step.tolist(), [(k, v.tobytes()) for k, v in values.items()], ignored, digest)
+            args += (digests,)
+        out.append((args, got.first, got.final, got.slow, got.rows, got.count, got.size))
+    return out
+
+
+@pytest.mark.parametrize("plain", [False, True])
+@given(data=st.data())
+@settings(max_examples=150, deadline=None)
+def test_typed_rows_read_as_the_parsed_rows(plain: bool, data: st.DataObject) -> None:
+    """A block read by its shape (msgspec, typed rows) gives what orjson's rows give, to the
+    bit, whatever the lines hold."""
+    lines = data.draw(odd_lines(plain))
+    cuts = sorted(set(data.draw(st.lists(st.integers(1, max(len(lines) - 1, 1)), max_size=6))))
+    cuts = [c for c in cuts if c < len(lines)]
+    assert prepared(lines, cuts, plain, True) == prepared(lines, cuts, plain, False)

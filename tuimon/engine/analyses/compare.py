@@ -10,22 +10,23 @@ through `align.compare_steps` instead: the same judge, record by record.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import gzip
 import io
 import lzma
 import multiprocessing
-import operator
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from itertools import chain, compress, islice
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
+import msgspec
 import numpy as np
 import orjson
 
@@ -74,10 +75,9 @@ from tuimon.steplog import (
 )
 from tuimon.store import SIDES, PairDoc, RunDoc, SavedLogs
 
-CHUNK = 1 << 18
-"""Bytes of lines read at a time (each line parsed on its own: a block parsed as one JSON
-array needs about 10 times its size while orjson reads it, and takes `{...}, {...}` on one
-line for two rows)."""
+CHUNK = 1 << 20
+"""Bytes of lines read at a time, each line parsed on its own (about 4,000 steps of a step
+log: a block is judged at once, and the judge's cost per block is spread over its rows)."""
 TABLE_ROWS = 4096
 """Rows of a CSV read into columns judged at a time, at most (the judge's arrays stay small)."""
 TABLE_VALUES = 1 << 18
@@ -346,6 +346,8 @@ class _BlockReader:
         """A block had thousands of names, a few a row: the log is judged record by record."""
         self.whole = False
         """The last block of plain JSON Lines was read into columns whole (`_plain`)."""
+        self.shape: _Shape | None = None
+        """How the last uniform block's lines read (`prepare`)."""
 
     def block(self, lines: Block) -> Columns | None:
         """The steps of a block of lines (or records) as columns (None when it holds no
@@ -365,30 +367,42 @@ class _BlockReader:
     def prepare(self, lines: list[bytes], key: str | None, *, whole: bool) -> _Prepared:
         """What can be read of a block of lines without this side's state (so a worker
         process may do it, `_workers`): its rows parsed, and when they are uniform steps
-        the arguments of `_counted`. `key`: None for a tuimon step log, else the step key of
-        plain JSON Lines. `whole`: keep the lines and rows (else only when needed)."""
+        the arguments of `_counted` (read by the `_Shape` of the side's last uniform block
+        when the lines fit it). `key`: None for a tuimon step log, else the step key of plain
+        JSON Lines. `whole`: keep the lines and rows (else only when needed)."""
         got = _Prepared(key, len(lines), sum(map(len, lines)), lines=lines)
         if max(map(len, lines), default=0) > MAX_LINE:  # skipped as a live pair skips it
             got.slow = True
             return got
-        try:
-            rows = list(map(orjson.loads, lines))
-        except orjson.JSONDecodeError:  # text lines, NaN tokens
-            got.slow = key is None
-            return got
-        try:
+        shape, self.shape = self.shape, None
+        if shape is not None and (made := shape.read(lines)) is not None:
+            self.shape = shape
             if key is None:
-                got.args = self._steps_only(rows)
-            elif (plain := self._plain_columns(rows)) is not None:
+                got.args = made
+            elif (plain := _rising(made)) is not None:
                 got.args, got.first, got.final = plain
-        except _Suspect:  # a huge number
-            got.slow = key is None
-        except (KeyError, TypeError):
-            pass
+        if got.args is None:
+            try:
+                rows = list(map(orjson.loads, lines))
+            except orjson.JSONDecodeError:  # text lines, NaN tokens
+                got.slow = key is None
+                return got
+            try:
+                if key is None:
+                    got.args = self._steps_only(rows)
+                elif (plain := self._plain_columns(rows)) is not None:
+                    got.args, got.first, got.final = plain
+            except _Suspect:  # a huge number
+                got.slow = key is None
+            except (KeyError, TypeError):
+                pass
+            if got.args is not None and self.shape is None:
+                plan = self._plan(tuple(rows[0]), key or "step")
+                self.shape = _Shape(plan) if plan is not None else None
+            elif got.args is None and key is None and not got.slow and whole:
+                got.rows = rows
         if got.args is not None and not whole:
             got.lines = None
-        elif got.args is None and key is None and not got.slow and whole:
-            got.rows = rows
         return got
 
     def _steps_only(self, rows: list[Any]) -> tuple[Any, ...] | None:
@@ -523,13 +537,8 @@ class _BlockReader:
         keys = tuple(rows[0])
         if key not in keys or "type" in keys or set(map(len, rows)) != {len(keys)}:
             return None
-        step = list(map(itemgetter(key), rows))
-        if set(map(type, step)) != {int} or not all(map(operator.lt, step, step[1:])):
-            return None
-        if step[-1] >= 2**63 or step[0] < -(2**63):
-            return None
         made = self._uniform(rows, keys, key)
-        return None if made is None else (made, step[0], step[-1])
+        return None if made is None else _rising(made)
 
     def _records_of(self, records: list[Any]) -> Columns | None:
         """Records the side's parser gave, counted and as columns."""
@@ -542,50 +551,61 @@ class _BlockReader:
         """What the side's parser still holds at the end of its log."""
         return self._records_of(self.parser.close())
 
+    def _plan(self, keys: tuple[str, ...], key: str = "step") -> _Plan | None:
+        """What each of a uniform block's keys is (`_Plan`); None when the block needs the
+        record-by-record reader (a step log row with a second step key). `key`: the step key
+        of plain JSON Lines (their other counters are not metrics)."""
+        plain = key != "step" or "type" not in keys
+        if not plain and any(k in keys for k in STEP_KEYS[1:]):
+            return None
+        skip = (_SKIP | COUNTERS | {key}) if plain else _SKIP
+        plan = _Plan(keys, key, "type" in keys and not plain)
+        for name in keys:
+            if name in skip:
+                continue
+            if name in ("param_digest", "param_digests"):
+                setattr(plan, name[6:], name)
+            elif is_clock(name) or not self.select.judged(name):
+                plan.ignored.append(name)
+            else:
+                plan.numbers.append(name)
+        return plan
+
     def _uniform(
         self, rows: list[dict[str, Any]], keys: tuple[str, ...], key: str = "step"
     ) -> tuple[Any, ...] | None:
         """Step rows with the same keys, column by column: the arguments of `_counted`, which
         counts them and gives their `Columns`; None when a value needs the record-by-record
         reader (a string, a nested object); `_Suspect` when a number may be an integer a
-        float64 rounds. `key`: the step key of plain JSON Lines (their other counters are not
-        metrics)."""
-        plain = key != "step" or "type" not in keys
-        if not plain and any(k in keys for k in STEP_KEYS[1:]):
+        float64 rounds. `key`: as in `_plan`."""
+        plan = self._plan(keys, key)
+        if plan is None:
             return None
         step = list(map(itemgetter(key), rows))
         if set(map(type, step)) != {int} or max(step) >= 2**63 or min(step) < -(2**63):
             return None
-        skip = (_SKIP | COUNTERS | {key}) if plain else _SKIP
         values: dict[str, np.ndarray] = {}
+        for name in plan.numbers:
+            col = list(map(itemgetter(name), rows))  # KeyError: rows differ in their keys
+            if (arr := _numbers(col)) is None:
+                return None
+            values[name] = arr
         digest: Any = None
         digests = None
-        ignored = []
-        for name in keys:
-            if name in skip:
-                continue
-            digest_field = name in ("param_digest", "param_digests")
-            if not digest_field and (is_clock(name) or not self.select.judged(name)):
-                ignored.append(name)
-                continue
-            col = list(map(itemgetter(name), rows))  # KeyError: rows differ in their keys
-            if name == "param_digest":
-                if not set(map(type, col)) <= {str}:
-                    return None
-                digest = col
-            elif name == "param_digests":
-                if not all(type(d) is dict for d in col):
-                    return None
-                digests = [{k: v for k, v in d.items() if isinstance(v, str)} for d in col]
-            elif (arr := _numbers(col)) is not None:
-                values[name] = arr
-            else:
+        if plan.digest is not None:
+            digest = list(map(itemgetter(plan.digest), rows))
+            if not set(map(type, digest)) <= {str}:
                 return None
-        return (step, values, ignored, digest, digests)
+        if plan.digests is not None:
+            col = list(map(itemgetter(plan.digests), rows))
+            if not all(type(d) is dict for d in col):
+                return None
+            digests = [{k: v for k, v in d.items() if isinstance(v, str)} for d in col]
+        return (np.array(step, np.int64), values, list(plan.ignored), digest, digests)
 
     def _counted(
         self,
-        step: list[int],
+        step: np.ndarray,
         values: dict[str, np.ndarray],
         ignored: list[str],
         digest: list[str] | None,
@@ -598,12 +618,13 @@ class _BlockReader:
         self.aligner.accounts[self.side].steps += n
         self.aligner.names[self.side].update(values)
         self.aligner.ignored.update(ignored)
-        self.aligner.top[self.side] = max(self.aligner.top[self.side], max(step))
-        self.aligner.last_step[self.side] = step[-1]
+        self.aligner.top[self.side] = max(self.aligner.top[self.side], int(step.max()))
+        self.aligner.last_step[self.side] = int(step[-1])
         digest_array = np.empty(n, dtype=object)
-        digest_array[:] = list(digest) if digest is not None else [None] * n
+        if digest is not None:
+            digest_array[:] = digest
         return Columns(
-            steps=np.array(step, dtype=np.int64),
+            steps=step,
             occ=np.zeros(n, np.int64),
             values=values,
             present={k: np.ones(n, bool) for k in values},
@@ -675,6 +696,79 @@ class _BlockReader:
         return Columns.of_steps(steps, [0] * len(steps), self.select)
 
 
+def _rising(made: tuple[Any, ...]) -> tuple[tuple[Any, ...], int, int] | None:
+    """Columns of plain JSON Lines with their first and last steps, when the steps rise."""
+    step = made[0]
+    if len(step) > 1 and not (step[1:] > step[:-1]).all():
+        return None
+    return made, int(step[0]), int(step[-1])
+
+
+@dataclass
+class _Plan:
+    """What each key of a block of uniform step rows is (`_BlockReader._plan`)."""
+
+    keys: tuple[str, ...]
+    step: str
+    typed: bool
+    """A step log's rows (their "type" is "step")."""
+    numbers: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+    digest: str | None = None
+    digests: str | None = None
+
+
+_INT53 = Annotated[int, msgspec.Meta(gt=-(2**53), lt=2**53)]
+"""An integer a float64 holds exactly (a larger one is judged record by record, `_numbers`)."""
+_INT64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+
+
+class _Shape:
+    """A plan's lines decoded by msgspec straight into typed rows (no dict per line, about
+    twice as fast as orjson's): a line of any other shape (a key more or less, a string for a
+    number, a text line, an integer a float64 rounds) fails the whole block, which is read
+    as before (`_BlockReader.prepare`): what the shape reads is what that path reads."""
+
+    def __init__(self, plan: _Plan) -> None:
+        kinds: dict[str, Any] = {plan.step: _INT64, "type": Literal["step"]}
+        kinds.update(dict.fromkeys(plan.numbers, _INT53 | float))
+        kinds.update({k: t for k, t in ((plan.digest, str), (plan.digests, dict)) if k})
+        fields = [(f"f{i}", kinds.get(name, Any)) for i, name in enumerate(plan.keys)]
+        rename = {f"f{i}": name for i, name in enumerate(plan.keys)}
+        row = msgspec.defstruct("Row", fields, rename=rename, forbid_unknown_fields=True, gc=False)
+        self.plan = plan
+        self.decode = msgspec.json.Decoder(row).decode
+        self.get = {name: attrgetter(f"f{i}") for i, name in enumerate(plan.keys)}
+
+    def read(self, lines: list[bytes]) -> tuple[Any, ...] | None:
+        """A block's lines as `_uniform` reads their rows; None when one is not of the
+        shape, or the first line's keys come in another order (the order of the metrics)."""
+        plan, get = self.plan, self.get
+        try:
+            if tuple(orjson.loads(lines[0])) != plan.keys:
+                return None
+            rows = list(map(self.decode, lines))
+        except (msgspec.DecodeError, orjson.JSONDecodeError, TypeError):
+            return None
+        n = len(rows)
+        values = {k: np.fromiter(map(get[k], rows), np.float64, n) for k in plan.numbers}
+        if any(float(np.abs(v).max()) >= HUGE for v in values.values()):
+            return None  # an integer beyond 64 bits, read as a float: `_numbers`
+        digests = None
+        if plan.digests is not None:
+            digests = [
+                {k: v for k, v in d.items() if isinstance(v, str)}
+                for d in map(get[plan.digests], rows)
+            ]
+        return (
+            np.fromiter(map(get[plan.step], rows), np.int64, n),
+            values,
+            list(plan.ignored),
+            list(map(get[plan.digest], rows)) if plan.digest is not None else None,
+            digests,
+        )
+
+
 def _numbers(col: list[Any]) -> np.ndarray | None:
     """A column of JSON numbers as float64; None when it holds anything else; `_Suspect`
     when a number may not fit (an int beyond int64, or one beyond 64 bits read as a float)."""
@@ -709,6 +803,7 @@ def _read_both(
 ) -> tuple[tuple[SideLog, SideLog], ColumnMatcher | None]:
     """Stream both logs through a `ColumnMatcher`, a block of each side in turn; two CSVs
     read into columns are matched whole (`_judge_tables`: no matcher, None)."""
+    _keep_heap()
     sides = {side: SideLog(getattr(logs, side)) for side in SIDES}
     readers = {side: _BlockReader(side, sides[side], aligner, keep, logs.reading) for side in SIDES}
     matcher = ColumnMatcher(aligner)
@@ -739,6 +834,19 @@ def _read_both(
     return (sides["a"], sides["b"]), matcher
 
 
+def _keep_heap() -> None:
+    """Keep freed memory for the next block (glibc; the peak is the same, and only `tuimon
+    compare`, a process that ends, reads logs here): each block's numpy temporaries, a few
+    hundred KiB, were handed back to the system when freed and faulted in again for the next
+    block (a quarter of the judge's time in page faults)."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc
+        return
+    mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD
+    mallopt(-3, 1 << 25)  # M_MMAP_THRESHOLD: blocks up to 32 MiB from the heap
+
+
 def _judge_tables(readers: dict[str, _BlockReader], a: CsvColumns, b: CsvColumns) -> None:
     """Two CSVs read into columns (steps unique in each), merged on the step and judged
     `_rows_at_a_time` matched rows at a time: what `ColumnMatcher` does with their blocks, without
@@ -751,7 +859,7 @@ def _judge_tables(readers: dict[str, _BlockReader], a: CsvColumns, b: CsvColumns
     for start in range(0, len(i), most):
         rows = [_as_slice(i[start : start + most]), _as_slice(j[start : start + most])]
         x, y = (readers[s].table_rows(t, r) for s, t, r in zip(SIDES, (a, b), rows, strict=True))
-        aligner.judge(x, y)
+        aligner.judge(x, y, ulps=False)
     aligner.unmatched_extra["a"] = len(a.steps) - len(i)
     aligner.unmatched_extra["b"] = len(b.steps) - len(j)
 

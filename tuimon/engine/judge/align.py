@@ -259,18 +259,23 @@ def same_bits(a: float, b: float) -> bool:
     return _BITS.pack(a) == _BITS.pack(b) or (a != a and b != b)
 
 
-def diff_arrays(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
+def diff_arrays(a: np.ndarray, b: np.ndarray, *, ulps: bool = True) -> tuple[Any, ...]:
     """Vectorised diffs of two float64 arrays: (equal, abs, rel, ulps).
 
     Bitwise equality treats NaN == NaN (any NaN payload); 0.0 and -0.0 differ (by 1 ulp).
     NaN against a number, or inf against anything else, has rel = inf and ulps = -1 for NaN.
-    ulps is int64, or an object array of Python ints where a distance does not fit.
+    ulps is int64, or an object array of Python ints where a distance does not fit; None
+    when not asked for (`ulps=False`: no aligned step will show it).
     """
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
+    equal = a.view(np.int64) == b.view(np.int64)
+    if equal.all():  # the usual block of a reproducible pair: every distance is 0
+        zeros = np.zeros(a.shape, np.int64) if ulps else None
+        return equal, np.zeros(a.shape), np.zeros(a.shape), zeros
     nan_a, nan_b = np.isnan(a), np.isnan(b)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        equal = (a.view(np.int64) == b.view(np.int64)) | (nan_a & nan_b)
+        equal |= nan_a & nan_b
         absd = np.abs(a - b)
         scale = np.maximum(np.abs(a), np.abs(b))
         rel = np.where(scale > 0, absd / scale, 0.0)
@@ -280,7 +285,7 @@ def diff_arrays(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
     odd = (nan_a != nan_b) | (np.isinf(a) | np.isinf(b)) & ~equal
     absd = np.where(equal, 0.0, np.where(odd, np.inf, absd))
     rel = np.where(equal, 0.0, np.where(odd, np.inf, rel))
-    return equal, absd, rel, _ulps(a, b, equal, nan_a | nan_b)
+    return equal, absd, rel, _ulps(a, b, equal, nan_a | nan_b) if ulps else None
 
 
 def _ulps(a: np.ndarray, b: np.ndarray, equal: np.ndarray, nan: np.ndarray) -> np.ndarray:
@@ -481,7 +486,8 @@ def _pick(items: list[Any], index: np.ndarray) -> list[Any]:
 class MetricDiffs(Mapping[str, tuple[np.ndarray, ...]]):
     """name -> (both present, equal, abs, rel, ulps) of a block's shared metrics, kept as the
     (metrics x rows) arrays they were diffed in: a metric's five rows are made when asked for
-    (a block of 100,000 metrics holds a few arrays, not 500,000 views)."""
+    (a block of 100,000 metrics holds a few arrays, not 500,000 views). ulps is None in a
+    block judged without them (`judge_block`)."""
 
     def __init__(self) -> None:
         self.groups: list[tuple[list[str], tuple[np.ndarray, ...]]] = []
@@ -549,8 +555,9 @@ JUDGE_VALUES = 1 << 18
 stay a few MiB however wide the log (a CSV of 100,000 columns); a live block is one group."""
 
 
-def judge_block(a: Columns, b: Columns) -> Block:
-    """Judge matched rows: per-metric diffs, per-row equality, divergence, values compared."""
+def judge_block(a: Columns, b: Columns, *, ulps: bool = True) -> Block:
+    """Judge matched rows: per-metric diffs, per-row equality, divergence, values compared;
+    `ulps=False`: no distances in ulps (None: no aligned step of the block is made)."""
     n = len(a)
     equal = np.ones(n, bool)
     values = np.zeros(n, np.int64)
@@ -566,25 +573,27 @@ def judge_block(a: Columns, b: Columns) -> Block:
             va, vb = (t.table[start : start + per] for t in tables)
         else:
             va, vb = _stacked(a.values, group), _stacked(b.values, group)
-        eq, absd, rel, ulps = diff_arrays(va, vb)
+        eq, absd, rel, dist = diff_arrays(va, vb, ulps=ulps)
         eq |= ~both
         rel[~both] = 0.0
         equal &= eq.all(axis=0)
         values += both.sum(axis=0)
         np.maximum(divergence, rel.max(axis=0), out=divergence)
         keep = np.asarray(both.any(axis=1))  # a metric neither side has here is not judged
-        arrays: tuple[np.ndarray, ...] = (both, eq, absd, rel, ulps)
+        arrays: tuple[np.ndarray, ...] = (both, eq, absd, rel, dist)
         if not keep.all():
             group = [group[i] for i in np.flatnonzero(keep).tolist()]
-            arrays = tuple(array[keep] for array in arrays)
+            arrays = tuple(array if array is None else array[keep] for array in arrays)
         if group:
             metrics.add(group, arrays)
     has = (a.digest != None) & (b.digest != None)  # noqa: E711 - elementwise on objects
     same = a.digest == b.digest
     apart = np.zeros(n, bool)  # digests of two formats: never judged
-    for i in np.flatnonzero(has & ~same).tolist():
-        if digest_kind(a.digest[i]) != digest_kind(b.digest[i]):
-            apart[i] = True
+    rows = np.flatnonzero(has & ~same)
+    pairs = (a.digest[rows].tolist(), b.digest[rows].tolist())
+    if any(":" in "".join(side) for side in pairs):  # untagged digests are all of one kind
+        for i, x, y in zip(rows.tolist(), *pairs, strict=True):
+            apart[i] = digest_kind(x) != digest_kind(y)
     has &= ~apart
     digest_equal = np.asarray(np.where(has, same, None), dtype=object)
     equal &= ~has | same
@@ -1063,9 +1072,9 @@ class PairAligner:
             if len(self.unreadable_first) < _FIRST_UNREADABLE:
                 self.unreadable_first.append(f"{side} step {step}: {value[:80]}")
 
-    def judge(self, a: Columns, b: Columns) -> Block:
-        """Judge matched columns and count them in the tally."""
-        block = judge_block(a, b)
+    def judge(self, a: Columns, b: Columns, *, ulps: bool = True) -> Block:
+        """Judge matched columns and count them in the tally (`judge_block`)."""
+        block = judge_block(a, b, ulps=ulps)
         self.tally.add(block)
         return block
 
@@ -1282,19 +1291,17 @@ class ColumnMatcher:
     def __init__(self, aligner: PairAligner) -> None:
         self.aligner = aligner
         self._pending: dict[str, Columns | None] = {"a": None, "b": None}
-        self._seen: dict[str, set[int]] = {"a": set(), "b": set()}
+        self._past: dict[str, list[np.ndarray]] = {"a": [], "b": []}
+        """Each side's steps so far, while every block's steps rise past the last block's."""
+        self._seen: dict[str, set[int] | None] = {"a": None, "b": None}
+        """Each side's steps so far, once they did not rise (a set: repeats are found)."""
         self.repeated = False
-        self.on_block: list[Block] | None = None
-        """Set to a list to keep the judged blocks (to write aligned rows)."""
 
     def add(self, side: str, block: Columns) -> None:
         """A block of one side's rows (steps unique within the side)."""
-        steps = block.steps.tolist()
-        seen = self._seen[side]
-        if len(set(steps)) != len(steps) or not seen.isdisjoint(steps):
+        if self._repeats(side, block.steps):
             self.repeated = True
             return
-        seen.update(steps)
         for name in block.values:
             self.aligner.names[side].add(name)
         other = "b" if side == "a" else "a"
@@ -1307,13 +1314,27 @@ class ColumnMatcher:
         _, i, j = np.intersect1d(mine.steps, theirs.steps, assume_unique=True, return_indices=True)
         if len(i):
             x, y = mine.take(i), theirs.take(j)
-            judged = self.aligner.judge(*((x, y) if side == "a" else (y, x)))
-            if self.on_block is not None:
-                self.on_block.append(judged)
+            self.aligner.judge(*((x, y) if side == "a" else (y, x)), ulps=False)
             keep_mine, keep_theirs = np.ones(len(mine), bool), np.ones(len(theirs), bool)
             keep_mine[i], keep_theirs[j] = False, False
             mine, theirs = mine.take(keep_mine), theirs.take(keep_theirs)
         self._pending[side], self._pending[other] = mine, theirs
+
+    def _repeats(self, side: str, steps: np.ndarray) -> bool:
+        """Whether a block's steps repeat one of the side's steps so far (or each other)."""
+        past, seen = self._past[side], self._seen[side]
+        if not len(steps):
+            return False
+        if seen is None:
+            if (not past or steps[0] > past[-1][-1]) and (steps[1:] > steps[:-1]).all():
+                past.append(steps)  # rising: no repeat (the usual log, no set of its steps)
+                return False
+            seen = self._seen[side] = set(np.concatenate(past).tolist()) if past else set()
+        listed = steps.tolist()
+        if len(set(listed)) != len(listed) or not seen.isdisjoint(listed):
+            return True
+        seen.update(listed)
+        return False
 
     def finish(self) -> None:
         """Count what is left on each side as steps one side only has."""
