@@ -1,4 +1,4 @@
-"""What a source of a pair posts to its session: lines, stderr, the exit."""
+"""What a source of a pair posts to its session: lines, stderr, notes, the exit."""
 
 from __future__ import annotations
 
@@ -38,4 +38,12 @@ class Exited:
     status: str
 
 
-SourceEvent = Lines | Stderr | Exited
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A source's news of one side for the status line (a followed file rotated, a job queued)."""
+
+    side: str
+    text: str
+
+
+SourceEvent = Lines | Stderr | Exited | Note

@@ -165,9 +165,7 @@ def follow_factory(
         for side, tail in source.tails.items():
             tail.queued = slurm_state(submitted.get(side))
         writer = PairWriter(pair_dir, created="")
-        session = PairSession(source, sides, options=options, writer=writer, on_batch=on_batch)  # type: ignore[arg-type]
-        source.say = session.say
-        return session
+        return PairSession(source, sides, options=options, writer=writer, on_batch=on_batch)  # type: ignore[arg-type]
 
     return make
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tuimon.engine.events import Exited, Lines, SourceEvent, Stderr
+from tuimon.engine.events import Exited, Lines, Note, SourceEvent, Stderr
 from tuimon.engine.launch.follower import Follower, FollowError
 from tuimon.engine.sources.session import Batch, PairOptions, PairSession, SideState
 from tuimon.readers import LineParser, Reading, line_parser
@@ -164,8 +164,6 @@ class FollowSource:
             for side, path in zip(SIDES, paths, strict=True)
         }
         self.idle = idle
-        self.say: Callable[[str], None] = lambda message: None
-        """Where notes go as status lines (the session's `say`)."""
         self._stop = asyncio.Event()
 
     @classmethod
@@ -244,7 +242,7 @@ class FollowSource:
         await queue.put(event)
         for tail in self.tails.values():
             for text in tail.told:
-                self.say(f"{tail.side}: {text}")
+                await queue.put(Note(tail.side, text))
             tail.told.clear()
 
     async def stop(self) -> None:
@@ -292,14 +290,12 @@ def watch_factory(
             },
             "reading": (reading or Reading()).to_dict(),
         }
-        session = PairSession(
+        return PairSession(
             source,
             sides,  # type: ignore[arg-type]
             options=replace(options, stall_timeout=None, meta={**options.meta, **meta}),
             writer=writer,
             on_batch=on_batch,
         )
-        source.say = session.say
-        return session
 
     return make

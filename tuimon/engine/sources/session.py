@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tuimon.applied import pair_applied
-from tuimon.engine.events import Exited, Lines, SourceEvent, Stderr
+from tuimon.engine.events import Exited, Lines, Note, SourceEvent, Stderr
 from tuimon.engine.judge.align import MetricFilter, PairAligner, Summary, no_step_reason
 from tuimon.engine.judge.artifacts import compare_artifacts, describe
 from tuimon.engine.judge.fingerprints import env_diff
@@ -423,6 +423,8 @@ class PairSession:
             if state.status == "stalled":
                 state.status = "running"
             self._stderr_text(event.side, self._err_split[event.side].feed(event.data))
+        elif isinstance(event, Note):
+            self.say(f"{event.side}: {event.text}")
         else:
             self._stderr_text(event.side, self._err_split[event.side].flush())
             state.exit_code = event.code
