@@ -421,3 +421,24 @@ async def test_the_view_keeps_what_lives_as_long_as_it_out_of_the_cyclic_collect
         assert gc.get_freeze_count() == 0  # the view closed: all of it may be collected again
     finally:
         gc.unfreeze()
+
+
+async def test_replayed_pair_says_its_artifacts_once(tmp_path: Path) -> None:
+    """A saved pair with a compared W_E: its line (`emb at the end: …; key frequencies …`) is
+    on the bottom line once, not again from the last batch's news."""
+    from helpers import ROOT
+
+    logs = resolve_logs([str(ROOT / "sample_logs" / "cpu-cpu-threads2")])
+    app = TuimonApp(
+        store=tmp_path / "store",
+        make_session=lambda on_batch: replay_session(logs, speed=1e6, on_batch=on_batch),
+        replay=True,
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        screen = pair_screen(app)
+        await wait_for(pilot, lambda: screen.model.done)
+        await pilot.pause()
+        message = str(screen.query_one("#message").render())
+        assert message.startswith("emb at the end: bitwise equal; key frequencies a 15 49 41 16 25")
+        assert message.count("key frequencies") == 1, message
+        assert message.endswith("replay finished")

@@ -347,7 +347,7 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         doc = self.session.logs.doc
         if not self.model.artifacts and doc.artifacts:
             self.model.artifacts = dict(doc.artifacts)
-        told = [p for p in (batch.message or "").split("; ") if p and "at the end:" not in p]
+        told = self._told(batch)
         explained = saved_line(doc.more)
         self.model.message = "; ".join(
             [
@@ -363,13 +363,19 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         """The live pair's last batch: where it is saved and its artifacts, on the bottom line."""
         if self.session is not None:
             self.model.artifacts = dict(self.session.artifacts)
-            told = [p for p in (batch.message or "").split("; ") if p and "at the end:" not in p]
+            told = self._told(batch)
             if batch.pair_path is not None:
                 told = [p for p in told if not p.startswith("saved to ")]
                 told.insert(0, f"pair saved in {batch.pair_path}")
             told += [x for x in replicas_of(self.pair_doc()) if x not in told]
             self.model.message = "; ".join([*told, *self.model.artifact_lines()]) or None
             self._refresh_views()
+
+    def _told(self, batch: Batch) -> list[str]:
+        """The last batch's news less the artifact lines, which the model says once."""
+        shown = {part for line in self.model.artifact_lines() for part in line.split("; ")}
+        told = (batch.message or "").split("; ")
+        return [p for p in told if p and p not in shown and "at the end:" not in p]
 
     def _show_saved(self, saved: SavedView) -> None:
         self.saved = saved
