@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tuimon.engine.judge.fingerprints import env_diff
 from tuimon.engine.judge.hints import likely_causes
-from tuimon.engine.launch.ranks import failed_rank, recorded_nproc, rewrap
+from tuimon.engine.launch.ranks import failed_rank, rewrap
 from tuimon.engine.runs.plan import PairPlan, default_threads
 from tuimon.engine.sources.replicas import ReplicaWatch, SideReplicas, replica_lines, saved_watch
 from tuimon.steplog import Step
@@ -110,8 +110,10 @@ def test_a_side_of_ranks_and_its_rerun_command(tmp_path: Path) -> None:
     assert argv[-5:] == ("tuimon-rank", str(tmp_path), "b", "python", "t.py")
     assert plan.shown(plan.spec("b", tmp_path), tmp_path) == "2 ranks · python t.py"
     again = rewrap(argv, "b", tmp_path / "explain", 4)
-    assert recorded_nproc(again) == 4 and again[-4] == str(tmp_path / "explain")
-    assert recorded_nproc(rewrap(["python", "t.py"], "a", tmp_path, 3)) == 3
+    assert again[again.index("--nproc-per-node") + 1] == "4"
+    assert again[-4] == str(tmp_path / "explain")
+    wrapped = rewrap(["python", "t.py"], "a", tmp_path, 3)
+    assert wrapped[wrapped.index("--nproc-per-node") + 1] == "3" and "tuimon-rank" in wrapped
     assert rewrap(["python", "t.py"], "a", tmp_path) == ["python", "t.py"]
     assert default_threads(["cpu", "cpu"], [1, 3]) == max(1, default_threads(["cpu"]) // 4)
 

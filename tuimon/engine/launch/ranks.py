@@ -35,11 +35,6 @@ def rank_log(pair_dir: Path, side: str, rank: int) -> Path:
     return pair_dir / f"{side}.rank{rank}.jsonl"
 
 
-def rank_stderr(pair_dir: Path, side: str, rank: int) -> Path:
-    """The raw stderr of `rank` > 0 of `side`."""
-    return pair_dir / f"{side}.rank{rank}.stderr"
-
-
 def under_torchrun(
     spec: RunSpec, nproc: int, pair_dir: Path | None, *, python: str | None = None
 ) -> RunSpec:
@@ -73,7 +68,6 @@ def under_torchrun(
 _ROOT = re.compile(r"Root Cause \(first observed failure\)")
 _RANK = re.compile(r"^\s*rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)", re.MULTILINE)
 _CODE = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)", re.MULTILINE)
-_SIGNAL = re.compile(r"Signal (\d+) \((SIG\w+)\) received by PID")
 
 
 def failed_rank(stderr: str) -> str | None:
@@ -100,12 +94,6 @@ def failed_rank(stderr: str) -> str | None:
     return f"rank {rank[1]} exited with code {value}"
 
 
-def agent_signal(stderr: str) -> str | None:
-    """The signal torchrun's agent says it received (`SIGTERM`), when it says so."""
-    found = _SIGNAL.search(stderr)
-    return found[2] if found else None
-
-
 MARK = "tuimon-rank"
 """The wrapper's name (`$0`) in a side's recorded command: what follows is DIR, SIDE, COMMAND."""
 
@@ -125,12 +113,3 @@ def rewrap(argv: Sequence[str], side: str, rank_dir: Path, nproc: int | None = N
     if nproc is not None and "--nproc-per-node" in head:
         head[head.index("--nproc-per-node") + 1] = str(nproc)
     return [*head, MARK, str(rank_dir), argv[at + 2], *argv[at + 3 :]]
-
-
-def recorded_nproc(argv: Sequence[str]) -> int | None:
-    """The ranks a recorded side command runs (None: one process, not under the launcher)."""
-    argv = list(argv)
-    if MARK not in argv or "--nproc-per-node" not in argv:
-        return None
-    text = argv[argv.index("--nproc-per-node") + 1]
-    return int(text) if text.isdigit() else None
