@@ -265,6 +265,22 @@ class _Prepared:
     rows: list[Any] | None = None
     """The lines parsed, when they are not uniform steps (not sent by a worker)."""
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What a worker sends: a column of digests as one string (pickled at once, not
+        string by string) when no digest holds a newline."""
+        state = dict(self.__dict__)
+        if self.args is not None and (digest := self.args[3]) is not None:
+            joined = "\n".join(digest)
+            if joined.count("\n") == len(digest) - 1:
+                state["args"] = (*self.args[:3], joined, self.args[4])
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        args = state["args"]
+        if args is not None and isinstance(args[3], str):
+            state["args"] = (*args[:3], args[3].split("\n"), args[4])
+        self.__dict__.update(state)
+
 
 def _workers(logs: SavedLogs, keep: bool) -> bool:
     """Whether to read the two logs in worker processes at once: large logs, more than one
@@ -371,7 +387,7 @@ class _BlockReader:
         when the lines fit it). `key`: None for a tuimon step log, else the step key of plain
         JSON Lines. `whole`: keep the lines and rows (else only when needed)."""
         got = _Prepared(key, len(lines), sum(map(len, lines)), lines=lines)
-        if max(map(len, lines), default=0) > MAX_LINE:  # skipped as a live pair skips it
+        if got.size > MAX_LINE and max(map(len, lines)) > MAX_LINE:  # skipped, as live
             got.slow = True
             return got
         shape, self.shape = self.shape, None
