@@ -62,3 +62,16 @@ def test_batches_merged_keep_every_record_in_order_and_the_last_state() -> None:
     assert one.aligned == [0, 2, 4] and one.message == "m0; m4"
     assert one.sides is batches[-1].sides and one.summary is summary and not one.done
     assert merge_batches(batches[:1]) is batches[0]
+
+
+def test_batches_without_aligned_steps_judge_the_same() -> None:
+    """`aligned=False` (a headless report): the same counts and verdict, no `AlignedStep`
+    made for a block, and the last step's divergence told all the same."""
+    a, b = log("a", 400), log("b", 380)
+    shown, bare = PairAligner(), PairAligner()
+    for side, steps in (("a", a[:50]), ("b", b), ("a", a[50:60]), ("a", a[60:])):
+        rows = shown.feed_batch(side, steps)
+        assert not bare.feed_batch(side, steps, aligned=False) or len(rows) <= 32
+        if rows:
+            assert bare.last_divergence == shown.last_divergence == rows[-1].divergence
+    assert bare.summary().to_dict() == shown.summary().to_dict()

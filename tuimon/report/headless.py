@@ -51,7 +51,6 @@ class HeadlessReporter:
         )
         self.tasks: dict[str, TaskID] = {}
         self.first_told = False
-        self.last_div: float | None = None
         self.next_plain = time.monotonic() + PLAIN_EVERY
 
     def __enter__(self) -> HeadlessReporter:
@@ -70,9 +69,8 @@ class HeadlessReporter:
             self.progress.update(self.tasks[side], total=s.total, completed=done, info=side_line(s))
         if "div" not in self.tasks:
             self.tasks["div"] = self.progress.add_task("pair", total=None, info="", start=False)
-        if batch.aligned:
-            self.last_div = batch.aligned[-1].divergence
-        self.progress.update(self.tasks["div"], info=divergence_line(batch.summary, self.last_div))
+        div = batch.divergence
+        self.progress.update(self.tasks["div"], info=divergence_line(batch.summary, div))
         if not self.console.is_terminal and time.monotonic() >= self.next_plain:
             self.next_plain = time.monotonic() + PLAIN_EVERY
             for side, s in batch.sides.items():  # a log file or CI job sees no live display
@@ -113,6 +111,7 @@ def run_headless(
             console.rule(f"pair {i + 1} of {len(sessions)}")
         with HeadlessReporter(console) as reporter:
             session = make(reporter)
+            session.aligned = False  # the report reads the last divergence, not every step
             summary = asyncio.run(_run_with_signals(session))
         report = PairReport.of(session, summary)
         codes.append(report.code)

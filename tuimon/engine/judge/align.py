@@ -988,6 +988,8 @@ class PairAligner:
         self.text = TextJudge(tolerance)
         """Text lines compared by position between step records (`TextJudge`)."""
         self.last_step: dict[str, int | None] = {"a": None, "b": None}
+        self.last_divergence: float | None = None
+        """The divergence of the last step aligned (`feed_batch`)."""
         """The step of each side's latest step record (what its next text line follows)."""
 
     # -- feeding --
@@ -997,9 +999,13 @@ class PairAligner:
         got = self.feed_batch(side, [record])
         return got[0] if got else None
 
-    def feed_batch(self, side: str, records: Iterable[Step]) -> list[AlignedStep]:
+    def feed_batch(
+        self, side: str, records: Iterable[Step], *, aligned: bool = True
+    ) -> list[AlignedStep]:
         """Add a tick's records of `side` (in order); return the steps that now align, judged
-        together (column-wise), in the order they were fed."""
+        together (column-wise), in the order they were fed. `aligned=False`: judged and
+        counted the same, but a block of them is not made into `AlignedStep`s (none returned:
+        nobody shows them; `last_divergence` tells the last one's)."""
         other = "b" if side == "a" else "a"
         mine, theirs = self._pending[side], self._pending[other]
         count = self._count[side]
@@ -1022,13 +1028,16 @@ class PairAligner:
         if len(pairs) <= SMALL_BLOCK or wide:  # few rows, or many names a row or two each
             rows = judge_rows(pairs, self.select, per_row=wide)
             self.tally.add_rows(rows)
+            self.last_divergence = rows.steps[-1].divergence
             return rows.steps
         occs = [p[2] for p in pairs]
         block = self.judge(
             Columns.of_steps([p[0] for p in pairs], occs, self.select),
             Columns.of_steps([p[1] for p in pairs], occs, self.select),
+            ulps=aligned,
         )
-        return aligned_steps(block)
+        self.last_divergence = float(block.divergence[-1])
+        return aligned_steps(block) if aligned else []
 
     def note(self, side: str, record: Step) -> None:
         """What a record tells besides its match: its names, clocks, unreadable values."""

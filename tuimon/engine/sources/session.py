@@ -95,6 +95,9 @@ class Batch:
     pair_path: Path | None = None
     message: str | None = None
     """A status line; a later one replaces it."""
+    divergence: float | None = None
+    """The divergence of the last step aligned so far (also when `aligned` is left empty:
+    `PairSession.aligned`)."""
 
 
 def merge_batches(batches: Sequence[Batch]) -> Batch:
@@ -238,6 +241,9 @@ class PairSession:
         self.on_batch = on_batch or (lambda batch: None)
         self.listeners: list[Callable[[Batch], None]] = []
         """More takers of each batch, after `on_batch` (see `listen`)."""
+        self.aligned = True
+        """Whether batches carry every aligned step (a view shows them; a headless report
+        reads the last divergence alone, and a writer always has them)."""
         self.sides = {s.side: s for s in sides}
         for state, total in zip(sides, self.options.totals, strict=True):
             state.total = state.total or total
@@ -490,7 +496,8 @@ class PairSession:
             if not steps:
                 continue
             self._unfed[side] = []
-            aligned = self.aligner.feed_batch(side, steps)
+            rows = self.aligned or self.writer is not None or bool(self.listeners)
+            aligned = self.aligner.feed_batch(side, steps, aligned=rows)
             if self.writer is not None:
                 for row in aligned:
                     self.writer.aligned(row.to_dict())
@@ -563,6 +570,7 @@ class PairSession:
             done=done,
             pair_path=self.pair_path,
             message="; ".join([*self._messages, *([message] if message else [])]) or None,
+            divergence=self.aligner.last_divergence,
         )
         self._new_records = {k: [] for k in self.sides}
         self._new_stderr = {k: [] for k in self.sides}
