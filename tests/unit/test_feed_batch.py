@@ -5,6 +5,9 @@ from __future__ import annotations
 import math
 import random
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from tuimon.engine.judge.align import PairAligner
 from tuimon.steplog import Step
 
@@ -75,3 +78,36 @@ def test_batches_without_aligned_steps_judge_the_same() -> None:
         if rows:
             assert bare.last_divergence == shown.last_divergence == rows[-1].divergence
     assert bare.summary().to_dict() == shown.summary().to_dict()
+
+
+@given(st.data())
+@settings(max_examples=80, deadline=None)
+def test_whole_logs_matched_block_by_block_judge_as_compare_steps(data: st.DataObject) -> None:
+    """`ColumnMatcher` (compare's blocks) gives the summary `compare_steps` gives: steps
+    missing on either side, a side running ahead, a step going back, blocks of any size."""
+    from tuimon.engine.judge.align import ColumnMatcher, Columns, compare_steps
+
+    logs = {}
+    for side in "ab":
+        steps = data.draw(st.lists(st.integers(0, 60), min_size=1, max_size=50, unique=True))
+        if data.draw(st.booleans()):
+            steps.sort()
+        logs[side] = [
+            Step(s, {"loss": 1.0 / (s + 1) + (1e-9 if side == "b" and s > 30 else 0)}, digest="d")
+            for s in steps
+        ]
+    _, expected = compare_steps(logs["a"], logs["b"])
+    aligner = PairAligner()
+    matcher = ColumnMatcher(aligner)
+    at = {"a": 0, "b": 0}
+    while any(at[s] < len(logs[s]) for s in "ab"):
+        side = data.draw(st.sampled_from([s for s in "ab" if at[s] < len(logs[s])]))
+        n = data.draw(st.integers(1, 12))
+        block = logs[side][at[side] : at[side] + n]
+        at[side] += len(block)
+        for record in block:
+            aligner.note(side, record)
+        matcher.add(side, Columns.of_steps(block, [0] * len(block), aligner.select))
+    matcher.finish()
+    assert not matcher.repeated
+    assert aligner.summary().to_dict() == expected.summary().to_dict()

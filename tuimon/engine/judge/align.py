@@ -431,8 +431,8 @@ class Columns:
             records=list(records),
         )
 
-    def take(self, index: np.ndarray) -> Columns:
-        """The rows at `index` (an integer or boolean array)."""
+    def take(self, index: np.ndarray | slice) -> Columns:
+        """The rows at `index` (an integer or boolean array, or a slice: views)."""
         return Columns(
             steps=self.steps[index],
             occ=self.occ[index],
@@ -474,7 +474,9 @@ class Columns:
         )
 
 
-def _pick(items: list[Any], index: np.ndarray) -> list[Any]:
+def _pick(items: list[Any], index: np.ndarray | slice) -> list[Any]:
+    if isinstance(index, slice):
+        return items[index]
     if index.dtype == bool:
         index = np.flatnonzero(index)
     return [items[i] for i in index.tolist()]
@@ -1319,6 +1321,18 @@ class ColumnMatcher:
         theirs = self._pending[other]
         if theirs is None:
             self._pending[side] = mine
+            return
+        m = min(len(mine), len(theirs))
+        if (
+            self._seen[side] is None
+            and self._seen[other] is None
+            and np.array_equal(mine.steps[:m], theirs.steps[:m])
+        ):  # both rising, the same steps in the same order (the usual pair): no search
+            if m:
+                x, y = mine.take(slice(0, m)), theirs.take(slice(0, m))
+                self.aligner.judge(*((x, y) if side == "a" else (y, x)), ulps=False)
+                mine, theirs = mine.take(slice(m, None)), theirs.take(slice(m, None))
+            self._pending[side], self._pending[other] = mine, theirs
             return
         _, i, j = np.intersect1d(mine.steps, theirs.steps, assume_unique=True, return_indices=True)
         if len(i):
