@@ -100,12 +100,11 @@ def _block(lines: list[bytes], width: int, k: int) -> tuple[np.ndarray, np.ndarr
         raise _NotUniform
     if any(c in data for c in (b'"', b"\r", b"\x00")):
         raise _NotUniform
-    commas = width - 1
-    if data.count(b",") != commas * len(lines):
-        raise _NotUniform  # a row of another width (each row is checked below by parsing)
-    if len(_step_cell(k).findall(data)) != len(lines):
-        raise _NotUniform  # a step that is not an integer of at most 19 characters
-    values = _cells(data).reshape(-1, width)
+    raw = np.frombuffer(data, np.uint8)
+    commas = np.searchsorted(np.flatnonzero(raw == ord(",")), np.flatnonzero(raw == ord("\n")))
+    if (np.diff(commas, prepend=0) != width - 1).any():
+        raise _NotUniform  # a row of another width (two of them cannot make up for each other)
+    values = _cells(data, width, k).reshape(-1, width)
     if values.shape != (len(lines), width):
         raise _NotUniform  # a blank line (loadtxt skips it; `read_csv` does not)
     if np.isinf(values).any() or (np.abs(values) >= 2.0**53).any():
@@ -117,22 +116,32 @@ def _block(lines: list[bytes], width: int, k: int) -> tuple[np.ndarray, np.ndarr
 
 
 @lru_cache(maxsize=8)
-def _step_cell(k: int) -> re.Pattern[bytes]:
-    """A line whose cell `k` is an integer of at most 19 characters (what `read_csv` takes
-    as a step, give or take blanks other than spaces and tabs, left to it)."""
-    return re.compile(rb"(?m)^(?:[^,\n]*,){%d}[ \t]*(?:-[0-9]{1,18}|[0-9]{1,19})[ \t]*[,\n]" % k)
+def _not_step_cell(k: int) -> re.Pattern[bytes]:
+    """The start of a line whose cell `k` is not an integer of at most 19 characters (what
+    `read_csv` takes as a step, give or take blanks other than spaces and tabs, left to it):
+    one search, no match object per line."""
+    cell = rb"(?:[^,\n]*,){%d}[ \t]*(?:-[0-9]{1,18}|[0-9]{1,19})[ \t]*[,\n]" % k
+    return re.compile(rb"(?m)^(?!\Z)(?!" + cell + rb")")
 
 
-def _cells(data: bytes) -> np.ndarray:
-    """The cells of whole lines of plain numbers, in order: read by orjson as one JSON array
-    when every cell is a JSON number that reads as `float()` reads its text (not `-0`, which
-    JSON reads as the integer 0), else by `np.loadtxt` (which reads what `float()` reads, or
-    fails); ValueError when a cell is not a number."""
+def _cells(data: bytes, width: int, k: int) -> np.ndarray:
+    """The cells of whole lines of plain numbers, `width` a line, in order: read by orjson as
+    one JSON array when every cell is a JSON number that reads as `float()` reads its text
+    (not `-0`, which JSON reads as the integer 0), else by `np.loadtxt` (which reads what
+    `float()` reads, or fails); ValueError when a cell is not a number, `_NotUniform` when
+    cell `k` of a line (the step) is not an integer of at most 19 characters."""
     if not data.translate(None, _JSON_CELL) and not _INT_NEG_ZERO.search(data):
         try:
-            return np.array(orjson.loads(b"[" + data[:-1].replace(b"\n", b",") + b"]"), np.float64)
+            cells = orjson.loads(b"[" + data[:-1].replace(b"\n", b",") + b"]")
         except orjson.JSONDecodeError:
-            pass  # `1.`, `.5`, `1e400` ...: loadtxt reads them as float() does
+            cells = None  # `1.`, `.5`, `1e400` ...: loadtxt reads them as float() does
+        if cells is not None:  # a JSON integer has no leading zero, no fraction, no exponent
+            step = cells[k::width]
+            if set(map(type, step)) != {int} or min(step) <= -(10**18) or max(step) >= 10**19:
+                raise _NotUniform
+            return np.array(cells, np.float64)
+    if _not_step_cell(k).search(data):
+        raise _NotUniform
     text = io.StringIO(data.decode())
     return np.loadtxt(text, delimiter=",", comments=None, dtype=np.float64).ravel()
 
@@ -144,7 +153,8 @@ def _columns(
     when steps repeat (merged or compared in order by the general reader)."""
     start, runs = _last_run(steps)
     kept = steps[start:]
-    if runs > 1 or len(np.unique(kept)) != len(kept):
+    rising = len(kept) < 2 or bool((kept[1:] > kept[:-1]).all())  # the usual: no search
+    if runs > 1 or not (rising or len(np.unique(kept)) == len(kept)):
         return None  # several runs, repeats: compared run by run, in order, by `read_csv`
     clocks = _clocks(tuple(names))
     metric = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and not clocks[i]]
