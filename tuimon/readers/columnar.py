@@ -171,13 +171,16 @@ def _columns(
 
 def _transposed(blocks: list[np.ndarray], columns: list[int], start: int) -> np.ndarray:
     """The `columns` of the blocks' rows from `start` on, as one (columns x rows) array,
-    filled block by block (no whole copy of the rows in between)."""
+    filled block by block, each block let go once copied (`blocks` ends empty: the rows are
+    never held twice)."""
     pick: slice | list[int] = columns
     if columns and columns[-1] - columns[0] == len(columns) - 1:
         pick = slice(columns[0], columns[-1] + 1)  # the usual case: a view, not a copy
     out = np.empty((len(columns), sum(len(b) for b in blocks) - start))
     at = -start
-    for block in blocks:
+    blocks.reverse()
+    while blocks:
+        block = blocks.pop()
         skip = max(0, -at)
         if skip < len(block):
             out[:, at + skip : at + len(block)] = block[skip:, pick].T
