@@ -214,7 +214,7 @@ def main() -> None:
     )
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (before)")
     trees = {"tuimon": args.tuimon} | ({"before": args.before} if args.before else {})
-    rows = []
+    rows: list[tuple[str, list[float], float, bool]] = []
     with tempfile.TemporaryDirectory(prefix="bench_scale") as tmp:
         folder = Path(tmp)
         ENV["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
@@ -243,19 +243,29 @@ def main() -> None:
                 cmds["polars"] = [py, str(folder / script), str(a), str(b)]
             cmds["floor"] = [py, str(folder / "floor.py"), str(a), str(b)]
             rounds = [round_of(cmds) for _ in range(args.repeat)]
-            rows.append((fmt, size, plain, rounds))
-            show(fmt, size, plain, rounds)
+            rows += show(fmt, size, plain, rounds)
             for p in folder.glob(f"*.{fmt}"):
                 if fmt != base:
                     p.unlink()
-        replay(py, trees, args.replay_repeat)
+        rows += replay(py, trees, args.replay_repeat)
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (after)")
+    print("\nevery ratio of issue 32, median of the rounds [min-max], target, met:")
+    width = max(len(r[0]) for r in rows)
+    for what, each, target, low in rows:
+        mid = statistics.median(each)
+        f = ",.0f" if target >= 100 else ".2f"
+        met = mid >= target if low else mid <= target
+        print(
+            f"  {what:<{width}}  {mid:>7{f}} [{min(each):{f}}-{max(each):{f}}]  "
+            f"{'>=' if low else '<='} {target:{f}}  {'met' if met else 'NOT met'}"
+        )
 
 
 def show(
     fmt: str, size: int, plain: int, rounds: list[dict[str, tuple[float, float, int]]]
-) -> None:
-    """One format: every round's times and the ratios against the targets."""
+) -> list[tuple[str, list[float], float, bool]]:
+    """One format: every round's times, and the ratios against the targets (returned too:
+    what, each round's value, target, whether the target is a floor)."""
     for i, r in enumerate(rounds):
         print(
             f"  round {i + 1}: "
@@ -263,25 +273,33 @@ def show(
                 f"{k} {w:.2f} s (cpu {c:.2f}) {m / 1024:.0f} MiB" for k, (w, c, m) in r.items()
             )
         )
+    out = []
     for tree in [k for k in rounds[0] if k in ("tuimon", "before")]:
-        parts = []
         for other, target in (("polars", 1.0), ("floor", 1.5)):
             if other in rounds[0]:
                 each = [r[tree][0] / r[other][0] for r in rounds]
-                parts.append(
-                    f"{tree}/{other} {statistics.median(each):.2f}x "
-                    f"[{min(each):.2f}-{max(each):.2f}] (<= {target})"
-                )
-        peak = max(r[tree][2] for r in rounds) * 1024
-        parts.append(f"memory/input {peak / plain:.2f}x (<= 1; {peak / 2**20:.0f} MiB)")
-        print(f"  {fmt} {' · '.join(parts)}", flush=True)
+                out.append((f"{fmt} {tree}/{other}", each, target, False))
+        out.append(
+            (f"{fmt} {tree} memory/input", [r[tree][2] * 1024 / plain for r in rounds], 1.0, False)
+        )
+    for what, each, target, _ in out:
+        print(
+            f"  {what} {statistics.median(each):.2f}x [{min(each):.2f}-{max(each):.2f}] (<= {target})"
+        )
+    print(
+        f"  (peak memory of tuimon {max(r['tuimon'][2] for r in rounds) / 1024:.0f} MiB)",
+        flush=True,
+    )
+    return out
 
 
-def replay(py: str, trees: dict[str, str], repeat: int) -> None:
+def replay(
+    py: str, trees: dict[str, str], repeat: int
+) -> list[tuple[str, list[float], float, bool]]:
     """The headless replay against `compare` on the 25,000-step sample pair."""
     if not SAMPLE.is_dir():
         print(f"no {SAMPLE}: no replay row")
-        return
+        return []
     cmds = {}
     for name, tree in trees.items():
         tm = ["env", f"PYTHONPATH={tree}", py, "-m", "tuimon"]
@@ -292,6 +310,7 @@ def replay(py: str, trees: dict[str, str], repeat: int) -> None:
     rounds = [round_of(cmds) for _ in range(repeat)]
     steps = 25_000
     print(f"replay: {SAMPLE.name} ({steps:,} steps a side), {repeat} rounds")
+    out = []
     for name in trees:
         each = [r[f"{name} replay"][0] / r[f"{name} compare"][0] for r in rounds]
         rate = [steps / r[f"{name} replay"][0] for r in rounds]
@@ -305,6 +324,9 @@ def replay(py: str, trees: dict[str, str], repeat: int) -> None:
             f"{statistics.median(cpu):,.0f}), whole command",
             flush=True,
         )
+        out.append((f"replay {name} replay/compare", each, 1.5, False))
+        out.append((f"replay {name} steps/s", rate, 20_000, True))
+    return out
 
 
 if __name__ == "__main__":
