@@ -157,13 +157,15 @@ def test_rows_of_other_widths_that_make_up_for_each_other_are_read_row_by_row(
     tmp_path: Path,
 ) -> None:
     """A short row and a long one hold the right number of cells between them: read as one
-    array they would shift every later cell (step 1's acc, a step 6 that is not there)."""
+    array they would shift every later cell (step 1's acc, a step 6 that is not there). Each
+    is said not read (which value is whose cannot be known), never a step made up."""
     a = tmp_path / "a.csv"
     a.write_text("step,loss,acc\n0,0.5,0.25\n1,5\n2,6,7,8\n3,0.5,0.25\n")
     b = write_csv(tmp_path / "b.csv", ["step", "loss", "acc"], numeric_rows([0, 1, 2, 3], 2, 1, 1))
     assert read_csv_columns(a) is None
     got = same_both_ways(a, b)["summary"]
-    assert (got["unmatched_a"], got["unmatched_b"]) == (0, 0)
+    assert (got["unmatched_a"], got["unmatched_b"]) == (0, 2)
+    assert got["accounts"]["a"]["skipped"] == {"unreadable": 2}, got["accounts"]["a"]
 
 
 def test_a_second_run_in_the_file_is_said_and_every_run_compared(tmp_path: Path) -> None:

@@ -242,6 +242,34 @@ def test_a_csv_quote_that_never_closes_is_incomplete_never_identical(
     assert code == 3 and "quote that does not close" in out["reason"]
 
 
+@pytest.mark.parametrize("row", ["49,9.0,ok,7", "49,9.0", "49,0.02,ok,1,2"])
+def test_a_csv_row_with_more_or_fewer_cells_is_never_read_silently(
+    tmp_path: Path, capsys, row: str
+) -> None:
+    """A row of numbers whose cells do not match the header's names: which value is whose
+    cannot be known, so it is not read, and the verdict says so (on both sides alike too)."""
+    rows = ["step,loss,note", *(f"{i},{1 / (i + 1)},ok" for i in range(100))]
+    a = tmp_path / "a.csv"
+    a.write_text("\n".join(rows) + "\n")
+    rows[50] = row
+    b = tmp_path / "b.csv"
+    b.write_text("\n".join(rows) + "\n")
+    code, out = compare(capsys, str(a), str(b))
+    assert code == 3 and "cells where the header names 3" in out["reason"], out
+    (twin := tmp_path / "b2.csv").write_bytes(b.read_bytes())
+    code, out = compare(capsys, str(b), str(twin))
+    assert code == 3 and out["verdict"] == "INCOMPLETE"
+
+
+def test_empty_cells_past_the_header_are_no_cells(tmp_path: Path, capsys) -> None:
+    rows = ["step,loss", *(f"{i},{1 / (i + 1)}," for i in range(10))]
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("\n".join(rows) + "\n")
+    b.write_text("\n".join(rows) + "\n")
+    code, out = compare(capsys, str(a), str(b))
+    assert (code, out["verdict"], out["steps_compared"]) == (0, "IDENTICAL", 10)
+
+
 def _mlflow(run: Path, bump: bool = False, clock: int = 0) -> Path:
     for name in ("loss", "train/acc"):
         path = run / "metrics" / name

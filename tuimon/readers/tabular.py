@@ -97,6 +97,15 @@ def read_csv(text: str, key: str | None = None) -> list[Record]:
             )
             continue
         row = {name: cell for name, cell in zip(names, cells, strict=False) if cell.strip()}
+        if _misshapen(cells, len(names), row):  # its cells cannot be put under their names
+            records.append(
+                Text(
+                    f"{UNJUDGED}row {number}: {len(cells)} cells where the header names "
+                    f"{len(names)}; not read] {clean(','.join(cells), 200)}",
+                    UNREADABLE,
+                )
+            )
+            continue
         step = row_step(row, key=key)
         if step is not None and cut and number == len(rows) + 1:
             records.append(Text(",".join(cells)[:200] + " [cut short?]", UNREADABLE))
@@ -166,6 +175,15 @@ def uniform_rows(names: list[str], rows: list[list[str]], key: str | None) -> li
                         t=None if t_at is None else c[t_at],
                         clocks=dict(zip(cnames, c, strict=True))))  # fmt: skip
     return out
+
+
+def _misshapen(cells: list[str], width: int, row: dict[str, str]) -> bool:
+    """A row of numbers with fewer or more cells than the header has names (empty cells past
+    the last name excepted): which value belongs to which name cannot be known."""
+    extra = cells[width:]
+    if len(cells) == width or (extra and not any(c.strip() for c in extra)):
+        return False
+    return any(as_float(v) is not None for v in row.values())
 
 
 def _why(row: dict[str, str], names: list[str], key: str | None) -> str | None:
