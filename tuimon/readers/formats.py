@@ -68,6 +68,9 @@ class Format:
     streams: bool
     folder: Callable[[Path], Loaded | None] | None = None
     """For a format that is a folder: its reader (None when the folder is not one)."""
+    file: Callable[[Path, bytes, Reading], Loaded | None] | None = None
+    """For a format told by a file's whole content: its reader (None when the file is not
+    one). Files no entry takes are lines, read by `LineParser` (the formats without one)."""
 
 
 def _tensorboard_folder(path: Path) -> Loaded | None:
@@ -84,12 +87,28 @@ def _json_folder(path: Path) -> Loaded | None:
     return Loaded(JSON_FILES.name, read_folder(files)) if files else None
 
 
+def _tensorboard_file(path: Path, data: bytes, reading: Reading) -> Loaded | None:
+    if b"brain.Event:" in data[:256] or ("tfevents" in path.name and b"\x00" in data[:64]):
+        return Loaded(TENSORBOARD.name, read_events(path))
+    return None
+
+
+def _csv_file(path: Path, data: bytes, reading: Reading) -> Loaded | None:
+    if _binary(data[:65536]):
+        return None
+    first = data.lstrip().partition(b"\n")[0][: 1 << 24].decode("utf-8", "replace")
+    if not csv_columns(first.strip(), reading.step_key):
+        return None
+    return Loaded(CSV.name, read_csv(data.decode("utf-8", "replace"), reading.step_key))
+
+
 TENSORBOARD = Format(
     "tensorboard",
     "TensorBoard event records (`brain.Event`): an event file, or a run folder holding them",
     "torch.utils.tensorboard, Keras' TensorBoard callback, TF summaries",
     streams=False,
     folder=_tensorboard_folder,
+    file=_tensorboard_file,
 )
 MLFLOW = Format(
     "MLflow run",
@@ -123,12 +142,14 @@ DOCUMENT = Format(
     "arrays beside a step array",
     "metrics files, detectron2's metrics.json, W&B summaries",
     streams=False,
+    file=lambda path, data, reading: _json_document(path, data, reading),  # trainer_state, sacred
 )
 CSV = Format(
     "CSV",
     "a header line with a step column, comma-separated, read whole (rows of one step merged)",
     "Lightning's CSVLogger, Keras' CSVLogger, pandas to_csv",
     streams=False,
+    file=_csv_file,
 )
 STEPLOG = Format(
     "tuimon step log",
@@ -181,8 +202,9 @@ def _binary(head: bytes) -> bool:
 
 
 def read_path(path: Path, reading: Reading, side: str) -> Loaded:
-    """A log by content, through the registry: a folder by the folder formats, a TensorBoard
-    file by its records, a JSON document, a CSV with a step column, else lines."""
+    """A log by content, through the registry: a folder by the entries' folder readers, a
+    file by their file readers in order (a TensorBoard file, a JSON document, a CSV with a
+    step column), else lines (`_line_log`)."""
     if path.is_dir():
         for entry in FORMATS:
             if entry.folder is not None and (loaded := entry.folder(path)) is not None:
@@ -192,11 +214,9 @@ def read_path(path: Path, reading: Reading, side: str) -> Loaded:
             f"or numbered JSON files ({HELP})"
         )
     data = read_bytes(path).removeprefix(BOM)
-    if b"brain.Event:" in data[:256] or ("tfevents" in path.name and b"\x00" in data[:64]):
-        return as_asked(Loaded(TENSORBOARD.name, read_events(path)), reading, side)
-    document = _json_document(path, data, reading)
-    if document is not None:
-        return as_asked(document, reading, side)
+    for entry in FORMATS:
+        if entry.file is not None and (loaded := entry.file(path, data, reading)) is not None:
+            return as_asked(loaded, reading, side)
     return _line_log(data, reading, side)
 
 
@@ -301,13 +321,9 @@ def _json_document(path: Path, data: bytes, reading: Reading) -> Loaded | None:
 
 
 def _line_log(data: bytes, reading: Reading, side: str) -> Loaded:
-    """A log of lines: CSV, a tuimon step log, JSON Lines or printed text (`LineParser`)."""
+    """A log of lines: a tuimon step log, JSON Lines, a table or printed text (`LineParser`)."""
     if _binary(data[:65536]):  # not a log: nothing in it is judged as text either
         return Loaded(TEXT.name, [Text("tuimon: binary data (NUL or control bytes): not read")])
-    first = data.lstrip().partition(b"\n")[0][: 1 << 24].decode("utf-8", "replace")
-    if csv_columns(first.strip(), reading.step_key):
-        records = read_csv(data.decode("utf-8", "replace"), reading.step_key)
-        return as_asked(Loaded(CSV.name, records), reading, side)
     lines = lines_of(data)
     parser = LineParser(reading, side)
     records = parser.feed(lines) + parser.close()  # as a live stream is read: the same rows
