@@ -131,3 +131,44 @@ def test_csv_cells_from_a_log_never_run_as_formulas(tmp_path: Path) -> None:
     assert "'=HYPERLINK(x).a" in header and "'@cmd.ulps" in header
     cells = dict(zip(header, row, strict=True))
     assert cells["tensors_differ"] == "'+W" and cells["'=HYPERLINK(x).a"] == "-0.5"  # a number
+
+
+def test_long_logs_are_exported_a_block_at_a_time_as_they_read_whole(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Large logs of lines are streamed (memory holds a block, not the rows); the rows are the
+    ones a whole reading gives, in step and occurrence order even when a run resumed (its steps
+    went back), with text lines between the steps and one log gzipped."""
+    import gzip
+    import io
+
+    import tuimon.readers as readers
+    from tuimon.engine.sources.saved import resolve_logs
+
+    def log(side: str) -> bytes:
+        out = [dumps({"type": "header", "format": FORMAT, "run": {}, "hyper": {}, "env": {}})]
+        for step in [*range(300), *range(200, 400)]:  # resumed from step 200
+            loss = 1 / (step + 1) + (1e-9 if side == "b" and step == 250 else 0.0)
+            out.append(dumps({"type": "step", "step": step, "loss": loss, "acc": 0.5}))
+            if step % 50 == 0:
+                out.append(f"eval at {step}: nothing to see\n".encode())
+        return b"".join(out)
+
+    a, b = tmp_path / "a.jsonl.gz", tmp_path / "b.jsonl"
+    a.write_bytes(gzip.compress(log("a")))
+    b.write_bytes(log("b"))
+    monkeypatch.setattr(readers, "BLOCK", 4096)  # "large": a block of 4 KiB
+    assert readers.read_blocks(b) is not None and readers.read_blocks(a) is not None
+    written = {}
+    for how in ("stream", "whole"):
+        pair = resolve_logs([str(a), str(b)])
+        rows = pair.stream() if how == "stream" else iter(pair.judged[0])
+        out = io.BytesIO()
+        assert export.write(rows, out, "jsonl") == 500
+        written[how] = out.getvalue()
+    assert written["stream"] == written["whole"]
+    keys = [(r["step"], r["occurrence"]) for r in map(json.loads, written["stream"].splitlines())]
+    assert keys == sorted(keys) and keys.count((250, 1)) == 1
+    differ = [k for k, r in zip(keys, map(json.loads, written["stream"].splitlines()), strict=True)
+              if not r["equal"]]  # fmt: skip
+    assert differ == [(250, 0), (250, 1)]

@@ -36,7 +36,7 @@ def test_a_saved_pair_is_read_once_whatever_is_asked(
     assert sides == []  # opened, nothing read yet
     summary = pair.summary()
     assert (summary.verdict, summary.first_divergent_step) == ("DIVERGED", 5)
-    assert [(s.step, s.occurrence) for s in pair.aligned_steps()][:2] == [(0, 0), (1, 0)]
+    assert [(s.step, s.occurrence) for s in pair.stream()][:2] == [(0, 0), (1, 0)]
     state = pair.side_state("b", final=True)
     assert (state.status, state.step, state.records, state.total) == ("finished", 39, 40, 40)
     assert [getattr(r, "step", None) for r in pair.window(20, 4)["a"]] == [18, 19, 20, 21]

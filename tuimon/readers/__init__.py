@@ -4,13 +4,15 @@ One step, chosen by content through the registry of formats (`tuimon.readers.for
 every format, how it is recognised, who writes it, whether it streams live).
 
 The engine calls `load` (a file as records, every line accounted for: `account`),
-`line_parser` (a live stream: the same `LineParser` that reads a file of lines) and
-`log_lines` (a file as step-log lines, for the views that show lines).
+`line_parser` (a live stream: the same `LineParser` that reads a file of lines),
+`read_blocks` (a large file of lines a block at a time) and `log_lines` (a file as step-log
+lines, for the views that show lines).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ import orjson
 
 from tuimon.clocks import is_clock
 from tuimon.readers.account import Account
+from tuimon.readers.cut import LineCutter
 from tuimon.readers.formats import (
     _CORRUPT,
     _DOCUMENT,
@@ -28,6 +31,7 @@ from tuimon.readers.formats import (
     Format,
     Loaded,
     ReaderError,
+    _binary,
     open_log,
     read_bytes,
     read_path,
@@ -69,6 +73,7 @@ __all__ = [
     "no_steps",
     "open_log",
     "parse_map",
+    "read_blocks",
     "read_bytes",
     "read_log",
     "require_steps",
@@ -206,6 +211,48 @@ def streamable(head: bytes) -> bool:
     ):
         return False  # a JSON document (a `[11/19 08:55:03] INFO` line is not one)
     return csv_columns(first.decode("utf-8", "replace")) is None
+
+
+BLOCK = 1 << 20
+"""Bytes a log of lines is read in at a time (`read_blocks`)."""
+
+
+def read_blocks(
+    path: str | Path, reading: Reading | None = None, side: str = "a"
+) -> Iterator[list[Record]] | None:
+    """A large log of lines as blocks of records, read as a live stream is (the records
+    `load` gives, a block at a time: memory holds one block); None for a file that is not
+    lines (a folder, a JSON document, a CSV, TensorBoard, binary data) or that is small: `load`
+    reads those whole. ReaderError (one line) when it cannot be read."""
+    path = Path(path)
+    if path.is_dir():
+        return None
+    try:
+        with open_log(path) as fh:
+            head = fh.read(BLOCK).removeprefix(BOM)
+            whole = len(head) < BLOCK - len(BOM)
+    except _CORRUPT as exc:
+        raise ReaderError(f"{path}: cannot decompress: {exc or type(exc).__name__}") from None
+    except OSError as exc:
+        raise ReaderError(f"{path}: {exc.strerror or exc}") from None
+    if whole or not streamable(head) or _binary(head[:65536]):
+        return None
+    return _blocks(path, LineParser(reading, side))
+
+
+def _blocks(path: Path, parser: LineParser) -> Iterator[list[Record]]:
+    cutter = LineCutter()
+    try:
+        with open_log(path) as fh:
+            data = fh.read(BLOCK).removeprefix(BOM)
+            while data:  # blank lines left out, as `lines_of` leaves them out of a whole log
+                yield parser.feed([line for line in cutter.feed(data) if line.strip()])
+                data = fh.read(BLOCK)
+    except _CORRUPT as exc:
+        raise ReaderError(f"{path}: cannot decompress: {exc or type(exc).__name__}") from None
+    except OSError as exc:
+        raise ReaderError(f"{path}: {exc.strerror or exc}") from None
+    yield parser.feed([line for line in cutter.flush() if line.strip()]) + parser.close()
 
 
 def locate(

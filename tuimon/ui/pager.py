@@ -9,12 +9,12 @@ no longer hold reads the lines around it from the logs on disk, when there are l
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from tuimon.engine.analyses import export
-from tuimon.engine.judge.align import compare_steps
+from tuimon.engine.judge.align import AlignedStep, compare_steps
 from tuimon.steplog import Step
 from tuimon.store import SavedLogs
 from tuimon.ui.pair_model import DIVERGENCE, PairModel, PairRows
@@ -220,6 +220,7 @@ def export_rows(
     `tuimon export`) to `target`, or the first free numbered name beside it (else in the current
     folder): every step of both logs when the logs are on disk, else `kept` (the steps the panes
     keep, copied on the app's loop). Returns (where, rows, where they came from)."""
+    aligned: Iterable[AlignedStep]
     if logs is None:
         a, b = ([Step(s, metrics) for s, metrics in sorted(side.items())] for side in kept)
         aligned, source = compare_steps(a, b)[0], "the rows kept in the panes"

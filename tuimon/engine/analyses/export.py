@@ -2,16 +2,19 @@
 
 The rows are the aligner's (`AlignedStep.row`: steps matched by step and occurrence), named as
 aligned.jsonl names them: `ROW_COLUMNS`, then `<metric>.a`, `.b`, `.abs`, `.rel`, `.ulps` per
-judged metric (`METRIC_COLUMNS`). Written row by row as CSV or JSON Lines, or as parquet in row
-groups (pyarrow, the `parquet` extra, imported only then). In a CSV a cell of text from a log
-(a metric or tensor name) that a spreadsheet would read as a formula is written with a `'`.
+judged metric (`METRIC_COLUMNS`), in step and occurrence order. Streamed from the loader through
+a spool on disk as CSV or JSON Lines, or as parquet in row groups (pyarrow, the `parquet`
+extra, imported only then): memory holds a block of the logs, not the rows. In a CSV a cell of
+text from a log (a metric or tensor name) that a spreadsheet would read as a formula is written
+with a `'`.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Sequence
+import tempfile
+from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import IO, Any
 
@@ -20,6 +23,7 @@ import orjson
 from tuimon.engine.judge.align import METRIC_COLUMNS, ROW_COLUMNS, AlignedStep, MetricFilter
 from tuimon.engine.sources.saved import SavedPair
 from tuimon.errors import TuimonError
+from tuimon.steplog import NONFINITE
 from tuimon.store import SavedLogs
 
 FORMATS = ("csv", "jsonl", "parquet")
@@ -32,16 +36,15 @@ class ExportError(TuimonError):
     """Rows that cannot be exported as asked (no pyarrow for parquet, an unknown format)."""
 
 
-def aligned_rows(logs: SavedLogs, select: MetricFilter | None = None) -> list[AlignedStep]:
-    """The aligned steps of a saved pair or two logs, through the one loader: judged with the
-    pair's own tolerance, and its own choice of metrics unless `select` is given."""
-    pair = SavedPair.of(logs)
-    return pair.judge(None, select)[0] if select else pair.judged[0]
+def aligned_rows(logs: SavedLogs, select: MetricFilter | None = None) -> Iterator[AlignedStep]:
+    """The aligned steps of a saved pair or two logs, through the one loader (streamed: two
+    large logs of lines are read a block at a time), with the pair's own tolerance, and its
+    own choice of metrics unless `select` is given."""
+    return SavedPair.of(logs).stream(select)
 
 
-def columns(aligned: Iterable[AlignedStep]) -> list[str]:
-    """Every column of the rows, in the order the metrics first come."""
-    names = dict.fromkeys(name for step in aligned for name in step.diffs)
+def columns(names: Iterable[str]) -> list[str]:
+    """Every column of the rows, for the judged metrics `names` in the order they first come."""
     return [*ROW_COLUMNS, *(f"{name}.{part}" for name in names for part in METRIC_COLUMNS)]
 
 
@@ -53,43 +56,64 @@ def check(fmt: str) -> None:
         _pyarrow()
 
 
-def write(aligned: Sequence[AlignedStep], out: IO[bytes], fmt: str) -> int:
-    """Write the rows to `out` as `fmt`; how many rows."""
+def write(aligned: Iterable[AlignedStep], out: IO[bytes], fmt: str) -> int:
+    """Write the rows to `out` as `fmt`, in step and occurrence order; how many rows. They are
+    spooled as aligned.jsonl lines to a temporary file first (memory holds none of them; the
+    CSV header and the parquet schema need every metric's name): sorted there only when the
+    steps did not come in order (a resumed run's)."""
     check(fmt)
-    if fmt == "jsonl":
+    names: dict[str, None] = {}
+    count, last, ordered = 0, (-(2**63), 0), True
+    with tempfile.TemporaryFile() as spool:
         for step in aligned:  # the bytes of aligned.jsonl
-            out.write(orjson.dumps(step.to_dict(), option=orjson.OPT_APPEND_NEWLINE))
-    elif fmt == "csv":
-        _csv(aligned, out)
-    else:
-        _parquet(aligned, out)
-    return len(aligned)
+            spool.write(orjson.dumps(step.to_dict(), option=orjson.OPT_APPEND_NEWLINE))
+            names.update(dict.fromkeys(step.diffs))
+            ordered = ordered and (step.step, step.occurrence) >= last
+            last, count = (step.step, step.occurrence), count + 1
+        spool.seek(0)
+        lines: Iterable[bytes] = spool if ordered else sorted(spool, key=_order)
+        if fmt == "jsonl":
+            out.writelines(lines)
+        elif fmt == "csv":
+            _csv(lines, columns(names), out)
+        else:
+            _parquet(lines, columns(names), out)
+    return count
 
 
-def _csv(aligned: Sequence[AlignedStep], out: IO[bytes]) -> None:
-    names = columns(aligned)
+def _order(line: bytes) -> tuple[int, int]:
+    row = orjson.loads(line)
+    return row["step"], row["occurrence"]
+
+
+def _rows(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
+    """The spooled rows, values as `AlignedStep.row` has them (a non-finite float again)."""
+    for line in lines:
+        row = orjson.loads(line)
+        if b'"NaN"' in line or b'Infinity"' in line:
+            for name, value in row.items():
+                if value.__class__ is str and value in NONFINITE:
+                    row[name] = float(value)
+        yield row
+
+
+def _csv(lines: Iterable[bytes], names: list[str], out: IO[bytes]) -> None:
     text = io.TextIOWrapper(out, encoding="utf-8", newline="", write_through=True)
+    flags = [i for i, n in enumerate(names) if n in ("equal", "digest_equal")]
+    tensors = names.index("tensors_differ")
     try:
         writer = csv.writer(text, lineterminator="\n")
         writer.writerow([_text(n) for n in names])
-        for step in aligned:
-            row = step.row()
-            writer.writerow([_cell(row.get(n)) for n in names])
+        for row in _rows(lines):
+            cells = [row.get(n) for n in names]  # a float as repr, None as an empty cell
+            for i in flags:
+                if cells[i] is not None:
+                    cells[i] = "true" if cells[i] else "false"
+            cells[tensors] = _text(" ".join(cells[tensors] or ()))
+            writer.writerow(cells)
         text.flush()
     finally:
         text.detach()  # `out` stays open: its owner closes it
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return repr(value)  # every bit: 0.1 + 0.2 is 0.30000000000000004, nan, inf
-    if isinstance(value, list):
-        return _text(" ".join(value))
-    return str(value)
 
 
 def _text(text: str) -> str:
@@ -111,9 +135,8 @@ def _pyarrow() -> Any:
     return pa
 
 
-def _parquet(aligned: Sequence[AlignedStep], out: IO[bytes]) -> None:
+def _parquet(lines: Iterable[bytes], names: list[str], out: IO[bytes]) -> None:
     pa = _pyarrow()
-    names = columns(aligned)
     kinds = {
         "step": pa.int64(),
         "occurrence": pa.int64(),
@@ -127,8 +150,8 @@ def _parquet(aligned: Sequence[AlignedStep], out: IO[bytes]) -> None:
         [(n, kinds.get(n) or (ulps if n.endswith(".ulps") else pa.float64())) for n in names]
     )
     group = max(1, PARQUET_VALUES // len(names))
-    steps = iter(aligned)
+    rows = _rows(lines)
     with pa.parquet.ParquetWriter(out, schema) as writer:
-        while chunk := [s.row() for s in islice(steps, group)]:
+        while chunk := list(islice(rows, group)):
             table = {n: [row.get(n) for row in chunk] for n in names}
             writer.write_table(pa.table(table, schema=schema))

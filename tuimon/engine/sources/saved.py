@@ -21,7 +21,7 @@ from tuimon.engine.judge.align import (
 )
 from tuimon.engine.sources.session import SideState
 from tuimon.errors import ReplayError, StoreError
-from tuimon.readers import PatternError, ReaderError, Reading, read_log
+from tuimon.readers import PatternError, ReaderError, Reading, read_blocks, read_log
 from tuimon.steplog import End, Header, Record, Step, Text
 from tuimon.store import SIDES, PairDoc, SavedLogs, is_pair_dir, pair_file, special
 
@@ -169,9 +169,36 @@ class SavedPair(SavedLogs):
         """`judge` with the pair's own tolerance and choice of metrics."""
         return self.judge(self.tolerance, self.select)
 
-    def aligned_steps(self) -> Iterator[AlignedStep]:
-        """The aligned steps, in step and occurrence order (what an export writes)."""
-        yield from self.judged[0]
+    def stream(self, select: MetricFilter | None = None) -> Iterator[AlignedStep]:
+        """The aligned steps as they match (what an export writes), with the pair's tolerance
+        and its choice of metrics unless `select` is given. Two large logs of lines are read a
+        block at a time, side by side (memory holds a block and the unmatched steps, not the
+        logs); other logs, or records already read, are judged whole (`judge`)."""
+        try:
+            found = {s: read_blocks(getattr(self, s), self.reading, s) for s in SIDES}
+            blocks = {s: b for s, b in found.items() if b is not None}
+            if self.held or len(blocks) < len(SIDES):
+                yield from (self.judged if select is None else self.judge(None, select))[0]
+                return
+            aligner = PairAligner(self.tolerance, select or self.select)
+            counts: dict[str, tuple[int, int | None]] = dict.fromkeys(SIDES, (0, None))
+            while blocks:
+                for side, block in list(blocks.items()):
+                    if (records := next(block, None)) is None:
+                        del blocks[side]
+                        continue
+                    steps: list[Step] = []
+                    seen, last = counts[side]
+                    for record in records:
+                        if isinstance(record, Step):
+                            steps.append(record)
+                            last = record.step
+                        else:
+                            aligner.note_other(side, record, (seen + len(steps), last))
+                    counts[side] = seen + len(steps), last
+                    yield from aligner.feed_batch(side, steps)
+        except ReaderError as exc:
+            raise ReplayError(str(exc)) from None
 
     def first_divergent_step(self, tolerance: float) -> int | None:
         """The first divergent step at `tolerance` (a replay's jump to it)."""
