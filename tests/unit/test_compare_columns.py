@@ -1,5 +1,6 @@
-"""`compare`'s CSV columns path (`tuimon.readers.columnar`, `engine.analyses.compare._judge_tables`)
-gives exactly what the general path gives (records from `read_csv`, matched block by block):
+"""`compare`'s CSV columns path (`tuimon.readers.columnar`, `engine.analyses.compare._judge_tables`;
+side b read by a worker process or not) gives exactly what the general path gives (records
+from `read_csv`, matched block by block):
 the same summary (verdict, first divergent step, counts, per-metric maxima) and the same
 account of every line, on generated CSVs with text cells, empty cells, repeated steps, a
 second run appended, a cut last line, blank lines, wide headers and steps on one side only."""
@@ -7,6 +8,7 @@ second run appended, a cut last line, blank lines, wide headers and steps on one
 from __future__ import annotations
 
 import math
+import mmap
 import struct
 from pathlib import Path
 from typing import Any
@@ -19,24 +21,30 @@ from hypothesis import strategies as st
 from tuimon.engine.analyses import compare as engine_compare
 from tuimon.engine.judge.align import MetricFilter
 from tuimon.readers import Reading
-from tuimon.readers.columnar import _cells, read_csv_columns
+from tuimon.readers.columnar import _cells, read_csv_apart, read_csv_columns
 from tuimon.store import SavedLogs
 
 ODD_CELLS = ["nan", "-0", "1e400", "", "x", " 2.5", "1.", ".5", "inf", "-nan", "1_0", "+3"]
 
 
 def judged(
-    a: Path, b: Path, fast: bool, select: MetricFilter | None = None, reading: Reading | None = None
+    a: Path,
+    b: Path,
+    how: str,
+    select: MetricFilter | None = None,
+    reading: Reading | None = None,
 ) -> dict[str, Any]:
     """The summary and each side's counts of `compare` of two files, by the columns path
-    when `fast` (where the file allows it), else by the general path only."""
-    old = engine_compare.read_csv_columns
-    if not fast:
+    (where the file allows it: `how` "fast", or "apart" with side b read by a worker
+    process), else ("general") by the general path only."""
+    old = engine_compare.read_csv_columns, engine_compare._workers
+    if how == "general":
         engine_compare.read_csv_columns = lambda *args: None  # type: ignore[assignment]
+    engine_compare._workers = lambda logs, keep: how == "apart" and not keep  # type: ignore
     try:
         got = engine_compare.judge(SavedLogs(a, b, reading=reading or Reading()), 0.0, select)
     finally:
-        engine_compare.read_csv_columns = old
+        engine_compare.read_csv_columns, engine_compare._workers = old
     return {
         "summary": got.summary.to_dict(),
         "logs": [(log.steps, log.texts, log.first_text) for log in got.logs],
@@ -46,14 +54,14 @@ def judged(
 def same_both_ways(
     a: Path, b: Path, select: MetricFilter | None = None, reading: Reading | None = None
 ) -> dict[str, Any]:
-    """Judge both ways, assert they agree, return the judgement (or the error line)."""
+    """Judge all three ways, assert they agree, return the judgement (or the error line)."""
     results = []
-    for fast in (True, False):
+    for how in ("fast", "apart", "general"):
         try:
-            results.append(judged(a, b, fast, select, reading))
+            results.append(judged(a, b, how, select, reading))
         except engine_compare.CompareError as exc:
             results.append({"error": str(exc)})
-    assert results[0] == results[1]
+    assert results[0] == results[1] == results[2]
     return results[0]
 
 
@@ -135,6 +143,24 @@ def test_the_columns_path_is_taken_for_a_plain_csv_and_agrees(tmp_path: Path) ->
     assert got["verdict"] == "DIVERGED" and got["first_divergent_step"] == 150
     assert (got["unmatched_a"], got["unmatched_b"]) == (5, 0)
     assert "step_time_ms" in got["ignored"]
+
+
+def test_a_csv_read_apart_is_read_by_the_worker_into_shared_memory(tmp_path: Path) -> None:
+    header = ["step", "loss", "t", "lr"]
+    a = write_csv(tmp_path / "a.csv", header, numeric_rows(list(range(0, 900, 3)), 3, 4, None))
+    columns = read_csv_apart(a)
+    assert columns is not None
+    got, want = columns(), read_csv_columns(a)
+    assert got is not None and want is not None
+    assert isinstance(got.values.base, mmap.mmap) and isinstance(got.steps.base, mmap.mmap)
+    assert (got.metrics, got.clocks) == (want.metrics, want.clocks) == (["loss", "lr"], ["t"])
+    assert got.steps.tolist() == want.steps.tolist() == list(range(0, 900, 3))
+    assert got.values.tobytes() == want.values.tobytes()
+    odd = write_csv(tmp_path / "odd.csv", header, [["0", "1", "2", "x"]])
+    columns = read_csv_apart(odd)
+    assert columns is not None and columns() is None
+    (tmp_path / "c.jsonl").write_text('{"step": 0, "loss": 1.0}\n')
+    assert read_csv_apart(tmp_path / "c.jsonl") is None  # no worker for a file of another kind
 
 
 @pytest.mark.parametrize("odd", [None, "x", ""])

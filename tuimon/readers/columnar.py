@@ -3,19 +3,24 @@
 `read_csv_columns` reads a CSV whose every cell is a number (a step column of integers, no
 empty cell, no text, no quote, nothing beyond float64) a block of lines at a time into one
 float64 array, and gives its steps and metric columns. It gives exactly what
-`tuimon.readers.tabular.read_csv` gives for such a file (the same steps, values, clocks and
-the note on a file that holds several runs); for any other file, or one whose steps repeat,
-it gives None before anything is counted, and the caller reads it the general way.
+`tuimon.readers.tabular.read_csv` gives for such a file (the same steps, values and clocks);
+for any other file, one whose steps repeat or one that holds several runs, it gives None
+before anything is counted, and the caller reads it the general way. `read_csv_apart` reads
+one in a forked process while this one reads the other side of a pair.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import mmap
+import multiprocessing
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import orjson
@@ -23,7 +28,6 @@ import orjson
 from tuimon.clocks import is_clock
 from tuimon.readers.rows import COUNTERS, STEP_KEYS
 from tuimon.readers.tabular import csv_columns, step_names
-from tuimon.steplog import Text
 
 LINES = 1 << 18
 """Bytes of lines parsed at a time."""
@@ -37,23 +41,24 @@ _INT_NEG_ZERO = re.compile(rb"-0(?![0-9.eE])")
 @dataclass
 class CsvColumns:
     """A numeric CSV as columns: its steps (unique), metric and clock names, and the metric
-    values as one (metrics x rows) array; `note` when the file holds several runs (the last
-    is kept, as `tabular.last_run` keeps it)."""
+    values as one (metrics x rows) array."""
 
     steps: np.ndarray
     metrics: list[str]
     clocks: list[str]
     values: np.ndarray
-    note: Text | None = None
 
 
 class _NotUniform(Exception):
     """A line that the general reader must read (or a file it must)."""
 
 
-def read_csv_columns(path: Path, key: str | None = None) -> CsvColumns | None:
+def read_csv_columns(
+    path: Path, key: str | None = None, empty: Callable[[tuple[int, int]], np.ndarray] = np.empty
+) -> CsvColumns | None:
     """The file at `path` as `CsvColumns` when it is a CSV of numbers with a step column
-    (`key` when given) whose steps do not repeat; None for anything else."""
+    (`key` when given) whose steps do not repeat; None for anything else. `empty` makes the
+    array of the values (given its shape)."""
     try:
         with open(path, "rb") as fh:
             header = fh.readline(1 << 20)
@@ -73,7 +78,62 @@ def read_csv_columns(path: Path, key: str | None = None) -> CsvColumns | None:
         return None
     if not blocks:
         return None
-    return _columns(names, k, np.concatenate(steps), blocks)
+    return _columns(names, k, np.concatenate(steps), blocks, empty)
+
+
+def read_csv_apart(path: Path, key: str | None = None) -> Callable[[], CsvColumns | None] | None:
+    """`read_csv_columns` of the file in a forked process, started now (while this one reads
+    the other side of a pair): call what it gives for the columns, whose arrays lie in memory
+    shared with that process (not copied through the pipe: it holds their names and shape).
+    None when the file's header is not one `read_csv_columns` reads, or nothing forks here."""
+    try:
+        with open(path, "rb") as fh:
+            if _names(fh.readline(1 << 20), key) is None:
+                return None
+        # each row of w cells has at least 2w bytes and gives at most 8w: pages only touched
+        shared = mmap.mmap(-1, 4 * path.stat().st_size + 8)
+        ctx = multiprocessing.get_context("fork")
+    except (OSError, ValueError):
+        return None
+    receive, send = ctx.Pipe(duplex=False)
+    worker = ctx.Process(target=_serve, args=(path, key, shared, send), daemon=True)
+    worker.start()
+    send.close()
+
+    def columns() -> CsvColumns | None:
+        try:
+            got = receive.recv()
+        except EOFError:  # the process stopped
+            got = False
+        finally:
+            receive.close()
+            worker.join()
+        if got is False:  # read here, as without a worker
+            return read_csv_columns(path, key)
+        if got is None:
+            return None
+        metrics, clocks, rows = got
+        values = np.ndarray((len(metrics), rows), np.float64, buffer=shared)
+        steps = np.ndarray(rows, np.int64, buffer=shared, offset=values.nbytes)
+        return CsvColumns(steps, metrics, clocks, values)
+
+    return columns
+
+
+def _serve(path: Path, key: str | None, shared: mmap.mmap, send: Any) -> None:
+    """The process of `read_csv_apart`: the columns into `shared` (the values, then the
+    steps), their names and rows into `send`; None (not a CSV it reads) or False (an error,
+    told by the parent when it reads the file itself)."""
+    try:
+        table = read_csv_columns(path, key, lambda shape: np.ndarray(shape, buffer=shared))
+        if table is not None:
+            at = table.values.nbytes
+            np.ndarray(len(table.steps), np.int64, buffer=shared, offset=at)[:] = table.steps
+        send.send(table and (table.metrics, table.clocks, len(table.steps)))
+    except Exception:
+        send.send(False)
+    finally:
+        send.close()
 
 
 def _names(header: bytes, key: str | None) -> list[str] | None:
@@ -147,43 +207,36 @@ def _cells(data: bytes, width: int, k: int) -> np.ndarray:
 
 
 def _columns(
-    names: list[str], k: int, steps: np.ndarray, blocks: list[np.ndarray]
+    names: list[str],
+    k: int,
+    steps: np.ndarray,
+    blocks: list[np.ndarray],
+    empty: Callable[[tuple[int, int]], np.ndarray],
 ) -> CsvColumns | None:
-    """The blocks as `CsvColumns`: the last run of the file, metric and clock columns; None
-    when steps repeat (merged or compared in order by the general reader)."""
-    start, runs = _last_run(steps)
-    kept = steps[start:]
-    rising = len(kept) < 2 or bool((kept[1:] > kept[:-1]).all())  # the usual: no search
-    if runs > 1 or not (rising or len(np.unique(kept)) == len(kept)):
-        return None  # several runs, repeats: compared run by run, in order, by `read_csv`
+    """The blocks as `CsvColumns`: metric and clock columns; None when steps repeat or the
+    file holds several runs (merged, or compared run by run and in order, by `read_csv`)."""
+    rising = len(steps) < 2 or bool((steps[1:] > steps[:-1]).all())  # the usual: no search
+    if not rising and (_runs(steps) > 1 or len(np.unique(steps)) != len(steps)):
+        return None
     clocks = _clocks(tuple(names))
     metric = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and not clocks[i]]
     clock = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and clocks[i]]
-    values = _transposed(blocks, metric, start)
-    note = None
-    if runs > 1:
-        note = Text(
-            f"tuimon: the file holds {runs} runs (the steps start again); the last is "
-            f"compared, the {start} rows before it are not"
-        )
-    return CsvColumns(kept, [names[i] for i in metric], [names[i] for i in clock], values, note)
+    values = _transposed(blocks, metric, empty((len(metric), len(steps))))
+    return CsvColumns(steps, [names[i] for i in metric], [names[i] for i in clock], values)
 
 
-def _transposed(blocks: list[np.ndarray], columns: list[int], start: int) -> np.ndarray:
-    """The `columns` of the blocks' rows from `start` on, as one (columns x rows) array,
-    filled block by block, each block let go once copied (`blocks` ends empty: the rows are
-    never held twice)."""
+def _transposed(blocks: list[np.ndarray], columns: list[int], out: np.ndarray) -> np.ndarray:
+    """The `columns` of the blocks' rows into `out`, a (columns x rows) array, block by
+    block, each block let go once copied (`blocks` ends empty: the rows are never held
+    twice)."""
     pick: slice | list[int] = columns
     if columns and columns[-1] - columns[0] == len(columns) - 1:
         pick = slice(columns[0], columns[-1] + 1)  # the usual case: a view, not a copy
-    out = np.empty((len(columns), sum(len(b) for b in blocks) - start))
-    at = -start
+    at = 0
     blocks.reverse()
     while blocks:
         block = blocks.pop()
-        skip = max(0, -at)
-        if skip < len(block):
-            out[:, at + skip : at + len(block)] = block[skip:, pick].T
+        out[:, at : at + len(block)] = block[:, pick].T
         at += len(block)
     return out
 
@@ -194,13 +247,13 @@ def _clocks(names: tuple[str, ...]) -> list[bool]:
     return list(map(is_clock, names))
 
 
-def _last_run(steps: np.ndarray) -> tuple[int, int]:
-    """Where the last run of the file starts, and how many runs it holds (the rule of
-    `tabular.last_run`: a step below the one before it and at or below its run's first)."""
-    starts = [0]
-    first = int(steps[0]) if len(steps) else 0
+def _runs(steps: np.ndarray) -> int:
+    """How many runs the file holds (the rule of `tabular.last_run`: a step below the one
+    before it and at or below its run's first starts a run)."""
+    runs = 1
+    first = int(steps[0])
     for i in (np.flatnonzero(steps[1:] < steps[:-1]) + 1).tolist():
         if int(steps[i]) <= first:
-            starts.append(i)
+            runs += 1
             first = int(steps[i])
-    return starts[-1], len(starts)
+    return runs

@@ -17,7 +17,7 @@ import io
 import lzma
 import multiprocessing
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -57,7 +57,7 @@ from tuimon.readers import (
     open_log,
     to_line,
 )
-from tuimon.readers.columnar import CsvColumns, read_csv_columns
+from tuimon.readers.columnar import CsvColumns, read_csv_apart, read_csv_columns
 from tuimon.readers.rows import COUNTERS, step_key
 from tuimon.readers.tabular import csv_hint
 from tuimon.steplog import (
@@ -161,12 +161,18 @@ def _opened(path: Path) -> Iterator[Any]:
 
 
 def _line_source(
-    logs: SavedLogs, side: str, log: SideLog, keep: bool, reader: _BlockReader | None = None
+    logs: SavedLogs,
+    side: str,
+    log: SideLog,
+    keep: bool,
+    reader: _BlockReader | None = None,
+    apart: Callable[[], CsvColumns | None] | None = None,
 ) -> Iterator[Block]:
     """A log in blocks: a tuimon step log's lines straight from the file (decompressed when
     it is gzip or xz), plain JSON Lines the same way, a CSV of numbers as columns (unless its
     lines are kept), any other format as the records `tuimon.readers` reads. With `reader`,
-    a worker process reads the lines into columns (`_worker_blocks`)."""
+    a worker process reads the lines into columns (`_worker_blocks`); `apart`: the CSV's
+    columns as a worker process reads them (`_csv_apart`)."""
     path: Path = getattr(logs, side)
     if logs.reading.as_written(side) and path.is_file():
         with _opened(path) as fh:
@@ -189,7 +195,8 @@ def _line_source(
             while block := fh.readlines(CHUNK):
                 yield _PlainBlock(block)
         return
-    if not keep and (table := _csv_columns(path, logs.reading, side)) is not None:
+    read = apart or (lambda: _csv_columns(path, logs.reading, side))
+    if not keep and (table := read()) is not None:
         rows = _rows_at_a_time(table)
         for start in range(0, len(table.steps), rows):
             yield _CsvBlock(table, start, start + rows)
@@ -223,6 +230,16 @@ def _csv_columns(path: Path, reading: Reading, side: str) -> CsvColumns | None:
     if reading.renames(side) or reading.judge or not path.is_file():
         return None
     return read_csv_columns(path, reading.step_key)
+
+
+def _csv_apart(logs: SavedLogs, side: str) -> Callable[[], CsvColumns | None] | None:
+    """A side's CSV read into columns by a worker process (`read_csv_apart`), started now
+    (side b, while this process reads side a); None where `_csv_columns` would not read it
+    (or it is not a CSV)."""
+    path: Path = getattr(logs, side)
+    if logs.reading.renames(side) or logs.reading.judge or not path.is_file():
+        return None
+    return read_csv_apart(path, logs.reading.step_key)
 
 
 @dataclass
@@ -657,9 +674,7 @@ class _BlockReader:
 
     def count_table(self, table: CsvColumns) -> None:
         """A CSV read into columns, counted on this side as its records would be (`_slow`):
-        steps, judged and ignored names, clocks, the note on a file of several runs."""
-        if table.note is not None:
-            self._slow([table.note])
+        steps, judged and ignored names, clocks."""
         judged = list(map(self.select.judged, table.metrics))
         self.aligner.names[self.side].update(compress(table.metrics, judged))
         self.aligner.ignored.update(n for n, j in zip(table.metrics, judged, strict=True) if not j)
@@ -824,8 +839,11 @@ def _read_both(
     readers = {side: _BlockReader(side, sides[side], aligner, keep, logs.reading) for side in SIDES}
     matcher = ColumnMatcher(aligner)
     workers = _workers(logs, keep)
+    apart = {"b": _csv_apart(logs, "b")} if workers else {}
     sources = {
-        side: _line_source(logs, side, sides[side], keep, readers[side] if workers else None)
+        side: _line_source(
+            logs, side, sides[side], keep, readers[side] if workers else None, apart.get(side)
+        )
         for side in SIDES
     }
     firsts = {side: next(sources[side], None) for side in SIDES}
