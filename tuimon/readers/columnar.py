@@ -32,8 +32,12 @@ from tuimon.readers.tabular import csv_columns, step_names
 LINES = 1 << 18
 """Bytes of lines parsed at a time."""
 _MAX_STEP = 2.0**63
-_JSON_CELL = b"0123456789.eE-, \t\n"
-"""The bytes of lines whose cells may all be JSON numbers."""
+_AS_JSON = bytes(
+    c if chr(c) in "0123456789.eE-, \t" else ord(",") if c == ord("\n") else ord("x")
+    for c in range(256)
+)
+"""Lines whose cells may all be JSON numbers as the items of one JSON array (a line's end a
+comma); any other byte one that no JSON reads."""
 _INT_NEG_ZERO = re.compile(rb"-0(?![0-9.eE])")
 """`-0`: JSON reads it as the integer 0, `float()` as -0.0."""
 
@@ -70,8 +74,8 @@ def read_csv_columns(
                 return None
             k = names.index(where)
             steps, blocks = [], []
-            while lines := fh.readlines(LINES):
-                block_steps, block = _block(lines, len(names), k)
+            while data := fh.read(LINES):
+                block_steps, block = _block(data + fh.readline(), len(names), k)
                 steps.append(block_steps)
                 blocks.append(block)
     except (OSError, _NotUniform, ValueError):
@@ -151,28 +155,29 @@ def _names(header: bytes, key: str | None) -> list[str] | None:
     return step_names(columns, key)
 
 
-def _block(lines: list[bytes], width: int, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """A block of data lines: their steps and their cells as a (rows x width) array;
+def _block(data: bytes, width: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """A block of whole data lines: their steps and their cells as a (rows x width) array;
     `_NotUniform` when a line is not a full row of plain numbers (or the last lacks its
     newline: `read_csv` reads a cut file row by row)."""
-    data = b"".join(lines)
     if not data.endswith(b"\n") or not data.isascii():
         raise _NotUniform
     if any(c in data for c in (b'"', b"\r", b"\x00")):
         raise _NotUniform
     raw = np.frombuffer(data, np.uint8)
-    commas = np.searchsorted(np.flatnonzero(raw == ord(",")), np.flatnonzero(raw == ord("\n")))
+    ends = np.flatnonzero(raw == ord("\n"))
+    commas = np.searchsorted(np.flatnonzero(raw == ord(",")), ends)
     if (np.diff(commas, prepend=0) != width - 1).any():
         raise _NotUniform  # a row of another width (two of them cannot make up for each other)
     values = _cells(data, width, k).reshape(-1, width)
-    if values.shape != (len(lines), width):
+    if values.shape != (len(ends), width):
         raise _NotUniform  # a blank line (loadtxt skips it; `read_csv` does not)
     if np.isinf(values).any() or (np.abs(values) >= 2.0**53).any():
         raise _NotUniform  # an infinity, an overflow, an integer a float64 may round: row by row
     column = values[:, k]
     if len(column) and float(np.abs(column).max()) < 2.0**53:  # the float is the integer
         return column.astype(np.int64), values
-    return np.array([int(line.split(b",", k + 1)[k]) for line in lines], np.int64), values
+    steps = [int(line.split(b",", k + 1)[k]) for line in data.splitlines()]
+    return np.array(steps, np.int64), values
 
 
 @lru_cache(maxsize=8)
@@ -190,11 +195,11 @@ def _cells(data: bytes, width: int, k: int) -> np.ndarray:
     (not `-0`, which JSON reads as the integer 0), else by `np.loadtxt` (which reads what
     `float()` reads, or fails); ValueError when a cell is not a number, `_NotUniform` when
     cell `k` of a line (the step) is not an integer of at most 19 characters."""
-    if not data.translate(None, _JSON_CELL) and not _INT_NEG_ZERO.search(data):
+    if not _INT_NEG_ZERO.search(data):
         try:
-            cells = orjson.loads(b"[" + data[:-1].replace(b"\n", b",") + b"]")
+            cells = orjson.loads(b"".join((b"[", memoryview(data.translate(_AS_JSON))[:-1], b"]")))
         except orjson.JSONDecodeError:
-            cells = None  # `1.`, `.5`, `1e400` ...: loadtxt reads them as float() does
+            cells = None  # `1.`, `.5`, `1e400`, `nan` ...: loadtxt reads them as float() does
         if cells is not None:  # a JSON integer has no leading zero, no fraction, no exponent
             step = cells[k::width]
             if set(map(type, step)) != {int} or min(step) <= -(10**18) or max(step) >= 10**19:
