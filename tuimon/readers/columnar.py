@@ -15,6 +15,7 @@ import csv
 import io
 import mmap
 import multiprocessing
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -87,20 +88,20 @@ def read_csv_columns(
 
 def read_csv_apart(path: Path, key: str | None = None) -> Callable[[], CsvColumns | None] | None:
     """`read_csv_columns` of the file in a forked process, started now (while this one reads
-    the other side of a pair): call what it gives for the columns, whose arrays lie in memory
-    shared with that process (not copied through the pipe: it holds their names and shape).
-    None when the file's header is not one `read_csv_columns` reads, or nothing forks here."""
+    the other side of a pair): call what it gives for the columns, whose arrays lie in a
+    memory file shared with that process (`os.memfd_create`; not copied through the pipe,
+    which carries their names and rows). None when the file's header is not one
+    `read_csv_columns` reads, or nothing forks here (not Linux)."""
     try:
         with open(path, "rb") as fh:
             if _names(fh.readline(1 << 20), key) is None:
                 return None
-        # each row of w cells has at least 2w bytes and gives at most 8w: pages only touched
-        shared = mmap.mmap(-1, 4 * path.stat().st_size + 8)
         ctx = multiprocessing.get_context("fork")
-    except (OSError, ValueError):
+        fd = os.memfd_create("tuimon-csv")
+    except (OSError, ValueError, AttributeError):
         return None
     receive, send = ctx.Pipe(duplex=False)
-    worker = ctx.Process(target=_serve, args=(path, key, shared, send), daemon=True)
+    worker = ctx.Process(target=_serve, args=(path, key, fd, send), daemon=True)
     worker.start()
     send.close()
 
@@ -112,11 +113,13 @@ def read_csv_apart(path: Path, key: str | None = None) -> Callable[[], CsvColumn
         finally:
             receive.close()
             worker.join()
-        if got is False:  # read here, as without a worker
-            return read_csv_columns(path, key)
-        if got is None:
-            return None
-        metrics, clocks, rows = got
+        try:
+            if not got:  # None: not a CSV it reads; False: read here, as without a worker
+                return None if got is None else read_csv_columns(path, key)
+            metrics, clocks, rows = got
+            shared = mmap.mmap(fd, _shared_size(len(metrics), rows))
+        finally:
+            os.close(fd)
         values = np.ndarray((len(metrics), rows), np.float64, buffer=shared)
         steps = np.ndarray(rows, np.int64, buffer=shared, offset=values.nbytes)
         return CsvColumns(steps, metrics, clocks, values)
@@ -124,20 +127,32 @@ def read_csv_apart(path: Path, key: str | None = None) -> Callable[[], CsvColumn
     return columns
 
 
-def _serve(path: Path, key: str | None, shared: mmap.mmap, send: Any) -> None:
-    """The process of `read_csv_apart`: the columns into `shared` (the values, then the
-    steps), their names and rows into `send`; None (not a CSV it reads) or False (an error,
-    told by the parent when it reads the file itself)."""
+def _serve(path: Path, key: str | None, fd: int, send: Any) -> None:
+    """The process of `read_csv_apart`: the columns into the memory file `fd` (the values,
+    then the steps), their names and rows into `send`; None (not a CSV it reads) or False
+    (an error, told by the parent when it reads the file itself)."""
+    shared: list[mmap.mmap] = []
+
+    def empty(shape: tuple[int, int]) -> np.ndarray:
+        os.ftruncate(fd, _shared_size(*shape))
+        shared.append(mmap.mmap(fd, _shared_size(*shape)))
+        return np.ndarray(shape, buffer=shared[0])
+
     try:
-        table = read_csv_columns(path, key, lambda shape: np.ndarray(shape, buffer=shared))
+        table = read_csv_columns(path, key, empty)
         if table is not None:
             at = table.values.nbytes
-            np.ndarray(len(table.steps), np.int64, buffer=shared, offset=at)[:] = table.steps
+            np.ndarray(len(table.steps), np.int64, buffer=shared[0], offset=at)[:] = table.steps
         send.send(table and (table.metrics, table.clocks, len(table.steps)))
     except Exception:
         send.send(False)
     finally:
         send.close()
+
+
+def _shared_size(metrics: int, rows: int) -> int:
+    """Bytes of the values and the steps of a CSV read apart."""
+    return 8 * (metrics + 1) * rows
 
 
 def _names(header: bytes, key: str | None) -> list[str] | None:
