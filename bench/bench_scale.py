@@ -6,8 +6,9 @@ Writes, in a temporary folder (removed at the end, never in the checkout), two l
 a side for each format — the tuimon step log (7 metrics, `t` and a parameter digest, parting
 at step N/2 + 1, the pair of issue 32), plain JSON Lines (`{"step": 5, ...}`, 7 metrics and a
 digest), a CSV (a step column and 7 metrics), and the step log compressed with gzip and xz —
-then runs, alternating, R rounds of whole processes (interpreter start included; peak memory
-is each child's own ru_maxrss):
+then runs, alternating, R rounds of whole processes after one round not counted (interpreter
+start included, bytecode already written; peak memory is each child's own ru_maxrss: the
+largest of its processes, a worker's included):
 
   tuimon   python -m tuimon compare A B
   polars   (where polars is installed: it is not a dependency) the script a user would
@@ -242,6 +243,7 @@ def main() -> None:
                 script = "polars_csv.py" if base == "csv" else "polars_jsonl.py"
                 cmds["polars"] = [py, str(folder / script), str(a), str(b)]
             cmds["floor"] = [py, str(folder / "floor.py"), str(a), str(b)]
+            round_of(cmds)  # bytecode written, files in the page cache: not counted
             rounds = [round_of(cmds) for _ in range(args.repeat)]
             rows += show(fmt, size, plain, rounds)
             for p in folder.glob(f"*.{fmt}"):
