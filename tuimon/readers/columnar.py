@@ -210,7 +210,7 @@ def _cells(data: bytes, width: int, k: int) -> np.ndarray:
     (not `-0`, which JSON reads as the integer 0), else by `np.loadtxt` (which reads what
     `float()` reads, or fails); ValueError when a cell is not a number, `_NotUniform` when
     cell `k` of a line (the step) is not an integer of at most 19 characters."""
-    if not _INT_NEG_ZERO.search(data):
+    if b"-" not in data or not _INT_NEG_ZERO.search(data):  # the usual: no sign to look at
         try:
             cells = orjson.loads(b"".join((b"[", memoryview(data.translate(_AS_JSON))[:-1], b"]")))
         except orjson.JSONDecodeError:
