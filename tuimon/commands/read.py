@@ -34,7 +34,8 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tuimon.errors import UsageError
-    from tuimon.readers import ReaderError, describe
+    from tuimon.readers import ReaderError
+    from tuimon.readers.readout import describe
 
     try:
         found = describe(args.log, reading(args))

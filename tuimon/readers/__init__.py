@@ -65,7 +65,6 @@ __all__ = [
     "PatternError",
     "ReaderError",
     "Reading",
-    "describe",
     "line_parser",
     "load",
     "locate",
@@ -300,10 +299,3 @@ def locate(
     except (*_CORRUPT, OSError):
         return None
     return None
-
-
-def describe(path: str | Path, reading: Reading | None = None) -> dict[str, Any]:
-    """How one log is read (`tuimon read`): `tuimon.readers.readout.describe`."""
-    from tuimon.readers.readout import describe as _describe
-
-    return _describe(path, reading)

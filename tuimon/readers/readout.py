@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tuimon.readers import load, open_log, to_line
 from tuimon.readers.account import NOTE, Account
 from tuimon.readers.formats import BY_NAME
 from tuimon.readers.reading import Reading
@@ -44,8 +45,6 @@ def _step_key(loaded_format: str, records: list[Record], path: Path, reading: Re
 
 
 def _printed_key(path: Path) -> str | None:
-    from tuimon.readers import open_log
-
     with open_log(path) as fh:
         for _, line in zip(range(2000), fh, strict=False):
             found = list(_STEP.finditer(line.decode("utf-8", "replace")))
@@ -57,8 +56,6 @@ def _printed_key(path: Path) -> str | None:
 
 def _json_key(path: Path) -> str | None:
     import orjson
-
-    from tuimon.readers import open_log
 
     with open_log(path) as fh:
         for _, line in zip(range(2000), fh, strict=False):
@@ -74,8 +71,6 @@ def _json_key(path: Path) -> str | None:
 def describe(path: str | Path, reading: Reading | None = None) -> dict[str, Any]:
     """How a log is read: format and why, step key, metrics judged, clocks, text lines,
     skipped lines by reason, the first records (ReaderError when it cannot be read)."""
-    from tuimon.readers import load, to_line
-
     path = Path(path)
     reading = reading or Reading()
     loaded = load(path, reading)
