@@ -19,7 +19,8 @@ import pytest
 from helpers import TESTS, wait_for
 
 from tuimon.engine.launch.runner import RunSpec
-from tuimon.engine.sources.session import Batch, LiveSource, PairOptions, PairSession, SideState
+from tuimon.engine.sources.session import Batch, LiveSource, PairOptions, PairSession
+from tuimon.engine.sources.side_state import SideState
 from tuimon.sanitize import clean
 from tuimon.store import PairWriter
 from tuimon.ui.app import TuimonApp

@@ -14,7 +14,8 @@ from textual.widgets import ContentSwitcher, DataTable
 from tuimon.engine.launch.runner import RunSpec
 from tuimon.engine.sources.replay import ReplaySource, replay_session
 from tuimon.engine.sources.saved import resolve_logs
-from tuimon.engine.sources.session import Batch, LiveSource, PairOptions, PairSession, SideState
+from tuimon.engine.sources.session import Batch, LiveSource, PairOptions, PairSession
+from tuimon.engine.sources.side_state import SideState
 from tuimon.steplog import Step
 from tuimon.store import PairWriter
 from tuimon.ui.app import TuimonApp, terminate_leftovers

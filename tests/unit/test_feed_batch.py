@@ -50,7 +50,8 @@ def test_batches_align_as_one_by_one() -> None:
 
 
 def test_batches_merged_keep_every_record_in_order_and_the_last_state() -> None:
-    from tuimon.engine.sources.session import Batch, SideState, merge_batches
+    from tuimon.engine.sources.session import Batch, merge_batches
+    from tuimon.engine.sources.side_state import SideState
 
     summary = PairAligner().summary(running=True)
     sides = {s: SideState(s, "cpu", "x") for s in "ab"}

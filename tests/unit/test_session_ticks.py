@@ -9,7 +9,8 @@ import json
 import time
 
 from tuimon.engine.events import Exited, Lines
-from tuimon.engine.sources.session import Batch, PairOptions, PairSession, SideState, SourceEvent
+from tuimon.engine.sources.session import Batch, PairOptions, PairSession, SourceEvent
+from tuimon.engine.sources.side_state import SideState
 
 PERIOD = 0.1
 

@@ -25,7 +25,8 @@ from textual.pilot import Pilot
 from tuimon.engine.judge.align import compare_steps
 from tuimon.engine.sources.replay import replay_session
 from tuimon.engine.sources.saved import resolve_logs
-from tuimon.engine.sources.session import Batch, PairOptions, PairSession, SideState
+from tuimon.engine.sources.session import Batch, PairOptions, PairSession
+from tuimon.engine.sources.side_state import SideState
 from tuimon.steplog import End, Header, Record, Step, parse_line
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.browser import BrowserScreen

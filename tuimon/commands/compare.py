@@ -111,7 +111,6 @@ def _print_text(
     """The verdict, coverage, each metric's largest difference, what else differs, the
     replicas inside each side (a saved pair of `--nproc` runs)."""
     from tuimon.engine.judge.artifacts import lines as artifact_lines
-    from tuimon.engine.sources.replicas import replica_lines
     from tuimon.report.wording import account_lines, headline, metric_max_line
     from tuimon.sanitize import clean
 
@@ -127,8 +126,11 @@ def _print_text(
         print(f"  environment differs in: {keys}")
     for line in artifact_lines(artifacts):
         print(f"  {clean(line, None)}")
-    for line in replica_lines(replicas):
-        print(f"  {clean(line, None)}")
+    if replicas:  # a saved pair of --nproc runs (imported only then: the launcher's modules)
+        from tuimon.engine.sources.replicas import replica_lines
+
+        for line in replica_lines(replicas):
+            print(f"  {clean(line, None)}")
     if saved:
         print(f"pair saved in {saved}")
     elif save_error:

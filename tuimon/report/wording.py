@@ -19,7 +19,7 @@ from tuimon.sanitize import clean
 
 if TYPE_CHECKING:
     from tuimon.engine.judge.align import Summary
-    from tuimon.engine.sources.session import SideState
+    from tuimon.engine.sources.side_state import SideState
 
 NO_ETA = "--:--"
 WAITING = "waiting for the first step"

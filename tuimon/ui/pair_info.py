@@ -13,7 +13,7 @@ from typing import Any
 from tuimon.engine.analyses.explain import saved_line
 from tuimon.engine.judge.hints import likely_causes
 from tuimon.engine.sources.replicas import replica_lines
-from tuimon.engine.sources.session import SideState
+from tuimon.engine.sources.side_state import SideState
 from tuimon.report.against import against_lines, pair_headline
 from tuimon.report.wording import account_lines, metric_parts_line
 from tuimon.ui.pair_model import PairModel

@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 
-from tuimon.engine.sources.session import SideState
+from tuimon.engine.sources.side_state import SideState
 from tuimon.report.wording import metric_parts_line
 from tuimon.steplog import Record
 from tuimon.store import SIDES, SavedLogs

@@ -16,7 +16,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Static
 
-from tuimon.engine.sources.session import SideState
+from tuimon.engine.sources.side_state import SideState
 from tuimon.report.wording import differing_words, side_status, title_words
 from tuimon.ui.pair_model import PairRows, SideRows
 from tuimon.ui.statics import show_text

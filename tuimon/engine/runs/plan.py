@@ -15,7 +15,8 @@ from tuimon.engine.launch.runner import RunSpec, mistyped_placeholder, substitut
 from tuimon.engine.sources.against import AgainstCheck, AgainstSource, copy_saved_emb
 from tuimon.engine.sources.replicas import ReplicaWatch
 from tuimon.engine.sources.saved_side import SavedSide
-from tuimon.engine.sources.session import Batch, LiveSource, PairOptions, PairSession, SideState
+from tuimon.engine.sources.session import Batch, LiveSource, PairOptions, PairSession
+from tuimon.engine.sources.side_state import SideState
 from tuimon.errors import UsageError
 from tuimon.readers import Reading
 from tuimon.store import SIDES, PairWriter

@@ -23,7 +23,8 @@ from tuimon.engine.launch.runner import RunSpec
 from tuimon.engine.runs.plan import CMD, PairPlan
 from tuimon.engine.runs.sweep import Sweep
 from tuimon.engine.sources.follow import FollowSource
-from tuimon.engine.sources.session import Batch, PairOptions, PairSession, SideState
+from tuimon.engine.sources.session import Batch, PairOptions, PairSession
+from tuimon.engine.sources.side_state import SideState
 from tuimon.sanitize import clean
 from tuimon.store import SIDES, PairWriter, StoreError, open_pair_dir
 

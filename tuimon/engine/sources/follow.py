@@ -20,7 +20,8 @@ from pathlib import Path
 
 from tuimon.engine.events import Exited, Lines, Note, SourceEvent, Stderr
 from tuimon.engine.launch.follower import Follower, FollowError
-from tuimon.engine.sources.session import Batch, PairOptions, PairSession, SideState
+from tuimon.engine.sources.session import Batch, PairOptions, PairSession
+from tuimon.engine.sources.side_state import SideState
 from tuimon.readers import LineParser, Reading, line_parser
 from tuimon.sanitize import clean
 from tuimon.steplog import End

@@ -19,7 +19,7 @@ from tuimon.engine.judge.align import (
     Summary,
     no_step_reason,
 )
-from tuimon.engine.sources.session import SideState
+from tuimon.engine.sources.side_state import SideState
 from tuimon.errors import ReplayError, StoreError
 from tuimon.readers import PatternError, ReaderError, Reading, read_blocks, read_log
 from tuimon.steplog import End, Header, Record, Step, Text

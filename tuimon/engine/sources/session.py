@@ -27,6 +27,7 @@ from tuimon.engine.judge.fingerprints import env_diff
 from tuimon.engine.judge.hints import likely_causes
 from tuimon.engine.launch.runner import TICK, LaunchError, Run, RunSpec, exit_text
 from tuimon.engine.sources.replicas import ReplicaWatch
+from tuimon.engine.sources.side_state import SideState
 from tuimon.readers.cut import LineCutter
 from tuimon.steplog import End, Header, Record, Step, Text, parse_line
 from tuimon.store import SIDES, PairDoc, PairWriter, RunDoc, SavedLogs, StoreError
@@ -42,41 +43,6 @@ pairs deliver on it)."""
 MAX_EVENTS_PER_TURN = 512
 """Events handled before the session yields to the event loop (a view must stay responsive)."""
 RATE_WINDOW = 5.0
-
-
-@dataclass(slots=True)
-class SideState:
-    """What is known of one side of a pair."""
-
-    side: str
-    device: str
-    command: str
-    status: str = "starting"
-    """starting / running / stalled / finished / failed / interrupted"""
-    exit_code: int | None = None
-    step: int | None = None
-    total: int | None = None
-    rate: float | None = None
-    """steps per second over the last few seconds"""
-    records: int = 0
-    texts: int = 0
-    header: Header | None = None
-    end: End | None = None
-    stderr_tail: list[str] = field(default_factory=list)
-    started: float = field(default_factory=time.monotonic)
-    wall_s: float | None = None
-
-    @property
-    def eta(self) -> float | None:
-        """Seconds to the last step, when the total and a rate are known."""
-        if self.total is None or not self.rate or self.step is None:
-            return None
-        return max(0.0, (self.total - 1 - self.step) / self.rate)
-
-    @property
-    def over(self) -> bool:
-        """The run has ended, one way or another."""
-        return self.status in ("finished", "failed", "interrupted")
 
 
 @dataclass(frozen=True, slots=True)
