@@ -153,14 +153,7 @@ class SavedPair(SavedLogs):
         aligner = PairAligner(self.tolerance if tolerance is None else tolerance, select)
         aligned: list[AlignedStep] = []
         for side in SIDES:
-            steps: list[Step] = []
-            for record in self.records(side):
-                if isinstance(record, Step):
-                    steps.append(record)
-                else:
-                    last = steps[-1].step if steps else None
-                    aligner.note_other(side, record, (len(steps), last))
-            aligned += aligner.feed_batch(side, steps)
+            aligned += _feed(aligner, side, self.records(side), (0, None))[0]
         aligned.sort(key=lambda s: (s.step, s.occurrence))
         return aligned, aligner
 
@@ -187,16 +180,8 @@ class SavedPair(SavedLogs):
                     if (records := next(block, None)) is None:
                         del blocks[side]
                         continue
-                    steps: list[Step] = []
-                    seen, last = counts[side]
-                    for record in records:
-                        if isinstance(record, Step):
-                            steps.append(record)
-                            last = record.step
-                        else:
-                            aligner.note_other(side, record, (seen + len(steps), last))
-                    counts[side] = seen + len(steps), last
-                    yield from aligner.feed_batch(side, steps)
+                    matched, counts[side] = _feed(aligner, side, records, counts[side])
+                    yield from matched
         except ReaderError as exc:
             raise ReplayError(str(exc)) from None
 
@@ -257,6 +242,21 @@ class SavedPair(SavedLogs):
             start = len(recs) - max_lines if at < 0 else at - max_lines // 2
             out[side] = recs[max(0, start) :][:max_lines]
         return out
+
+
+def _feed(
+    aligner: PairAligner, side: str, records: list[Record], at: tuple[int, int | None]
+) -> tuple[list[AlignedStep], tuple[int, int | None]]:
+    """A side's records through the aligner, a record not a step noted where it comes (`at`:
+    steps seen, the last one); what aligns now and the new `at`."""
+    (seen, last), steps = at, []
+    for record in records:
+        if isinstance(record, Step):
+            steps.append(record)
+            last = record.step
+        else:
+            aligner.note_other(side, record, (seen + len(steps), last))
+    return aligner.feed_batch(side, steps), (seen + len(steps), last)
 
 
 def _boxed(records: list[Record], box: Path) -> list[Record]:
