@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -91,16 +92,22 @@ def line_parser(
 def load(path: str | Path, reading: Reading | None = None, side: str = "a") -> Loaded:
     """Read any supported log; ReaderError (one line) when it cannot be read at all."""
     path = Path(path)
-    reading = reading or Reading()
     try:
-        loaded = read_path(path, reading, side)
-    except _CORRUPT as exc:  # a cut or damaged .gz / .xz
+        with _unreadable(path):
+            return read_path(path, reading or Reading(), side)
+    except MissingExtra as exc:
+        raise ReaderError(f"{path}: {exc}") from None
+
+
+@contextmanager
+def _unreadable(path: Path) -> Iterator[None]:
+    """A file that cannot be read (cut or damaged .gz / .xz, OSError) as a one-line ReaderError."""
+    try:
+        yield
+    except _CORRUPT as exc:
         raise ReaderError(f"{path}: cannot decompress: {exc or type(exc).__name__}") from None
     except OSError as exc:
         raise ReaderError(f"{path}: {exc.strerror or exc}") from None
-    except MissingExtra as exc:
-        raise ReaderError(f"{path}: {exc}") from None
-    return loaded
 
 
 def no_steps(path: str | Path, reading: Reading | None = None) -> str:
@@ -226,14 +233,9 @@ def read_blocks(
     path = Path(path)
     if path.is_dir():
         return None
-    try:
-        with open_log(path) as fh:
-            head = fh.read(BLOCK).removeprefix(BOM)
-            whole = len(head) < BLOCK - len(BOM)
-    except _CORRUPT as exc:
-        raise ReaderError(f"{path}: cannot decompress: {exc or type(exc).__name__}") from None
-    except OSError as exc:
-        raise ReaderError(f"{path}: {exc.strerror or exc}") from None
+    with _unreadable(path), open_log(path) as fh:
+        head = fh.read(BLOCK).removeprefix(BOM)
+        whole = len(head) < BLOCK - len(BOM)
     if whole or not streamable(head) or _binary(head[:65536]):
         return None
     return _blocks(path, LineParser(reading, side))
@@ -241,16 +243,11 @@ def read_blocks(
 
 def _blocks(path: Path, parser: LineParser) -> Iterator[list[Record]]:
     cutter = LineCutter()
-    try:
-        with open_log(path) as fh:
-            data = fh.read(BLOCK).removeprefix(BOM)
-            while data:  # blank lines left out, as `lines_of` leaves them out of a whole log
-                yield parser.feed([line for line in cutter.feed(data) if line.strip()])
-                data = fh.read(BLOCK)
-    except _CORRUPT as exc:
-        raise ReaderError(f"{path}: cannot decompress: {exc or type(exc).__name__}") from None
-    except OSError as exc:
-        raise ReaderError(f"{path}: {exc.strerror or exc}") from None
+    with _unreadable(path), open_log(path) as fh:
+        data = fh.read(BLOCK).removeprefix(BOM)
+        while data:  # blank lines left out, as `lines_of` leaves them out of a whole log
+            yield parser.feed([line for line in cutter.feed(data) if line.strip()])
+            data = fh.read(BLOCK)
     yield parser.feed([line for line in cutter.flush() if line.strip()]) + parser.close()
 
 
