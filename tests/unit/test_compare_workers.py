@@ -192,3 +192,67 @@ def test_typed_rows_read_as_the_parsed_rows(plain: bool, data: st.DataObject) ->
     cuts = sorted(set(data.draw(st.lists(st.integers(1, max(len(lines) - 1, 1)), max_size=6))))
     cuts = [c for c in cuts if c < len(lines)]
     assert prepared(lines, cuts, plain, True) == prepared(lines, cuts, plain, False)
+
+
+def _twins(a: list[bytes], tail: list[bytes], cut: int, how: str) -> tuple[bytes, bytes]:
+    """Two logs that share their first bytes: b is a up to `cut` lines, then its own lines
+    (`tail`), or a cut at a byte, or a with more lines, or a itself."""
+    data = b"".join(a)
+    if how == "own tail":
+        return data, b"".join(a[:cut] + tail)
+    if how == "cut at a byte":
+        return data, data[: len(b"".join(a[:cut])) + 3]
+    if how == "longer":
+        return data, data + b"".join(tail)
+    return data, data
+
+
+@pytest.mark.parametrize("plain", [False, True])
+@given(data=st.data())
+@settings(max_examples=60, deadline=None)
+def test_logs_that_share_their_first_blocks_judge_as_one_process(
+    plain: bool, data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Side b's worker passes over the blocks it shares with side a (`_SAME`): the verdict,
+    counts and first divergent lines are those of one process reading every line, wherever
+    the logs part (within a block, at its end, at a cut line, never) and whatever they hold."""
+    a = data.draw(odd_lines(plain))
+    tail = data.draw(odd_lines(plain))
+    cut = data.draw(st.integers(0, len(a)))
+    how = data.draw(st.sampled_from(["own tail", "cut at a byte", "longer", "same"]))
+    head = b""
+    if not plain:
+        head = b'{"type":"header","format":"tuimon.steplog/1","run":{},"hyper":{},"env":{}}\n'
+    x, y = _twins(a, tail, cut, how)
+    folder = tmp_path_factory.mktemp("twins")
+    pa, pb = folder / "a.jsonl", folder / "b.jsonl"
+    pa.write_bytes(head + x)
+    pb.write_bytes(head.replace(b"{}}", b'{"host":"other"}}') + y)  # headers of their own
+    with pytest.MonkeyPatch.context() as mp:
+        one, two = (judged(pa, pb, w, mp) for w in (False, True))
+    assert one == two
+
+
+def test_the_shared_blocks_are_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two logs equal for their first 300 steps: side b's worker prepares only the blocks
+    after the one where they part (and none for a copy of side a)."""
+    a = step_log(tmp_path / "a.jsonl", 600, 1, plain=True, odd=False, part=None)
+    b = step_log(tmp_path / "b.jsonl", 600, 1, plain=True, odd=False, part=300)
+    calls = tmp_path / "calls"
+    prepare = engine_compare._BlockReader.prepare
+
+    def counted(self: Any, lines: list[bytes], key: str | None, *, whole: bool) -> Any:
+        with calls.open("a") as fh:  # written by the worker processes
+            fh.write(self.side)
+        return prepare(self, lines, key, whole=whole)
+
+    monkeypatch.setattr(engine_compare._BlockReader, "prepare", counted)
+    got = judged(a, b, True, monkeypatch)
+    assert got["summary"]["first_divergent_step"] == 300
+    sides = calls.read_text()
+    assert sides.count("b") < sides.count("a") / 2 + 2
+    calls.unlink()
+    copy = tmp_path / "c.jsonl"
+    copy.write_bytes(a.read_bytes())
+    assert judged(a, copy, True, monkeypatch)["summary"]["verdict"] == "IDENTICAL"
+    assert "b" not in calls.read_text()

@@ -18,13 +18,13 @@ import lzma
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from itertools import chain, compress, islice
 from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import IO, Annotated, Any, Literal
 
 import msgspec
 import numpy as np
@@ -167,12 +167,14 @@ def _line_source(
     keep: bool,
     reader: _BlockReader | None = None,
     apart: Callable[[], CsvColumns | None] | None = None,
-) -> Iterator[Block]:
+    twin: SideLog | None = None,
+) -> Iterator[Block | _Same]:
     """A log in blocks: a tuimon step log's lines straight from the file (decompressed when
     it is gzip or xz), plain JSON Lines the same way, a CSV of numbers as columns (unless its
     lines are kept), any other format as the records `tuimon.readers` reads. With `reader`,
     a worker process reads the lines into columns (`_worker_blocks`); `apart`: the CSV's
-    columns as a worker process reads them (`_csv_apart`)."""
+    columns as a worker process reads them (`_csv_apart`). `twin`: side a's log, read the
+    same way (side b's worker passes over the blocks the two logs share, `_twin`)."""
     path: Path = getattr(logs, side)
     if logs.reading.as_written(side) and path.is_file():
         with _opened(path) as fh:
@@ -181,7 +183,7 @@ def _line_source(
                 log.native = True
                 yield [first]
                 if reader is not None:
-                    yield from _worker_blocks(reader, path, None)
+                    yield from _worker_blocks(reader, path, None, _twin(log, twin))
                     return
                 while block := fh.readlines(CHUNK):
                     yield block
@@ -189,7 +191,7 @@ def _line_source(
     if (key := _plain_key(path, logs.reading, side)) is not None:
         log.plain_key = key
         if reader is not None:
-            yield from _worker_blocks(reader, path, key)
+            yield from _worker_blocks(reader, path, key, _twin(log, twin))
             return
         with _opened(path) as fh:
             while block := fh.readlines(CHUNK):
@@ -315,14 +317,36 @@ def _workers(logs: SavedLogs, keep: bool) -> bool:
     return cpus > 1 and size >= WORKERS_FROM and "fork" in multiprocessing.get_all_start_methods()
 
 
-def _worker_blocks(reader: _BlockReader, path: Path, key: str | None) -> Iterator[_Prepared]:
+def _twin(log: SideLog, twin: SideLog | None) -> Path | None:
+    """Side a's log when side b's is read the same way (both step logs as written, or both
+    plain JSON Lines with the same step key): a block of b whose bytes are a's is not
+    parsed twice (`_SAME`)."""
+    if twin is None or (twin.native, twin.plain_key) != (log.native, log.plain_key):
+        return None
+    return twin.path
+
+
+class _Same:
+    """What side b's worker sends for a block whose lines are, byte for byte, side a's block
+    of the same place (each of the blocks before it too): side a's prepared block stands for
+    it. The two sides' readers hold the same state there, so it reads as its own lines
+    would."""
+
+
+_SAME = _Same()
+
+
+def _worker_blocks(
+    reader: _BlockReader, path: Path, key: str | None, twin: Path | None = None
+) -> Iterator[_Prepared | _Same]:
     """A side's blocks as a forked worker process prepares them (`_BlockReader.prepare`: the
     parse, the columns of uniform rows), in order; this process counts and judges them
     (`_BlockReader.apply`), so the verdict is the one a single process gives. The pipe holds
-    a few blocks: memory stays bounded however far one side runs ahead."""
+    a few blocks: memory stays bounded however far one side runs ahead. `twin`: side a's
+    log, read beside this one while they agree (`_SAME`)."""
     ctx = multiprocessing.get_context("fork")
     receive, send = ctx.Pipe(duplex=False)
-    worker = ctx.Process(target=_serve, args=(reader, path, key, send), daemon=True)
+    worker = ctx.Process(target=_serve, args=(reader, path, key, send, twin), daemon=True)
     worker.start()
     send.close()
     try:
@@ -344,20 +368,39 @@ def _worker_blocks(reader: _BlockReader, path: Path, key: str | None) -> Iterato
         worker.join()
 
 
-def _serve(reader: _BlockReader, path: Path, key: str | None, send: Any) -> None:
-    """The worker of `_worker_blocks`: the log's blocks, prepared, into `send`."""
+def _serve(reader: _BlockReader, path: Path, key: str | None, send: Any, twin: Path | None) -> None:
+    """The worker of `_worker_blocks`: the log's blocks, prepared, into `send`; `_SAME` for
+    each block that is, from the first on, the `twin` log's block of the same place."""
     gc.disable()
     try:
-        with open_log(path) as fh:
+        with open_log(path) as fh, open_log(twin) if twin else nullcontext() as other:
             if key is None:
                 fh.readline(1 << 20)  # the header line, read by the parent
+                if other is not None:
+                    other.readline(1 << 20)
+            if not all(isinstance(getattr(f, "raw", None), io.FileIO) for f in (fh, other)):
+                other = None  # compressed: expanding side a's log twice costs what it saves
             while block := fh.readlines(CHUNK):
+                if other is not None and _same(block, other):
+                    send.send(_SAME)
+                    continue
+                other = None  # the logs part here: each block is read from now on
                 send.send(reader.prepare(block, key, whole=False))
         send.send(None)
     except Exception as exc:  # told to the parent, which words it
         send.send(exc)
     finally:
         send.close()
+
+
+def _same(block: list[bytes], other: IO[bytes]) -> bool:
+    """Whether the next bytes of `other` are the block's lines, and `readlines(CHUNK)` cuts
+    `other` where it cut them (the block ends a line, and it filled a block or both logs end
+    there)."""
+    data = b"".join(block)
+    if not data.endswith(b"\n") or other.read(len(data)) != data:
+        return False
+    return len(data) > CHUNK or other.read(1) == b""
 
 
 Block = list[bytes] | _RecordBlock | _PlainBlock | _CsvBlock | _Prepared
@@ -842,7 +885,13 @@ def _read_both(
     apart = {"b": _csv_apart(logs, "b")} if workers else {}
     sources = {
         side: _line_source(
-            logs, side, sides[side], keep, readers[side] if workers else None, apart.get(side)
+            logs,
+            side,
+            sides[side],
+            keep,
+            readers[side] if workers else None,
+            apart.get(side),
+            sides["a"] if side == "b" else None,
         )
         for side in SIDES
     }
@@ -855,9 +904,12 @@ def _read_both(
         side: chain([first] if first is not None else [], sources[side])
         for side, first in firsts.items()
     }
+    last: Block | None = None  # side a's block of this turn (`_SAME`)
     while sources:
         for side in list(sources):
-            lines = next(sources[side], None)
+            got = next(sources[side], None)
+            lines = last if isinstance(got, _Same) else got
+            last = lines
             cols = readers[side].block(lines) if lines is not None else readers[side].finish()
             if lines is None:
                 del sources[side]
