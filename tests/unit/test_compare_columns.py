@@ -8,7 +8,6 @@ second run appended, a cut last line, blank lines, wide headers and steps on one
 from __future__ import annotations
 
 import math
-import mmap
 import struct
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from hypothesis import strategies as st
 from tuimon.engine.analyses import compare as engine_compare
 from tuimon.engine.judge.align import MetricFilter
 from tuimon.readers import Reading
-from tuimon.readers.columnar import _cells, read_csv_apart, read_csv_columns
+from tuimon.readers.columnar import CsvColumns, _cells, read_csv_columns, read_csv_pair
 from tuimon.store import SavedLogs
 
 ODD_CELLS = ["nan", "-0", "1e400", "", "x", " 2.5", "1.", ".5", "inf", "-nan", "1_0", "+3"]
@@ -145,22 +144,100 @@ def test_the_columns_path_is_taken_for_a_plain_csv_and_agrees(tmp_path: Path) ->
     assert "step_time_ms" in got["ignored"]
 
 
-def test_a_csv_read_apart_is_read_by_the_worker_into_shared_memory(tmp_path: Path) -> None:
+def whole(table: CsvColumns | None, shared: CsvColumns | None = None) -> Any:
+    """A table as plain data, its rows shared with side a's table put back."""
+    if table is None:
+        return None
+    values = table.values
+    if table.shared:
+        assert shared is not None and shared.metrics == table.metrics
+        values = np.concatenate([shared.values[:, : table.shared], values], axis=1)
+    return (table.steps.tolist(), table.metrics, table.clocks, values.tobytes())
+
+
+def test_a_pair_read_with_a_worker_reads_their_shared_lines_once(tmp_path: Path) -> None:
     header = ["step", "loss", "t", "lr"]
-    a = write_csv(tmp_path / "a.csv", header, numeric_rows(list(range(0, 900, 3)), 3, 4, None))
-    columns = read_csv_apart(a)
-    assert columns is not None
-    got, want = columns(), read_csv_columns(a)
-    assert got is not None and want is not None
-    assert isinstance(got.values.base, mmap.mmap) and isinstance(got.steps.base, mmap.mmap)
-    assert (got.metrics, got.clocks) == (want.metrics, want.clocks) == (["loss", "lr"], ["t"])
-    assert got.steps.tolist() == want.steps.tolist() == list(range(0, 900, 3))
-    assert got.values.tobytes() == want.values.tobytes()
-    odd = write_csv(tmp_path / "odd.csv", header, [["0", "1", "2", "x"]])
-    columns = read_csv_apart(odd)
-    assert columns is not None and columns() is None
+    rows = numeric_rows(list(range(0, 900, 3)), 3, 4, None)
+    a = write_csv(tmp_path / "a.csv", header, rows)
+    b = write_csv(tmp_path / "b.csv", header, numeric_rows(list(range(0, 960, 3)), 3, 4, 600))
+    tables = read_csv_pair(a, b)
+    assert tables is not None
+    got_a, got_b = tables()
+    want_a, want_b = read_csv_columns(a), read_csv_columns(b)
+    assert got_b is not None and got_b.shared == 200  # the rows before step 600, read once
+    assert got_b.values.shape == (2, 320 - 200)  # side b holds only its own rows
+    assert whole(got_a) == whole(want_a) and whole(got_b, got_a) == whole(want_b)
+    odd = write_csv(tmp_path / "odd.csv", header, [*rows[:5], ["0", "1", "2", "x"]])
+    tables = read_csv_pair(a, odd)
+    assert tables is not None
+    got_a, got_b = tables()
+    assert whole(got_a) == whole(want_a) and got_b is None
     (tmp_path / "c.jsonl").write_text('{"step": 0, "loss": 1.0}\n')
-    assert read_csv_apart(tmp_path / "c.jsonl") is None  # no worker for a file of another kind
+    assert read_csv_pair(a, tmp_path / "c.jsonl") is None  # no worker for a file of another kind
+    tables = read_csv_pair(tmp_path / "c.jsonl", b)
+    assert tables is not None
+    got_a, got_b = tables()
+    assert got_a is None and whole(got_b) == whole(want_b)
+
+
+@st.composite
+def csv_twins(draw: st.DrawFn) -> tuple[bytes, bytes]:
+    """Two CSV files that hold the same bytes up to some point (a rerun that parts, a copy,
+    one cut short or carried on), with odd lines or headers of their own now and then."""
+    width = draw(st.integers(1, 4))
+    header = "step," + ",".join(["loss", "time", "acc", "lr"][:width]) + "\n"
+    n = draw(st.integers(0, 60))
+    steps = list(range(n))
+    if n and draw(st.booleans()):
+        steps[draw(st.integers(0, n - 1))] = 0  # a step again: several runs or a repeat
+    rows = numeric_rows(steps or [0], width, 5, None)[:n]
+    lines = [",".join(r) + "\n" for r in rows]
+    a = (header + "".join(lines)).encode()
+    how = draw(st.sampled_from(["parts", "same", "cut", "longer", "other header", "odd"]))
+    at = draw(st.integers(0, len(a)))
+    if how == "parts":
+        tail = numeric_rows(list(range(n + 5)), width, 6, None)[n // 2 :]
+        b = a[:at] + "".join(",".join(r) + "\n" for r in tail).encode()
+    elif how == "cut":
+        b = a[:at]
+    elif how == "longer":
+        b = (
+            a
+            + "".join(",".join(r) + "\n" for r in numeric_rows([n, n + 1], width, 7, None)).encode()
+        )
+    elif how == "other header":
+        b = a.replace(b"step,", b"step ,", 1)
+    elif how == "odd":
+        b = (
+            a[:at]
+            + draw(st.sampled_from([b"x\n", b"\n", b"1,nan\n", b'"1",2\n', b"-0,1\n"]))
+            + a[at:]
+        )
+    else:
+        b = a
+    if draw(st.booleans()):
+        a, b = b, a
+    return a, b
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(csv_twins())
+def test_a_pair_read_with_a_worker_is_each_side_read_alone(tmp_path: Path, pair: Any) -> None:
+    """Whatever the two files share, and however they part, the pair's tables are the ones
+    `read_csv_columns` gives for each file alone, to the bit."""
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_bytes(pair[0])
+    b.write_bytes(pair[1])
+    tables = read_csv_pair(a, b)
+    want_a, want_b = read_csv_columns(a), read_csv_columns(b)
+    if tables is None:
+        assert want_b is None
+        return
+    got_a, got_b = tables()
+    assert whole(got_a) == whole(want_a)
+    assert whole(got_b, got_a) == whole(want_b)
 
 
 @pytest.mark.parametrize("odd", [None, "x", ""])

@@ -5,8 +5,9 @@ empty cell, no text, no quote, nothing beyond float64) a block of lines at a tim
 float64 array, and gives its steps and metric columns. It gives exactly what
 `tuimon.readers.tabular.read_csv` gives for such a file (the same steps, values and clocks);
 for any other file, one whose steps repeat or one that holds several runs, it gives None
-before anything is counted, and the caller reads it the general way. `read_csv_apart` reads
-one in a forked process while this one reads the other side of a pair.
+before anything is counted, and the caller reads it the general way. `read_csv_pair` reads a
+pair's two files at once, side b's rows in a forked process, the lines both hold from their
+start read once.
 """
 
 from __future__ import annotations
@@ -52,60 +53,119 @@ class CsvColumns:
     metrics: list[str]
     clocks: list[str]
     values: np.ndarray
+    shared: int = 0
+    """Side b of a pair: its first rows are, byte for byte, side a's table's first rows
+    (read once, `read_csv_pair`), and `values` holds the rows after them."""
 
 
 class _NotUniform(Exception):
     """A line that the general reader must read (or a file it must)."""
 
 
-def read_csv_columns(
-    path: Path, key: str | None = None, empty: Callable[[tuple[int, int]], np.ndarray] = np.empty
-) -> CsvColumns | None:
+def read_csv_columns(path: Path, key: str | None = None) -> CsvColumns | None:
     """The file at `path` as `CsvColumns` when it is a CSV of numbers with a step column
-    (`key` when given) whose steps do not repeat; None for anything else. `empty` makes the
-    array of the values (given its shape)."""
+    (`key` when given) whose steps do not repeat; None for anything else."""
+    head = _header(path, key)
+    if head is None:
+        return None
+    try:
+        steps, blocks, _ = _rows(path, head, head.end, None)
+    except (OSError, _NotUniform, ValueError):
+        return None
+    return _columns(head, steps, blocks)
+
+
+@dataclass
+class _Head:
+    """A CSV's header line as this path reads it: the column names, the step column's
+    index, and where the rows start (bytes)."""
+
+    names: list[str]
+    k: int
+    end: int
+
+
+def _header(path: Path, key: str | None) -> _Head | None:
+    """The header of the file at `path`; None when it is not a CSV this path reads (or not
+    a file it can open)."""
     try:
         with open(path, "rb") as fh:
             header = fh.readline(1 << 20)
-            names = _names(header, key)
-            if names is None:
-                return None
-            where = key if key is not None else next((k for k in STEP_KEYS if k in names), "")
-            if where not in names or len(set(names)) != len(names):
-                return None
-            k = names.index(where)
-            steps, blocks = [], []
-            while data := fh.read(LINES):
-                block_steps, block = _block(data + fh.readline(), len(names), k)
-                steps.append(block_steps)
-                blocks.append(block)
-    except (OSError, _NotUniform, ValueError):
+    except OSError:
         return None
-    if not blocks:
+    names = _names(header, key)
+    if names is None:
         return None
-    return _columns(names, k, np.concatenate(steps), blocks, empty)
+    where = key if key is not None else next((k for k in STEP_KEYS if k in names), "")
+    if where not in names or len(set(names)) != len(names):
+        return None
+    return _Head(names, names.index(where), len(header))
 
 
-def read_csv_apart(path: Path, key: str | None = None) -> Callable[[], CsvColumns | None] | None:
-    """`read_csv_columns` of the file in a forked process, started now (while this one reads
-    the other side of a pair): call what it gives for the columns, whose arrays lie in a
-    memory file shared with that process (`os.memfd_create`; not copied through the pipe,
-    which carries their names and rows). None when the file's header is not one
-    `read_csv_columns` reads, or nothing forks here (not Linux)."""
+_Read = tuple[list[np.ndarray], list[np.ndarray], int]
+"""Rows as `_rows` reads them: the steps and the (rows x columns) cells of each block, and
+how many of the rows lie before the mark."""
+
+
+def _rows(path: Path, head: _Head, start: int, stop: int | None, mark: int = 0) -> _Read:
+    """The rows of the lines from byte `start` (a line's start) to `stop` (a line's start,
+    or None: the file's end), a block at a time, and how many end by byte `mark`;
+    `_NotUniform` or ValueError when a line is not a row this path reads."""
+    steps, blocks, before = [], [], 0
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        at = start
+        while (stop is None or at < stop) and (
+            data := fh.read(LINES if stop is None else min(LINES, stop - at))
+        ):
+            if stop is None or at + len(data) < stop:
+                data += fh.readline()
+            block_steps, block = _block(data, len(head.names), head.k)
+            if at < mark:
+                before += data.count(b"\n", 0, mark - at)
+            at += len(data)
+            steps.append(block_steps)
+            blocks.append(block)
+    return steps, blocks, before
+
+
+def read_csv_pair(
+    a: Path, b: Path, key: str | None = None, *, a_too: bool = True
+) -> Callable[[], tuple[CsvColumns | None, CsvColumns | None]] | None:
+    """`read_csv_columns` of both sides of a pair, with a forked process (started now) that
+    reads side b's rows while this one reads side a's: call what it gives for the two
+    tables. The lines both files hold from their first byte on (a rerun's rows before it
+    parts) are read once, as side a's rows, and the process also takes side a's last rows,
+    so that each reads about as many bytes. Its rows reach this process in a memory file
+    (`os.memfd_create`; not copied through the pipe, which carries their counts). None when
+    side b's header is not one `read_csv_columns` reads, or nothing forks here (not Linux);
+    `a_too=False`: side a is not read here (a table for side b only)."""
+    head_b = _header(b, key)
+    head_a = _header(a, key) if a_too else None
+    if head_b is None:
+        return None
     try:
-        with open(path, "rb") as fh:
-            if _names(fh.readline(1 << 20), key) is None:
-                return None
+        size_a = a.stat().st_size if head_a is not None else 0
+        size_b = b.stat().st_size
+        shared = _shared(a, b, head_b.end) if head_a is not None else 0
+        split = _split(a, head_a, size_a, size_b - max(shared, head_b.end))
         ctx = multiprocessing.get_context("fork")
         fd = os.memfd_create("tuimon-csv")
     except (OSError, ValueError, AttributeError):
         return None
+    parts = ((a, head_a, split, size_a, shared), (b, head_b, max(shared, head_b.end), size_b, 0))
     receive, send = ctx.Pipe(duplex=False)
-    worker = ctx.Process(target=_serve, args=(path, key, fd, send), daemon=True)
+    worker = ctx.Process(target=_serve, args=(parts, fd, send), daemon=True)
     worker.start()
     send.close()
 
-    def columns() -> CsvColumns | None:
+    def tables() -> tuple[CsvColumns | None, CsvColumns | None]:
+        mine = None
+        if head_a is not None:
+            try:
+                mine = _rows(a, head_a, head_a.end, split, shared)
+            except (OSError, _NotUniform, ValueError):
+                mine = None
         try:
             got = receive.recv()
         except EOFError:  # the process stopped
@@ -114,45 +174,118 @@ def read_csv_apart(path: Path, key: str | None = None) -> Callable[[], CsvColumn
             receive.close()
             worker.join()
         try:
-            if not got:  # None: not a CSV it reads; False: read here, as without a worker
-                return None if got is None else read_csv_columns(path, key)
-            metrics, clocks, rows = got
-            shared = mmap.mmap(fd, _shared_size(len(metrics), rows))
+            if not got:  # an error: read here, as without a worker
+                table_a = read_csv_columns(a, key) if head_a is not None else None
+                return table_a, read_csv_columns(b, key)
+            theirs = _received(fd, got, [head.names if head else [] for _, head, *_ in parts])
         finally:
             os.close(fd)
-        values = np.ndarray((len(metrics), rows), np.float64, buffer=shared)
-        steps = np.ndarray(rows, np.int64, buffer=shared, offset=values.nbytes)
-        return CsvColumns(steps, metrics, clocks, values)
+        table_a = None
+        if head_a is not None and mine is not None and theirs[0] is not None:
+            table_a = _columns(head_a, mine[0] + theirs[0][0], mine[1] + theirs[0][1])
+        if theirs[1] is None:
+            return table_a, None
+        if shared <= head_b.end:
+            return table_a, _columns(head_b, *theirs[1][:2])
+        if table_a is None or mine is None or theirs[0] is None:  # side b's first rows: here
+            return table_a, read_csv_columns(b, key)
+        steps = [table_a.steps[: mine[2] + theirs[0][2]], *theirs[1][0]]
+        return table_a, _columns(head_b, steps, theirs[1][1])
 
-    return columns
+    return tables
 
 
-def _serve(path: Path, key: str | None, fd: int, send: Any) -> None:
-    """The process of `read_csv_apart`: the columns into the memory file `fd` (the values,
-    then the steps), their names and rows into `send`; None (not a CSV it reads) or False
-    (an error, told by the parent when it reads the file itself)."""
-    shared: list[mmap.mmap] = []
+def _shared(a: Path, b: Path, start: int) -> int:
+    """The bytes two files hold alike from their first on, to the end of a line; 0 when
+    they part before byte `start` (the header's end)."""
+    x, y = bytearray(1 << 20), bytearray(1 << 20)
+    at = 0
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        while (n := fa.readinto(x)) == fb.readinto(y) == len(x) and x == y:
+            at += n
+        n = min(n, len(y))  # the last block read of each (one may be short)
+        m = np.frombuffer(x, np.uint8, n) != np.frombuffer(y, np.uint8, n)
+        alike = int(m.argmax()) if m.any() else n
+        at += x.rfind(b"\n", 0, alike) + 1
+    return at if at > start else 0
 
-    def empty(shape: tuple[int, int]) -> np.ndarray:
-        os.ftruncate(fd, _shared_size(*shape))
-        shared.append(mmap.mmap(fd, _shared_size(*shape)))
-        return np.ndarray(shape, buffer=shared[0])
 
+def _split(a: Path, head: _Head | None, size: int, theirs: int) -> int:
+    """Where side a's rows are cut (a line's start) so that this process reads as many bytes
+    as the worker, which reads side b's `theirs` bytes and side a's rows past the cut."""
+    if head is None:
+        return size
+    at = (head.end + size + theirs) // 2
+    if at >= size:
+        return size
+    with open(a, "rb") as fh:
+        fh.seek(at)
+        fh.readline()
+        return min(fh.tell(), size)
+
+
+_Part = tuple[Path, "_Head | None", int, int, int]
+"""A file's rows the worker of `read_csv_pair` reads: path, header, from, to and the mark
+(bytes, `_rows`)."""
+
+
+def _serve(parts: tuple[_Part, ...], fd: int, send: Any) -> None:
+    """The process of `read_csv_pair`: each part's rows into the memory file `fd` (its cells
+    as (rows x columns) float64, then its steps), and for each its rows and rows before the
+    mark into `send` (None for a part that is not rows this path reads); False when reading
+    failed (the parent then reads both files itself)."""
     try:
-        table = read_csv_columns(path, key, empty)
-        if table is not None:
-            at = table.values.nbytes
-            np.ndarray(len(table.steps), np.int64, buffer=shared[0], offset=at)[:] = table.steps
-        send.send(table and (table.metrics, table.clocks, len(table.steps)))
+        read: list[_Read | None] = []
+        for path, head, start, stop, mark in parts:
+            try:
+                read.append(_rows(path, head, start, stop, mark) if head and start < stop else None)
+            except (_NotUniform, ValueError):
+                read.append(None)
+            if head and start >= stop:
+                read[-1] = ([], [], 0)
+        counts = [None if r is None else (sum(map(len, r[0])), r[2]) for r in read]
+        sizes = _sizes(counts, [head.names if head else [] for _, head, *_ in parts])
+        if sum(sizes):
+            os.ftruncate(fd, sum(sizes))
+            shared = mmap.mmap(fd, sum(sizes))
+            at = 0
+            for got, size in zip(read, sizes, strict=True):
+                if got is not None and size:
+                    n = sum(map(len, got[0]))
+                    cells = np.ndarray((n, size // 8 // n - 1), np.float64, shared, at)
+                    np.concatenate(got[1], out=cells)
+                    np.concatenate(got[0], out=np.ndarray(n, np.int64, shared, at + cells.nbytes))
+                    at += size
+        send.send(counts)
     except Exception:
         send.send(False)
     finally:
         send.close()
 
 
-def _shared_size(metrics: int, rows: int) -> int:
-    """Bytes of the values and the steps of a CSV read apart."""
-    return 8 * (metrics + 1) * rows
+def _sizes(counts: list[tuple[int, int] | None], names: list[list[str]]) -> list[int]:
+    """Bytes of each part's cells and steps in the memory file."""
+    return [8 * c[0] * (len(w) + 1) if c else 0 for c, w in zip(counts, names, strict=True)]
+
+
+def _received(
+    fd: int, counts: list[tuple[int, int] | None], names: list[list[str]]
+) -> list[_Read | None]:
+    """The parts the worker of `read_csv_pair` read, as `_rows` gives them (one block each),
+    their arrays in the memory file (mapped once; freed with the last of them)."""
+    sizes = _sizes(counts, names)
+    shared = mmap.mmap(fd, sum(sizes)) if sum(sizes) else None
+    out: list[_Read | None] = []
+    at = 0
+    for count, width, size in zip(counts, names, sizes, strict=True):
+        if count is None or shared is None or not size:
+            out.append(None if count is None else ([], [], count[1]))
+            continue
+        n, before = count
+        cells = np.ndarray((n, len(width)), np.float64, shared, at)
+        out.append(([np.ndarray(n, np.int64, shared, at + cells.nbytes)], [cells], before))
+        at += size
+    return out
 
 
 def _names(header: bytes, key: str | None) -> list[str] | None:
@@ -226,26 +359,29 @@ def _cells(data: bytes, width: int, k: int) -> np.ndarray:
     return np.loadtxt(text, delimiter=",", comments=None, dtype=np.float64).ravel()
 
 
-def _columns(
-    names: list[str],
-    k: int,
-    steps: np.ndarray,
-    blocks: list[np.ndarray],
-    empty: Callable[[tuple[int, int]], np.ndarray],
-) -> CsvColumns | None:
-    """The blocks as `CsvColumns`: metric and clock columns; None when steps repeat or the
-    file holds several runs (merged, or compared run by run and in order, by `read_csv`)."""
-    rising = len(steps) < 2 or bool((steps[1:] > steps[:-1]).all())  # the usual: no search
-    if not rising and (_runs(steps) > 1 or len(np.unique(steps)) != len(steps)):
+def _columns(head: _Head, steps: list[np.ndarray], blocks: list[np.ndarray]) -> CsvColumns | None:
+    """The blocks as `CsvColumns`: metric and clock columns; None when the file holds no row,
+    its steps repeat or it holds several runs (merged, or compared run by run and in order,
+    by `read_csv`). Steps before the blocks' are rows side a's table holds
+    (`CsvColumns.shared`)."""
+    step = np.concatenate(steps) if steps else np.empty(0, np.int64)
+    if not len(step):
         return None
+    rising = len(step) < 2 or bool((step[1:] > step[:-1]).all())  # the usual: no search
+    if not rising and (_runs(step) > 1 or len(np.unique(step)) != len(step)):
+        return None
+    names, k = head.names, head.k
     clocks = _clocks(tuple(names))
     metric = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and not clocks[i]]
     clock = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and clocks[i]]
-    values = _transposed(blocks, metric, empty((len(metric), len(steps))))
-    return CsvColumns(steps, [names[i] for i in metric], [names[i] for i in clock], values)
+    before = len(step) - sum(map(len, blocks))
+    values = np.empty((len(metric), len(step) - before))
+    _transposed(blocks, metric, values)
+    names_of = [names[i] for i in metric], [names[i] for i in clock]
+    return CsvColumns(step, *names_of, values, shared=before)
 
 
-def _transposed(blocks: list[np.ndarray], columns: list[int], out: np.ndarray) -> np.ndarray:
+def _transposed(blocks: list[np.ndarray], columns: list[int], out: np.ndarray) -> None:
     """The `columns` of the blocks' rows into `out`, a (columns x rows) array, block by
     block, each block let go once copied (`blocks` ends empty: the rows are never held
     twice)."""
@@ -258,7 +394,6 @@ def _transposed(blocks: list[np.ndarray], columns: list[int], out: np.ndarray) -
         block = blocks.pop()
         out[:, at : at + len(block)] = block[:, pick].T
         at += len(block)
-    return out
 
 
 @lru_cache(maxsize=2)

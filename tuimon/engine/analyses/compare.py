@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import cache
 from itertools import chain, compress, islice
 from operator import attrgetter, itemgetter
 from pathlib import Path
@@ -57,7 +58,7 @@ from tuimon.readers import (
     open_log,
     to_line,
 )
-from tuimon.readers.columnar import CsvColumns, read_csv_apart, read_csv_columns
+from tuimon.readers.columnar import CsvColumns, read_csv_columns, read_csv_pair
 from tuimon.readers.rows import COUNTERS, step_key
 from tuimon.readers.tabular import csv_hint
 from tuimon.steplog import (
@@ -173,7 +174,7 @@ def _line_source(
     it is gzip or xz), plain JSON Lines the same way, a CSV of numbers as columns (unless its
     lines are kept), any other format as the records `tuimon.readers` reads. With `reader`,
     a worker process reads the lines into columns (`_worker_blocks`); `apart`: the CSV's
-    columns as a worker process reads them (`_csv_apart`). `twin`: side a's log, read the
+    columns as read with a worker process (`_csv_pair`). `twin`: side a's log, read the
     same way (side b's worker passes over the blocks the two logs share, `_twin`)."""
     path: Path = getattr(logs, side)
     if logs.reading.as_written(side) and path.is_file():
@@ -234,14 +235,19 @@ def _csv_columns(path: Path, reading: Reading, side: str) -> CsvColumns | None:
     return read_csv_columns(path, reading.step_key)
 
 
-def _csv_apart(logs: SavedLogs, side: str) -> Callable[[], CsvColumns | None] | None:
-    """A side's CSV read into columns by a worker process (`read_csv_apart`), started now
-    (side b, while this process reads side a); None where `_csv_columns` would not read it
-    (or it is not a CSV)."""
-    path: Path = getattr(logs, side)
-    if logs.reading.renames(side) or logs.reading.judge or not path.is_file():
-        return None
-    return read_csv_apart(path, logs.reading.step_key)
+def _csv_pair(logs: SavedLogs) -> dict[str, Callable[[], CsvColumns | None]]:
+    """Each side's CSV read into columns with a worker process (`read_csv_pair`), started
+    now: side b's rows there while this process reads side a's; none where `_csv_columns`
+    would not read side b (or it is not a CSV), side b's only where it would not read a."""
+    reading = logs.reading
+    if reading.renames("b") or reading.judge or not logs.b.is_file():
+        return {}
+    a_too = not reading.renames("a") and logs.a.is_file()
+    tables = read_csv_pair(logs.a, logs.b, reading.step_key, a_too=a_too)
+    if tables is None:
+        return {}
+    read = cache(tables)
+    return {"a": lambda: read()[0], "b": lambda: read()[1]}
 
 
 @dataclass
@@ -730,10 +736,10 @@ class _BlockReader:
 
     def table_rows(self, table: CsvColumns, rows: slice | np.ndarray) -> Columns:
         """Some rows of a CSV read into columns (a slice: views, no copy), its judged
-        metrics."""
+        metrics; rows of its `values`, past the rows it shares with side a."""
         judged = list(map(self.select.judged, table.metrics))
         values = table.values if all(judged) else table.values[np.flatnonzero(judged)]
-        steps = table.steps[rows]
+        steps = table.steps[table.shared :][rows]
         n = len(steps)
         present = np.ones(n, bool)  # shared: every row has every metric (never written to)
         names = list(compress(table.metrics, judged))
@@ -882,7 +888,7 @@ def _read_both(
     readers = {side: _BlockReader(side, sides[side], aligner, keep, logs.reading) for side in SIDES}
     matcher = ColumnMatcher(aligner)
     workers = _workers(logs, keep)
-    apart = {"b": _csv_apart(logs, "b")} if workers else {}
+    apart = _csv_pair(logs) if workers else {}
     sources = {
         side: _line_source(
             logs,
@@ -936,21 +942,29 @@ def _keep_heap() -> None:
 def _judge_tables(readers: dict[str, _BlockReader], a: CsvColumns, b: CsvColumns) -> None:
     """Two CSVs read into columns (steps unique in each), merged on the step and judged
     `_rows_at_a_time` matched rows at a time: what `ColumnMatcher` does with their blocks, without
-    taking every metric's rows apart twice (a CSV of 100,000 columns)."""
-    if _same_rising(a.steps, b.steps):  # the usual pair: no sort
-        i = j = np.arange(len(a.steps))
+    taking every metric's rows apart twice (a CSV of 100,000 columns). Side b's first rows
+    that are side a's (`CsvColumns.shared`) are matched row for row with them (no other row
+    of either side can hold their steps: steps are unique within a side)."""
+    n = b.shared
+    if _same_rising(a.steps[n:], b.steps[n:]):  # the usual pair: no sort
+        i = j = np.arange(n, len(a.steps))
     else:
-        _, i, j = np.intersect1d(a.steps, b.steps, assume_unique=True, return_indices=True)
+        _, i, j = np.intersect1d(a.steps[n:], b.steps[n:], assume_unique=True, return_indices=True)
+        i, j = i + n, j + n
     aligner = readers["a"].aligner
     for side, table in (("a", a), ("b", b)):  # count every row, as the blocks would be
         readers[side].count_table(table)
     most = min(_rows_at_a_time(a), _rows_at_a_time(b))
+    for start in range(0, n, most):  # side b's rows read as side a's: the same rows
+        same = slice(start, min(start + most, n))
+        x, y = (readers[s].table_rows(a, same) for s in SIDES)
+        aligner.judge(x, y, ulps=False)
     for start in range(0, len(i), most):
-        rows = [_as_slice(i[start : start + most]), _as_slice(j[start : start + most])]
+        rows = [_as_slice(i[start : start + most]), _as_slice(j[start : start + most] - n)]
         x, y = (readers[s].table_rows(t, r) for s, t, r in zip(SIDES, (a, b), rows, strict=True))
         aligner.judge(x, y, ulps=False)
-    aligner.unmatched_extra["a"] = len(a.steps) - len(i)
-    aligner.unmatched_extra["b"] = len(b.steps) - len(j)
+    aligner.unmatched_extra["a"] = len(a.steps) - n - len(i)
+    aligner.unmatched_extra["b"] = len(b.steps) - n - len(j)
 
 
 def _same_rising(a: np.ndarray, b: np.ndarray) -> bool:
