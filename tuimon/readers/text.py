@@ -17,8 +17,6 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-import regex
-
 from tuimon.clocks import is_clock
 from tuimon.readers.rows import as_int, as_number
 from tuimon.steplog import LOW_BITS, Step, Unreadable, int_text, low_bits
@@ -136,6 +134,8 @@ def compile_pattern(text: str) -> Any:
     """A user's `--pattern`: a regex with a named group for the step and one per metric.
     Compiled by the `regex` module (the syntax of `re`), whose matches take a time limit and
     let other threads run (`tuimon.readers.reading.Guarded`)."""
+    import regex  # only for a --pattern (16 ms of every start otherwise)
+
     try:
         pattern = regex.compile(text)
     except (regex.error, RecursionError, OverflowError, ValueError) as exc:
