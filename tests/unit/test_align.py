@@ -815,3 +815,42 @@ def test_two_tables_of_the_same_columns_are_judged_as_their_metrics_would_be(
             assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f")
     assert fast.equal.tolist() == slow.equal.tolist()
     assert np.array_equal(fast.divergence, slow.divergence, equal_nan=True)
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=pair_logs(), data=st.data())
+def test_blocks_in_any_order_sum_up_as_judged_the_long_way(
+    case: tuple[list[Step], list[Step]], data: st.DataObject
+) -> None:
+    """Judged in blocks of any size and order (rising or not, all equal or not), the summary
+    is the one the long way gives: every row in one block, in step order, every metric's
+    maximum looked for (the shortcuts for rising steps and for equal blocks off)."""
+    from tuimon.engine.judge import align as align_mod
+    from tuimon.engine.judge.align import Columns, MetricFilter
+
+    a, b = case
+    first_b = {}
+    for r in b:
+        first_b.setdefault(r.step, r)
+    firsts_a = dict((r.step, r) for r in reversed(a)).values()
+    rows = [(r, first_b[r.step]) for r in firsts_a if r.step in first_b]
+    rows.sort(key=lambda p: p[0].step)
+    mixed = data.draw(st.permutations(rows)) if data.draw(st.booleans()) else rows
+    cuts = sorted(set(data.draw(st.lists(st.integers(0, len(rows)), max_size=5))))
+    blocks = [mixed[i:j] for i, j in zip([0, *cuts], [*cuts, len(rows)], strict=True) if j > i]
+
+    def judged(blocks: list[list[tuple[Step, Step]]]) -> dict[str, Any]:
+        aligner = PairAligner(0.0)
+        for block in blocks:
+            x, y = (
+                Columns.of_steps([p[side] for p in block], [0] * len(block), MetricFilter())
+                for side in (0, 1)
+            )
+            aligner.judge(x, y, ulps=False)
+        return aligner.summary().to_dict()
+
+    fast = judged(blocks)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(align_mod, "_rising", lambda steps: False)
+        mp.setattr(align_mod.Tally, "_kept", lambda self, block: False)
+        assert judged([rows] if rows else []) == fast

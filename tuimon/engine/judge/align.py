@@ -836,12 +836,14 @@ class Tally:
         if not n:
             return
         steps, occ = block.a.steps, block.a.occ
-        order = np.lexsort((occ, steps)) if n > 1 else np.zeros(1, np.intp)
+        order = None if _rising(steps) else np.lexsort((occ, steps))  # None: in row order
 
         def least(mask: np.ndarray) -> int | None:  # the row of the least key where mask
-            ordered = mask[order]
+            ordered = mask if order is None else mask[order]
             i = int(ordered.argmax())
-            return int(order[i]) if ordered[i] else None
+            if not ordered[i]:
+                return None
+            return i if order is None else int(order[i])
 
         self.steps_compared += n
         self.steps_equal += int(block.equal.sum())
@@ -882,19 +884,37 @@ class Tally:
         if block.metrics:
             self._metric_max(block, order)
 
-    def _metric_max(self, block: Block, order: np.ndarray) -> None:
+    def _metric_max(self, block: Block, order: np.ndarray | None) -> None:
         """Each metric's largest relative difference (the least step among ties), all metrics
-        of the block at once."""
+        of the block at once (`order`: the rows by step, None when they rise)."""
+        if block.equal.all() and self._kept(block):
+            return
         for names, (both, _, absd, rel, _) in block.metrics.groups:
-            masked = np.where(both, rel, -1.0)[:, order]
+            masked = np.where(both, rel, -1.0)
+            if order is not None:
+                masked = masked[:, order]
             tops = masked.max(axis=1)
-            rows = order[(masked == tops[:, None]).argmax(axis=1)]
+            rows = (masked == tops[:, None]).argmax(axis=1)
+            if order is not None:
+                rows = order[rows]
             steps = block.a.steps[rows].tolist()
             at = zip(names, tops.tolist(), rows.tolist(), steps, strict=True)
             for i, (name, top, row, step) in enumerate(at):
                 cur = self.metric_max.get(name)
                 if cur is None or top > cur["rel"] or (top == cur["rel"] and step < cur["step"]):
                     self.metric_max[name] = {"rel": top, "abs": float(absd[i, row]), "step": step}
+
+    def _kept(self, block: Block) -> bool:
+        """Whether a block whose rows are all equal leaves every metric's maximum as it is:
+        each of its metrics already has one, greater than 0 or at a step below the block's
+        (the block could only give 0 at one of its steps)."""
+        least = int(block.a.steps.min())
+        for names, _ in block.metrics.groups:
+            for name in names:
+                cur = self.metric_max.get(name)
+                if cur is None or (cur["rel"] == 0 and (cur["step"] or 0) > least):
+                    return False
+        return True
 
     def add_rows(self, rows: Rows) -> None:
         """Count a small block judged row by row (`judge_rows`): the same counts and firsts
@@ -948,6 +968,11 @@ class Tally:
         cur: dict[str, Any] | None = self.metric_max.get(name)
         if cur is None or top > cur["rel"] or (top == cur["rel"] and step < cur["step"]):
             self.metric_max[name] = {"rel": top, "abs": absd, "step": step}
+
+
+def _rising(steps: np.ndarray) -> bool:
+    """Whether steps rise row by row (then their rows are in the order of their keys)."""
+    return len(steps) < 2 or bool((steps[1:] > steps[:-1]).all())
 
 
 def _row_key(row: AlignedStep) -> tuple[int, int]:
