@@ -588,7 +588,8 @@ def judge_block(a: Columns, b: Columns, *, ulps: bool = True) -> Block:
             arrays = tuple(array if array is None else array[keep] for array in arrays)
         if group:
             metrics.add(group, arrays)
-    has = (a.digest != None) & (b.digest != None)  # noqa: E711 - elementwise on objects
+    none_a, none_b = a.digest == None, b.digest == None  # noqa: E711 - elementwise on objects
+    has = ~(none_a | none_b)
     same = a.digest == b.digest
     apart = np.zeros(n, bool)  # digests of two formats: never judged
     rows = np.flatnonzero(has & ~same)
@@ -610,16 +611,17 @@ def judge_block(a: Columns, b: Columns, *, ulps: bool = True) -> Block:
             tensors.append(differ)
             values[i] += shared - other
         equal &= np.fromiter((not t for t in tensors), bool, n)
-    empty = _empty_rows(a, b, bool(tables))
+    empty = _empty_rows(a, b, bool(tables), none_a & none_b)
     return Block(a, b, metrics, equal, values, divergence, digest_equal, tensors, apart, empty)
 
 
-def _empty_rows(a: Columns, b: Columns, full: bool) -> np.ndarray:
-    """Rows where neither side has a judged value or a digest (`Block.empty`)."""
+def _empty_rows(a: Columns, b: Columns, full: bool, no_digest: np.ndarray) -> np.ndarray:
+    """Rows where neither side has a judged value or a digest (`Block.empty`; `no_digest`:
+    the rows where neither side has a digest)."""
     n = len(a)
-    if full and (a.values or b.values):
-        return np.zeros(n, bool)  # tables: every row has every column
-    empty = (a.digest == None) & (b.digest == None)  # noqa: E711 - elementwise on objects
+    if (full and (a.values or b.values)) or not no_digest.any():
+        return np.zeros(n, bool)  # tables: every row has every column; or a digest each
+    empty = no_digest
     for side in (a, b):
         if side.digests is not None:  # per-tensor digests
             empty &= np.fromiter((not d for d in side.digests), bool, n)
