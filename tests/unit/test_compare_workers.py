@@ -256,3 +256,19 @@ def test_the_shared_blocks_are_read_once(tmp_path: Path, monkeypatch: pytest.Mon
     copy.write_bytes(a.read_bytes())
     assert judged(a, copy, True, monkeypatch)["summary"]["verdict"] == "IDENTICAL"
     assert "b" not in calls.read_text()
+
+
+def test_side_a_is_read_beside_only_when_plain_and_readable(tmp_path: Path) -> None:
+    """Side b's worker reads side a's log beside its own only when it is a plain file it can
+    open (past its header line for a step log); else it reads every block, and side a's own
+    reader tells what is wrong with side a."""
+    plain = tmp_path / "a.jsonl"
+    plain.write_bytes(b'{"type":"header"}\n{"type":"step","step":0}\n')
+    fh = engine_compare._beside(plain, header=True)
+    assert fh is not None and fh.read() == b'{"type":"step","step":0}\n'
+    fh.close()
+    packed = tmp_path / "a.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert engine_compare._beside(packed, header=True) is None
+    assert engine_compare._beside(tmp_path / "gone.jsonl", header=False) is None
+    assert engine_compare._beside(None, header=False) is None

@@ -18,7 +18,7 @@ import lzma
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import cache
@@ -378,25 +378,47 @@ def _serve(reader: _BlockReader, path: Path, key: str | None, send: Any, twin: P
     """The worker of `_worker_blocks`: the log's blocks, prepared, into `send`; `_SAME` for
     each block that is, from the first on, the `twin` log's block of the same place."""
     gc.disable()
+    other = _beside(twin, header=key is None)
     try:
-        with open_log(path) as fh, open_log(twin) if twin else nullcontext() as other:
+        with open_log(path) as fh:
             if key is None:
                 fh.readline(1 << 20)  # the header line, read by the parent
-                if other is not None:
-                    other.readline(1 << 20)
-            if not all(isinstance(getattr(f, "raw", None), io.FileIO) for f in (fh, other)):
-                other = None  # compressed: expanding side a's log twice costs what it saves
             while block := fh.readlines(CHUNK):
                 if other is not None and _same(block, other):
                     send.send(_SAME)
                     continue
-                other = None  # the logs part here: each block is read from now on
+                if other is not None:  # the logs part here: each block is read from now on
+                    other.close()
+                    other = None
                 send.send(reader.prepare(block, key, whole=False))
         send.send(None)
     except Exception as exc:  # told to the parent, which words it
         send.send(exc)
     finally:
         send.close()
+        if other is not None:
+            other.close()
+
+
+def _beside(twin: Path | None, *, header: bool) -> IO[bytes] | None:
+    """Side a's log opened to be read beside side b's (`_SAME`), past its header line when
+    it has one; None when there is none, it is compressed (expanding it twice would cost what
+    it saves) or it cannot be read (side a's own reader tells why)."""
+    if twin is None:
+        return None
+    try:
+        fh = open_log(twin)
+    except (OSError, *_CORRUPT):
+        return None
+    try:
+        if isinstance(getattr(fh, "raw", None), io.FileIO):
+            if header:
+                fh.readline(1 << 20)
+            return fh
+    except OSError:
+        pass
+    fh.close()
+    return None
 
 
 def _same(block: list[bytes], other: IO[bytes]) -> bool:
@@ -404,9 +426,12 @@ def _same(block: list[bytes], other: IO[bytes]) -> bool:
     `other` where it cut them (the block ends a line, and it filled a block or both logs end
     there)."""
     data = b"".join(block)
-    if not data.endswith(b"\n") or other.read(len(data)) != data:
+    try:
+        if not data.endswith(b"\n") or other.read(len(data)) != data:
+            return False
+        return len(data) > CHUNK or other.read(1) == b""
+    except OSError:  # side a's reader tells it
         return False
-    return len(data) > CHUNK or other.read(1) == b""
 
 
 Block = list[bytes] | _RecordBlock | _PlainBlock | _CsvBlock | _Prepared
