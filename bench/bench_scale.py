@@ -299,8 +299,8 @@ def replay(
     py: str, trees: dict[str, str], repeat: int
 ) -> list[tuple[str, list[float], float, bool]]:
     """The headless replay against `compare` on the 25,000-step sample pair."""
-    if not SAMPLE.is_dir():
-        print(f"no {SAMPLE}: no replay row")
+    if not SAMPLE.is_dir() or repeat < 1:
+        print(f"no replay row ({'--replay-repeat 0' if repeat < 1 else f'no {SAMPLE}'})")
         return []
     cmds = {}
     for name, tree in trees.items():
