@@ -30,6 +30,13 @@ PAIR_FORMAT = "tuimon.pair/1"
 STORE_ENV = "TUIMON_STORE"
 SIDES = ("a", "b")
 """The two sides of every pair, in order (the one definition the engine and the views share)."""
+
+
+def other_side(side: str) -> str:
+    """The side of a pair that is not `side`."""
+    return "b" if side == "a" else "a"
+
+
 PAIR_JSON = "pair.json"
 ALIGNED_JSONL = "aligned.jsonl"
 

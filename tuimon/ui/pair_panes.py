@@ -20,7 +20,7 @@ from textual.message import Message
 from tuimon.engine.sources.side_state import SideState
 from tuimon.report.wording import metric_parts_line
 from tuimon.steplog import Record
-from tuimon.store import SIDES, SavedLogs
+from tuimon.store import SIDES, SavedLogs, other_side
 from tuimon.ui.modals import AskScreen, LinesScreen
 from tuimon.ui.pager import Pager, export_rows
 from tuimon.ui.pair_info import info_lines
@@ -166,7 +166,7 @@ class PairPanes(ReportsWorkerErrors, Horizontal):
     def show_headers(self, sides: dict[str, SideState], *, live: bool = True) -> None:
         """Each side's title and status line."""
         for side, state in sides.items():
-            other = sides.get("b" if side == "a" else "a")
+            other = sides.get(other_side(side))
             self.query_one(f"#header-{side}", SideHeader).show(state, live=live, other=other)
 
     def show(self) -> None:

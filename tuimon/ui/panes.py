@@ -18,6 +18,7 @@ from textual.widgets import Static
 
 from tuimon.engine.sources.side_state import SideState
 from tuimon.report.wording import differing_words, side_status, title_words
+from tuimon.store import other_side
 from tuimon.ui.pair_model import PairRows, SideRows
 from tuimon.ui.statics import show_text
 from tuimon.ui.text import cell, clean, fit
@@ -84,7 +85,7 @@ class StepPane(ScrollView, can_focus=True):
         self._styles: dict[str, Style] = {}
         self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
         """Rows already drawn, by what their look depends on."""
-        self._other = "b" if side == "a" else "a"
+        self._other = other_side(side)
         self._columns_key = 0
         self.wide = False
         """Every digit (wide columns, scroll sideways) instead of what fits."""

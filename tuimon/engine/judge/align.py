@@ -28,7 +28,7 @@ from tuimon.engine.judge.text_judge import TextJudge
 from tuimon.readers.account import NOTE, Account
 from tuimon.readers.text import LEVEL, LEVELS_NOTE
 from tuimon.steplog import CUT_TAIL, IN_RECORD, End, Header, Step, Text, jsonable
-from tuimon.store import SIDES
+from tuimon.store import SIDES, other_side
 
 IDENTICAL, CLOSE, DIVERGED, INCOMPLETE = "IDENTICAL", "CLOSE", "DIVERGED", "INCOMPLETE"
 VERDICTS = (IDENTICAL, CLOSE, DIVERGED, INCOMPLETE)
@@ -1035,7 +1035,7 @@ class PairAligner:
         together (column-wise), in the order they were fed. `aligned=False`: judged and
         counted the same, but a block of them is not made into `AlignedStep`s (none returned:
         nobody shows them; `last_divergence` tells the last one's)."""
-        other = "b" if side == "a" else "a"
+        other = other_side(side)
         mine, theirs = self._pending[side], self._pending[other]
         count = self._count[side]
         pairs: list[tuple[Step, Step, int]] = []
@@ -1342,7 +1342,7 @@ class ColumnMatcher:
             return
         for name in block.values:
             self.aligner.names[side].add(name)
-        other = "b" if side == "a" else "a"
+        other = other_side(side)
         mine = self._pending[side]
         mine = block if mine is None else Columns.concat([mine, block])
         theirs = self._pending[other]

@@ -18,6 +18,7 @@ from typing import Any
 from tuimon.clocks import text_numbers
 from tuimon.readers.text import last_state
 from tuimon.steplog import UNJUDGED
+from tuimon.store import other_side
 
 MAX_TEXT = 400
 """Characters of a line kept for the report."""
@@ -102,7 +103,7 @@ class TextJudge:
         text = last_state(text)  # a bar redrawn with \r: as a terminal shows it, its last state
         values = () if text.startswith(UNJUDGED) else text_numbers(text)
         line = _Line(step, self._lines[side], text[:MAX_TEXT], values)
-        other = "b" if side == "a" else "a"
+        other = other_side(side)
         match = self._pending[other].pop((steps_before, index), None)
         if match is None:
             self._pending[side][(steps_before, index)] = line
