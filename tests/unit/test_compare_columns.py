@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from tuimon.engine.analyses import compare as engine_compare
 from tuimon.engine.judge.align import MetricFilter
-from tuimon.readers import Reading
+from tuimon.readers import Reading, columnar
 from tuimon.readers.columnar import CsvColumns, _cells, read_csv_columns, read_csv_pair
 from tuimon.store import SavedLogs
 
@@ -230,7 +230,9 @@ def test_a_pair_read_with_a_worker_is_each_side_read_alone(tmp_path: Path, pair:
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     a.write_bytes(pair[0])
     b.write_bytes(pair[1])
-    tables = read_csv_pair(a, b)
+    with pytest.MonkeyPatch.context() as mp:  # the files compared a few bytes at a time
+        mp.setattr(columnar, "SHARED_BLOCK", 16)
+        tables = read_csv_pair(a, b)
     want_a, want_b = read_csv_columns(a), read_csv_columns(b)
     if tables is None:
         assert want_b is None
@@ -410,3 +412,32 @@ def test_a_wide_csv_parting_everywhere_is_told_in_one_short_line(
     assert main(["compare", a, b, "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert len(doc["first_divergent_metrics"]) == 3000
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    a=st.binary(max_size=80).map(lambda x: x.replace(b"\x00", b"\n")) | st.just(b"x\n" * 9),
+    b=st.binary(max_size=80).map(lambda x: x.replace(b"\x00", b"\n")) | st.just(b"x\n" * 9),
+    common=st.sampled_from([b"", b"h\nx\nx\nx\nx\nx\nx\n", b"step\n0\n1\n2\n33\n"]),
+    block=st.integers(1, 9),
+    start=st.integers(0, 12),
+)
+def test_the_bytes_two_files_share_end_a_line(
+    tmp_path: Path, a: bytes, b: bytes, common: bytes, block: int, start: int
+) -> None:
+    """`_shared`: the longest common start of the two files, cut after its last newline (0
+    when that is not past `start`), however the files are cut into blocks to compare (a
+    short last block never compared with what an earlier block left in the buffer)."""
+    x, y = common + a, common + b
+    same = 0
+    while same < min(len(x), len(y)) and x[same] == y[same]:
+        same += 1
+    want = x.rfind(b"\n", 0, same) + 1
+    pa, pb = tmp_path / "a.csv", tmp_path / "b.csv"
+    pa.write_bytes(x)
+    pb.write_bytes(y)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(columnar, "SHARED_BLOCK", block)
+        assert columnar._shared(pa, pb, start) == (want if want > start else 0)

@@ -33,6 +33,8 @@ from tuimon.readers.tabular import csv_columns, step_names
 
 LINES = 1 << 18
 """Bytes of lines parsed at a time."""
+SHARED_BLOCK = 1 << 20
+"""Bytes of two files compared at a time (`_shared`)."""
 _MAX_STEP = 2.0**63
 _AS_JSON = bytes(
     c if chr(c) in "0123456789.eE-, \t" else ord(",") if c == ord("\n") else ord("x")
@@ -198,16 +200,22 @@ def read_csv_pair(
 def _shared(a: Path, b: Path, start: int) -> int:
     """The bytes two files hold alike from their first on, to the end of a line; 0 when
     they part before byte `start` (the header's end)."""
-    x, y = bytearray(1 << 20), bytearray(1 << 20)
-    at = 0
+    x, y = bytearray(SHARED_BLOCK), bytearray(SHARED_BLOCK)
+    at = line_end = 0
     with open(a, "rb") as fa, open(b, "rb") as fb:
-        while (n := fa.readinto(x)) == fb.readinto(y) == len(x) and x == y:
-            at += n
-        n = min(n, len(y))  # the last block read of each (one may be short)
-        m = np.frombuffer(x, np.uint8, n) != np.frombuffer(y, np.uint8, n)
-        alike = int(m.argmax()) if m.any() else n
-        at += x.rfind(b"\n", 0, alike) + 1
-    return at if at > start else 0
+        while True:
+            n, k = fa.readinto(x), fb.readinto(y)
+            alike = n
+            if not (n == k == len(x) and x == y):
+                n = min(n, k)  # the bytes read into both (the rest of a buffer: an earlier block's)
+                m = np.frombuffer(x, np.uint8, n) != np.frombuffer(y, np.uint8, n)
+                alike = int(m.argmax()) if m.any() else n
+            if (last := x.rfind(b"\n", 0, alike)) >= 0:
+                line_end = at + last + 1
+            if alike < len(x):
+                break
+            at += alike
+    return line_end if line_end > start else 0
 
 
 def _split(a: Path, head: _Head | None, size: int, theirs: int) -> int:
