@@ -246,11 +246,9 @@ def _serve(parts: tuple[_Part, ...], fd: int, send: Any) -> None:
         read: list[_Read | None] = []
         for path, head, start, stop, mark in parts:
             try:
-                read.append(_rows(path, head, start, stop, mark) if head and start < stop else None)
+                read.append(_rows(path, head, start, stop, mark) if head else None)
             except (_NotUniform, ValueError):
                 read.append(None)
-            if head and start >= stop:
-                read[-1] = ([], [], 0)
         counts = [None if r is None else (sum(map(len, r[0])), r[2]) for r in read]
         sizes = _sizes(counts, [head.names if head else [] for _, head, *_ in parts])
         if sum(sizes):
@@ -259,8 +257,8 @@ def _serve(parts: tuple[_Part, ...], fd: int, send: Any) -> None:
             at = 0
             for got, size in zip(read, sizes, strict=True):
                 if got is not None and size:
-                    n = sum(map(len, got[0]))
-                    cells = np.ndarray((n, size // 8 // n - 1), np.float64, shared, at)
+                    n, width = sum(map(len, got[0])), got[1][0].shape[1]
+                    cells = np.ndarray((n, width), np.float64, shared, at)
                     np.concatenate(got[1], out=cells)
                     np.concatenate(got[0], out=np.ndarray(n, np.int64, shared, at + cells.nbytes))
                     at += size
