@@ -229,10 +229,14 @@ def _plain_key(path: Path, reading: Reading, side: str) -> str | None:
 
 def _csv_columns(path: Path, reading: Reading, side: str) -> CsvColumns | None:
     """A CSV of numbers straight into columns (`read_csv_columns`); None for any other file,
-    or when the reading renames or promotes names (the records path applies those)."""
-    if reading.renames(side) or reading.judge or not path.is_file():
-        return None
-    return read_csv_columns(path, reading.step_key)
+    or where `_as_columns` says no."""
+    return read_csv_columns(path, reading.step_key) if _as_columns(path, reading, side) else None
+
+
+def _as_columns(path: Path, reading: Reading, side: str) -> bool:
+    """Whether a side's CSV may be read straight into columns: a file, its names neither
+    renamed nor promoted (the records path applies those)."""
+    return not reading.renames(side) and not reading.judge and path.is_file()
 
 
 def _csv_pair(logs: SavedLogs) -> dict[str, Callable[[], CsvColumns | None]]:
@@ -240,9 +244,9 @@ def _csv_pair(logs: SavedLogs) -> dict[str, Callable[[], CsvColumns | None]]:
     now: side b's rows there while this process reads side a's; none where `_csv_columns`
     would not read side b (or it is not a CSV), side b's only where it would not read a."""
     reading = logs.reading
-    if reading.renames("b") or reading.judge or not logs.b.is_file():
+    if not _as_columns(logs.b, reading, "b"):
         return {}
-    a_too = not reading.renames("a") and logs.a.is_file()
+    a_too = _as_columns(logs.a, reading, "a")
     tables = read_csv_pair(logs.a, logs.b, reading.step_key, a_too=a_too)
     if tables is None:
         return {}
