@@ -172,3 +172,55 @@ def test_long_logs_are_exported_a_block_at_a_time_as_they_read_whole(
     differ = [k for k, r in zip(keys, map(json.loads, written["stream"].splitlines()), strict=True)
               if not r["equal"]]  # fmt: skip
     assert differ == [(250, 0), (250, 1)]
+
+
+def test_a_failed_export_leaves_its_target_as_it_was(tmp_path: Path, capsys, monkeypatch) -> None:
+    """A write never destroys what it did not create: a device that cannot be written (a copy
+    of /dev/full) stays a device; a file is replaced only once every row is written; a
+    directory is said to be one, without advice to --force it."""
+    import errno
+    import os
+    import stat
+
+    a, b = write_logs(tmp_path)
+    if os.geteuid() == 0:  # a /dev/full of our own, safe to lose
+        full = tmp_path / "full"
+        os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+        for _ in range(2):
+            assert main(["export", str(a), str(b), "--force", "-o", str(full)]) == 2
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and "cannot write" in err and "space" in err
+            assert stat.S_ISCHR(os.stat(full).st_mode)  # the node is still there
+        null = tmp_path / "null"  # a device that takes the rows: written in place, kept
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        assert main(["export", str(a), str(b), "-o", str(null)]) == 0
+        assert stat.S_ISCHR(os.stat(null).st_mode)
+        capsys.readouterr()
+
+    target = tmp_path / "rows.csv"
+    target.write_text("mine")
+    target.chmod(0o640)
+    link = tmp_path / "link.csv"
+    link.symlink_to(target.name)
+    real = export.write
+
+    def full_disk(aligned, out, fmt):  # type: ignore[no-untyped-def]
+        out.write(b"step,occurrence\n")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(export, "write", full_disk)
+    for name in (target, link):
+        assert main(["export", str(a), str(b), "--force", "-o", str(name)]) == 2
+        err = capsys.readouterr().err
+        assert err == f"tuimon: error: cannot write {name}: No space left on device\n"
+        assert target.read_text() == "mine" and link.is_symlink()
+    monkeypatch.setattr(export, "write", real)
+    assert main(["export", str(a), str(b), "--force", "-o", str(link)]) == 0
+    assert link.is_symlink() and target.read_text().startswith("step,occurrence,")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == []
+    capsys.readouterr()
+
+    assert main(["export", str(a), str(b), "--force", "-o", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is a directory" in err and "--force" not in err

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import stat
 import sys
+import tempfile
 from pathlib import Path
 from typing import IO
 
@@ -67,18 +69,84 @@ def run(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _opened(path: Path, force: bool):  # type: ignore[no-untyped-def]
-    """`path` opened for writing: a new file (an existing one only with `force`); removed
-    again when the export fails, so no half file is left."""
+    """`path` opened for writing, so that a failed export never touches what was there.
+
+    A regular file (an existing one only with `force`) or a new name: written to a temporary
+    file beside it, renamed over it only once every row is written (through a link: over the
+    file the link names, the link kept); a failure removes the temporary file and leaves the
+    old one as it was. A FIFO or a character device (/dev/null, /dev/stdout, a process
+    substitution) is written in place and never removed. Anything else (a directory, a block
+    device, a socket) is refused."""
+    real = Path(os.path.realpath(path))
     try:
-        out: IO[bytes] = open(path, "wb" if force else "xb")  # noqa: SIM115 - closed below
-    except FileExistsError:
-        raise TuimonError(f"{path} exists: give another name, or --force to replace it") from None
+        info: os.stat_result | None = os.stat(real)
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        raise TuimonError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if info is not None and (stat.S_ISFIFO(info.st_mode) or stat.S_ISCHR(info.st_mode)):
+        try:
+            out: IO[bytes] = open(real, "wb")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise TuimonError(f"cannot write {path}: {exc.strerror or exc}") from None
+        with _said(path), out:
+            yield out
+        return
+    if info is not None and stat.S_ISDIR(info.st_mode):
+        raise TuimonError(f"{path} is a directory: give the name of a file to write")
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        raise TuimonError(f"{path} is not a regular file: give another name")
+    if info is not None and not force:
+        raise TuimonError(f"{path} exists: give another name, or --force to replace it")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
     except OSError as exc:
         raise TuimonError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
-        with out:
-            yield out
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-        raise
+        with _said(path):
+            # the mode a plain open would give a new file, or the replaced file's own
+            mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask()
+            os.fchmod(fd, mode)
+            if info is not None:  # and owner, where this process may give it
+                with contextlib.suppress(OSError):
+                    os.fchown(fd, info.st_uid, info.st_gid)
+            with open(fd, "wb") as out:
+                yield out
+            if not force:  # never over a file made meanwhile (FileExistsError)
+                try:
+                    os.link(tmp, real)
+                except FileExistsError:
+                    raise
+                except OSError:  # a file system without hard links
+                    if os.path.lexists(real):
+                        raise FileExistsError from None
+                else:
+                    os.unlink(tmp)
+                    tmp = ""
+            if tmp:
+                os.replace(tmp, real)
+            tmp = ""
+    except FileExistsError:
+        raise TuimonError(f"{path} exists: give another name, or --force to replace it") from None
+    finally:
+        if tmp:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def _said(path: Path):  # type: ignore[no-untyped-def]
+    """An OS error while writing `path` (a full disk, /dev/full) as one line; one that names
+    a file (a log that could not be read) is not this write's and passes."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None or isinstance(exc, FileExistsError):
+            raise
+        raise TuimonError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
