@@ -1,0 +1,614 @@
+"""The byte rule: a pair is IDENTICAL (or CLOSE) only when every byte that differs between its
+two logs lies in a span the verdict names as set aside.
+
+The check reads the bytes, not what a reader understood of them. The bytes both logs hold from
+their start are one comparison; after them, line i of one log is compared with line i of the
+other. Where two lines differ, each differing span must be explained by a rule that names it:
+
+- `clock`: a value under a clock's name, or a date, time or duration (`tuimon.clocks`);
+- `tolerance`: two numbers within `--tolerance` (relative), only when one is set;
+- `ignored`: a value under a name `--ignore` (or not `--only`) names;
+- `record`: a tuimon step log's header or end record (the environment, shown, not judged);
+- `device`: the pair's device names (`cuda` in run a's line where run b's says `cpu`);
+- `redraw`: a progress bar redrawn with carriage returns, compared as a terminal shows it.
+
+A span no rule explains makes the pair DIVERGED at that line; lines one log has and the other
+lacks (after its last line) make it INCOMPLETE. The counts it gives are counted here, so what
+the verdict prints of them is true by construction.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import IO, Any
+
+from tuimon.clocks import NUMBER, is_clock, mask_clocks
+from tuimon.readers import open_log
+from tuimon.readers.text import last_state
+
+BLOCK = 1 << 20
+"""Bytes compared at a time while the two logs are the same."""
+LINES = 4096
+"""Lines compared at a time after the shared part (a block equal once its clocks are masked
+needs no line-by-line look)."""
+LOOKAHEAD = 16
+"""Lines looked ahead for a line one log holds and the other lacks."""
+SHOWN = 200
+"""Characters of a line kept for the report."""
+
+CLOCK, TOLERANCE, IGNORED, RECORD, DEVICE, REDRAW = (
+    "clock", "tolerance", "ignored", "record", "device", "redraw"
+)  # fmt: skip
+REASONS = {
+    CLOCK: "clocks",
+    TOLERANCE: "values within the tolerance",
+    IGNORED: "ignored names",
+    RECORD: "run header/end records",
+    DEVICE: "device names",
+    REDRAW: "progress-bar redraws",
+}
+"""Why a differing span is set aside, as the verdict names it."""
+
+_JSON_TOKEN = re.compile(
+    r'"(?:[^"\\]|\\.)*"|-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|true|false|null|-?Infinity|NaN'
+    r"|[{}\[\]:,]|\s+|.",
+    re.S,
+)
+_WORD = re.compile(r"([A-Za-z_][\w./()\-]*)[\s:=|\[]*$")
+_TABLE_SPLIT = {",": ",", "\t": "\t", ";": ";", "|": "|"}
+
+
+@dataclass
+class Rules:
+    """What may be set aside: tolerance, the names `--ignore`/`--only` leave out, the clocks
+    `--judge` judges anyway, and the pair's device names."""
+
+    tolerance: float = 0.0
+    judged: Callable[[str], bool] | None = None
+    """False for a name the user set aside (`MetricFilter.judged`)."""
+    judge_clocks: tuple[str, ...] = ()
+    devices: tuple[str, str] | None = None
+
+    def clock(self, name: str) -> bool:
+        return is_clock(name) and not any(fnmatchcase(name, g) for g in self.judge_clocks)
+
+    def ignored(self, name: str) -> bool:
+        if self.judged is None or not name:
+            return False
+        leaf = name.rsplit(".", 1)[-1]
+        return not self.judged(name) or (leaf != name and not self.judged(leaf))
+
+    def close(self, x: str, y: str) -> bool:
+        """Two numbers within the tolerance (never at tolerance 0: that is bitwise)."""
+        if not self.tolerance:
+            return False
+        try:
+            u, v = float(x), float(y)
+        except ValueError:
+            return False
+        if math.isnan(u) or math.isnan(v) or math.isinf(u) or math.isinf(v):
+            return False
+        scale = max(abs(u), abs(v))
+        return scale == 0 or abs(u - v) / scale <= self.tolerance
+
+
+@dataclass
+class LineDifference:
+    """Two lines, one of each log (1-based), and what in them no rule explains."""
+
+    line_a: int | None
+    line_b: int | None
+    text_a: str
+    text_b: str
+    what: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "line_a": self.line_a,
+            "line_b": self.line_b,
+            "text_a": self.text_a,
+            "text_b": self.text_b,
+            "what": self.what,
+        }
+
+
+@dataclass
+class ByteCheck:
+    """The byte rule over two logs: what they share, what differs, and why it may."""
+
+    applied: bool = True
+    why_not: str | None = None
+    """Why the rule could not read the bytes (a binary format, a folder): said, never hidden."""
+    shared_bytes: int = 0
+    """Bytes both logs hold from their start (whole lines)."""
+    shared_lines: int = 0
+    compared: int = 0
+    """Lines after the shared part compared line against line."""
+    differ: int = 0
+    """Of those, lines whose bytes differ."""
+    set_aside: dict[str, int] = field(default_factory=dict)
+    """Lines that differ only in spans set aside, by reason (a line counts once per reason)."""
+    first: LineDifference | None = None
+    """The first lines whose difference no rule explains."""
+    only_a: int = 0
+    only_b: int = 0
+    first_only: LineDifference | None = None
+    """The first line one log holds and the other lacks."""
+
+    @property
+    def unexplained(self) -> bool:
+        return self.first is not None
+
+    @property
+    def one_sided(self) -> bool:
+        return bool(self.only_a or self.only_b)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "applied": self.applied,
+            "why_not": self.why_not,
+            "shared_bytes": self.shared_bytes,
+            "shared_lines": self.shared_lines,
+            "compared": self.compared,
+            "differ": self.differ,
+            "set_aside": dict(self.set_aside),
+            "first": self.first.to_dict() if self.first else None,
+            "only_a": self.only_a,
+            "only_b": self.only_b,
+            "first_only": self.first_only.to_dict() if self.first_only else None,
+        }
+
+    def line(self) -> str:
+        """One line for people: what the bytes hold, what differs and why it may."""
+        if not self.applied:
+            return f"bytes: not compared ({self.why_not})"
+        total = self.shared_lines + self.compared
+        parts = [f"bytes: {total:,} lines, {self.shared_lines:,} shared byte for byte"]
+        if self.differ:
+            why = ", ".join(f"{REASONS[r]} {n:,}" for r, n in sorted(self.set_aside.items()))
+            explained = self.differ - (1 if self.first else 0)
+            parts.append(f"{self.differ:,} differ" + (f" (set aside: {why})" if why else ""))
+            if self.first is not None and explained >= 0:
+                parts.append(f"first unexplained: line {self.first.line_a} of a")
+        if self.one_sided:
+            parts.append(f"on one side only: a {self.only_a:,}, b {self.only_b:,}")
+        return "; ".join(parts)
+
+
+def check(a: Path, b: Path, rules: Rules | None = None) -> ByteCheck:
+    """The byte rule over two log files (plain, gzip or xz)."""
+    rules = rules or Rules()
+    try:
+        with open_log(a) as fa, open_log(b) as fb:
+            return _Checker(fa, fb, rules).run()
+    except (OSError, ValueError, EOFError) as exc:
+        return ByteCheck(applied=False, why_not=f"cannot read the bytes: {exc}")
+
+
+class _Checker:
+    def __init__(self, fa: IO[bytes], fb: IO[bytes], rules: Rules) -> None:
+        self.files = (fa, fb)
+        self.rules = rules
+        self.out = ByteCheck()
+        self.header: tuple[str, list[str]] | None = None
+        self.clock_keys: set[str] = set()
+        self._mask: re.Pattern[bytes] | None = None
+        self._first = b""
+
+    def run(self) -> ByteCheck:
+        head_a, head_b = self._shared()
+        if b"\0" in head_a[:4096] or b"\0" in head_b[:4096] or b"\0" in self._first[:4096]:
+            self.out.applied = False
+            self.out.why_not = "binary data: judged by its records"
+            return self.out
+        self.header = _table_header(self._first.decode("utf-8", "replace").strip())
+        self._compare(_lines(head_a, self.files[0]), _lines(head_b, self.files[1]))
+        return self.out
+
+    def _shared(self) -> tuple[bytes, bytes]:
+        """Read both logs while their blocks are equal: the rest of each from the start of
+        the first line that differs (the shared bytes and lines counted)."""
+        fa, fb = self.files
+        shared = lines = 0
+        first = True
+        while True:
+            x, y = fa.read(BLOCK), fb.read(BLOCK)
+            if first:
+                self._first = x[: x.find(b"\n") + 1 or len(x)]
+                first = False
+            if x == y and len(x) == BLOCK:
+                shared += len(x)
+                lines += x.count(b"\n")
+                continue
+            cut = x.rfind(b"\n", 0, _common(x, y)) + 1
+            self.out.shared_bytes = shared + cut
+            self.out.shared_lines = lines + x.count(b"\n", 0, cut)
+            return x[cut:], y[cut:]
+
+    # -- line against line ------------------------------------------------------------------
+    def _compare(self, lines_a: Iterator[bytes], lines_b: Iterator[bytes]) -> None:
+        out = self.out
+        at_a = at_b = out.shared_lines  # lines of each log compared so far
+        buf_a: list[bytes] = []
+        buf_b: list[bytes] = []
+        while True:
+            _fill(buf_a, lines_a, LINES + LOOKAHEAD)
+            _fill(buf_b, lines_b, LINES + LOOKAHEAD)
+            if not buf_a or not buf_b:
+                for side, buf, rest, at in (
+                    ("a", buf_a, lines_a, at_a),
+                    ("b", buf_b, lines_b, at_b),
+                ):
+                    if buf:
+                        self._only(side, buf[0], at + 1, len(buf) + sum(1 for _ in rest))
+                return
+            n = min(len(buf_a), len(buf_b), LINES)
+            xa, xb = buf_a[:n], buf_b[:n]
+            if xa == xb or self._masked_equal(xa, xb):
+                differ = 0 if xa == xb else sum(x != y for x, y in zip(xa, xb, strict=True))
+                out.compared += n
+                out.differ += differ
+                if differ:
+                    out.set_aside[CLOCK] = out.set_aside.get(CLOCK, 0) + differ
+                del buf_a[:n], buf_b[:n]
+                at_a += n
+                at_b += n
+                continue
+            for _ in range(n):
+                x, y = buf_a[0], buf_b[0]
+                if x == y or self._explain(x, y) is None:
+                    out.compared += 1
+                    out.differ += x != y
+                    del buf_a[0], buf_b[0]
+                    at_a += 1
+                    at_b += 1
+                    continue
+                if self._cut_short(buf_a, buf_b, lines_a, lines_b, at_a, at_b):
+                    return
+                skip = self._insertion(buf_a, buf_b)
+                if skip is None:
+                    out.compared += 1
+                    out.differ += 1
+                    what = self._explain(x, y, count=False) or "the lines differ"
+                    out.first = LineDifference(at_a + 1, at_b + 1, _shown(x), _shown(y), what)
+                    return
+                side, k = skip
+                if side == "a":
+                    self._only("a", buf_a[0], at_a + 1, k)
+                    del buf_a[:k]
+                    at_a += k
+                else:
+                    self._only("b", buf_b[0], at_b + 1, k)
+                    del buf_b[:k]
+                    at_b += k
+                break
+
+    def _only(self, side: str, line: bytes, number: int, count: int) -> None:
+        """`count` lines that only `side` holds, the first of them `line` (1-based `number`)."""
+        if side == "a":
+            self.out.only_a += count
+            found = LineDifference(number, None, _shown(line), "", "lines only a holds")
+        else:
+            self.out.only_b += count
+            found = LineDifference(None, number, "", _shown(line), "lines only b holds")
+        if self.out.first_only is None:
+            self.out.first_only = found
+
+    def _cut_short(
+        self,
+        buf_a: list[bytes],
+        buf_b: list[bytes],
+        lines_a: Iterator[bytes],
+        lines_b: Iterator[bytes],
+        at_a: int,
+        at_b: int,
+    ) -> bool:
+        """One log's last line cut short where the other goes on (a run stopped mid-line):
+        the other's lines from there are lines the cut log lacks."""
+        x, y = buf_a[0], buf_b[0]
+        if len(buf_a) == 1 and not x.endswith(b"\n") and y.startswith(x):
+            self._only("b", y, at_b + 1, len(buf_b) + sum(1 for _ in lines_b))
+            return True
+        if len(buf_b) == 1 and not y.endswith(b"\n") and x.startswith(y):
+            self._only("a", x, at_a + 1, len(buf_a) + sum(1 for _ in lines_a))
+            return True
+        return False
+
+    def _insertion(self, buf_a: list[bytes], buf_b: list[bytes]) -> tuple[str, int] | None:
+        """Lines one log holds and the other lacks before both hold the same lines again:
+        (the side holding them, how many); None when the two lines simply differ."""
+
+        def same(i: int, j: int) -> bool:
+            x, y = buf_a[i], buf_b[j]
+            return x == y or self._explain(x, y, count=False) is None
+
+        for k in range(1, min(LOOKAHEAD, len(buf_b))):
+            if same(0, k) and (k + 1 >= len(buf_b) or len(buf_a) < 2 or same(1, k + 1)):
+                return "b", k
+        for k in range(1, min(LOOKAHEAD, len(buf_a))):
+            if same(k, 0) and (k + 1 >= len(buf_a) or len(buf_b) < 2 or same(k + 1, 1)):
+                return "a", k
+        return None
+
+    def _masked_equal(self, xa: list[bytes], xb: list[bytes]) -> bool:
+        """Blocks of JSON lines equal once the values of the keys already found to be clocks
+        are masked: no line-by-line look (a run's clock in every line of a long log)."""
+        if self._mask is None:
+            return False
+        sub = self._mask.sub
+        return [sub(rb"\1~", x) for x in xa] == [sub(rb"\1~", y) for y in xb]
+
+    def _seen_clock(self, key: str) -> None:
+        if key in self.clock_keys or len(self.clock_keys) > 64:
+            return
+        self.clock_keys.add(key)
+        alts = b"|".join(re.escape(k.encode()) for k in sorted(self.clock_keys))
+        self._mask = re.compile(rb'("(?:' + alts + rb')"\s*:\s*)(?:"(?:[^"\\]|\\.)*"|[^,}\]\s]+)')
+
+    # -- one pair of lines --------------------------------------------------------------------
+    def _explain(self, x: bytes, y: bytes, *, count: bool = True) -> str | None:
+        """None when every span in which two lines differ is set aside (counted, with
+        `count`); else what differs, in a few words."""
+        if self._mask is not None and self._mask.sub(rb"\1~", x) == self._mask.sub(rb"\1~", y):
+            if count:
+                self.out.set_aside[CLOCK] = self.out.set_aside.get(CLOCK, 0) + 1
+            return None
+        reasons: set[str] = set()
+        a, b = x.decode("utf-8", "replace"), y.decode("utf-8", "replace")
+        if a.endswith("\n") != b.endswith("\n"):
+            return "one line ends, the other is cut short"
+        a, b = a.rstrip("\n"), b.rstrip("\n")
+        if "\r" in a or "\r" in b or "\x1b" in a or "\x1b" in b:
+            a2, b2 = last_state(a), last_state(b)
+            if (a2, b2) != (a, b):
+                reasons.add(REDRAW)
+                a, b = a2, b2
+        sa, sb = a.strip(), b.strip()
+        if sa[:1] == "{" and sb[:1] == "{":
+            what = self._json(a, b, reasons)
+        elif self.header is not None and (cells := self._cells(a, b)) is not None:
+            what = self._table(*cells, reasons)
+        else:
+            what = self._text(a, b, reasons)
+        if what is not None or not count:
+            return what
+        for reason in reasons:
+            self.out.set_aside[reason] = self.out.set_aside.get(reason, 0) + 1
+        return None
+
+    def _json(self, a: str, b: str, reasons: set[str]) -> str | None:
+        ta, tb = _json_tokens(a), _json_tokens(b)
+        if _record_type(ta) in ("header", "end") and _record_type(tb) in ("header", "end"):
+            reasons.add(RECORD)
+            return None
+        if len(ta) != len(tb):
+            return "the lines hold other fields"
+        for (pa, va, ka), (pb, vb, kb) in zip(ta, tb, strict=True):
+            if va == vb:
+                continue
+            if pa != pb or ka != kb or ka in ("key", "punct"):
+                return f"`{_cut(va)}` against `{_cut(vb)}`"
+            why = self._value(pa, va, vb, quoted=ka == "string")
+            if why is None:
+                return f"{pa or 'a value'}: {_cut(va)} against {_cut(vb)}"
+            if why == CLOCK and pa:
+                self._seen_clock(_leaf_key(pa))
+            reasons.add(why)
+        return None
+
+    def _value(self, name: str, x: str, y: str, *, quoted: bool = False) -> str | None:
+        """Why two values under one name may differ, or None."""
+        if name and self.rules.clock(name):
+            return CLOCK
+        if self.rules.ignored(name):
+            return IGNORED
+        if not quoted and self.rules.close(x, y):
+            return TOLERANCE
+        if mask_clocks(x) == mask_clocks(y):
+            return CLOCK
+        if self._devices(x, y):
+            return DEVICE
+        return None
+
+    def _devices(self, x: str, y: str) -> bool:
+        d = self.rules.devices
+        if not d or d[0] == d[1] or not d[0] or not d[1]:
+            return False
+        return d[0] in x and d[1] in y and x.replace(d[0], "\0") == y.replace(d[1], "\0")
+
+    def _cells(self, a: str, b: str) -> tuple[list[str], list[str], list[str]] | None:
+        assert self.header is not None
+        sep, names = self.header
+        ca, cb = _split(a, sep), _split(b, sep)
+        if len(ca) != len(names) or len(cb) != len(names):
+            return None
+        return names, ca, cb
+
+    def _table(
+        self, names: list[str], ca: list[str], cb: list[str], reasons: set[str]
+    ) -> str | None:
+        for name, x, y in zip(names, ca, cb, strict=True):
+            if x == y:
+                continue
+            why = self._value(name, x.strip(), y.strip())
+            if why is None:
+                return f"{name}: {_cut(x)} against {_cut(y)}"
+            reasons.add(why)
+        return None
+
+    def _text(self, a: str, b: str, reasons: set[str]) -> str | None:
+        ma, mb = mask_clocks(a), mask_clocks(b)
+        if (ma != a or mb != b) and ma == mb:
+            reasons.add(CLOCK)
+            return None
+        if self._devices(ma, mb):
+            reasons.add(DEVICE)
+            return None
+        ta, tb = _text_tokens(ma), _text_tokens(mb)
+        if len(ta) != len(tb):
+            return "the lines differ"
+        for i, ((xa, na), (xb, nb)) in enumerate(zip(ta, tb, strict=True)):
+            if xa == xb:
+                continue
+            if not (na and nb):
+                if self._devices(xa, xb):
+                    reasons.add(DEVICE)
+                    continue
+                return f"`{_cut(xa)}` against `{_cut(xb)}`"
+            name = _name_before(ta, i)
+            why = self._value(name, xa, xb)
+            if why is None:
+                return f"{name + ' ' if name else ''}{xa} against {xb}"
+            reasons.add(why)
+        return None
+
+
+# -- helpers --------------------------------------------------------------------------------
+def _common(x: bytes, y: bytes) -> int:
+    """Length of the common prefix of two byte strings."""
+    n = min(len(x), len(y))
+    if x[:n] == y[:n]:
+        return n
+    lo, hi = 0, n
+    while hi - lo > 64:
+        mid = (lo + hi) // 2
+        if x[lo:mid] == y[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    while lo < hi and x[lo] == y[lo]:
+        lo += 1
+    return lo
+
+
+def _lines(head: bytes, fh: IO[bytes]) -> Iterator[bytes]:
+    """The lines of `head` then of the rest of `fh` (each with its newline, the last maybe
+    without)."""
+    rest = b""
+    chunk = head
+    while True:
+        data = rest + chunk
+        parts = data.split(b"\n")
+        rest = parts.pop()
+        for p in parts:
+            yield p + b"\n"
+        chunk = fh.read(BLOCK)
+        if not chunk:
+            if rest:
+                yield rest
+            return
+
+
+def _fill(buf: list[bytes], it: Iterator[bytes], n: int) -> None:
+    while len(buf) < n:
+        x = next(it, None)
+        if x is None:
+            return
+        buf.append(x)
+
+
+def _shown(line: bytes) -> str:
+    return line.decode("utf-8", "replace").rstrip("\n")[:SHOWN]
+
+
+def _cut(text: str, most: int = 60) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def _json_tokens(line: str) -> list[tuple[str, str, str]]:
+    """A JSON line's tokens with the dotted path of the value each belongs to: (path, text,
+    kind) where kind is `key`, `string`, `number`, `punct` (punctuation and spaces)."""
+    out: list[tuple[str, str, str]] = []
+    stack: list[list[Any]] = []  # [kind, current key or index, expecting a key]
+    for m in _JSON_TOKEN.finditer(line):
+        tok = m.group(0)
+        c = tok[0]
+        top = stack[-1] if stack else None
+        path = ".".join(str(s[1]) for s in stack if s[1] is not None)
+        if c in "{[":
+            out.append((path, tok, "punct"))
+            stack.append(["o", None, True] if c == "{" else ["a", 0, False])
+        elif c in "}]":
+            out.append((path, tok, "punct"))
+            if stack:
+                stack.pop()
+        elif c == ",":
+            out.append((path, tok, "punct"))
+            if top is not None:
+                if top[0] == "a":
+                    top[1] += 1
+                else:
+                    top[2] = True
+        elif c == ":" or tok.isspace():
+            out.append((path, tok, "punct"))
+        elif c == '"' and top is not None and top[0] == "o" and top[2]:
+            top[1] = tok[1:-1]
+            top[2] = False
+            out.append((path, tok, "key"))
+        else:
+            kind = "string" if c == '"' else "number"
+            out.append((path, tok[1:-1] if c == '"' else tok, kind))
+    return out
+
+
+def _record_type(tokens: Sequence[tuple[str, str, str]]) -> str | None:
+    for i, (_path, text, kind) in enumerate(tokens):
+        if kind == "key" and text == '"type"':
+            for p, t, k in tokens[i + 1 : i + 4]:
+                if k == "string" and p == "type":
+                    return t
+    return None
+
+
+def _leaf_key(path: str) -> str:
+    parts = [p for p in path.split(".") if not p.isdigit()]
+    return parts[-1] if parts else path
+
+
+def _text_tokens(line: str) -> list[tuple[str, bool]]:
+    """A printed line cut into numbers (True) and the text between them (False)."""
+    out: list[tuple[str, bool]] = []
+    at = 0
+    for m in NUMBER.finditer(line):
+        if m.start() > at:
+            out.append((line[at : m.start()], False))
+        out.append((m.group(0), True))
+        at = m.end()
+    if at < len(line):
+        out.append((line[at:], False))
+    return out
+
+
+def _name_before(tokens: list[tuple[str, bool]], i: int) -> str:
+    """The name a printed number stands under: the word before it (`loss: 1.2` -> loss)."""
+    if i == 0 or tokens[i - 1][1]:
+        return ""
+    m = _WORD.search(tokens[i - 1][0])
+    return m.group(1) if m else ""
+
+
+def _table_header(text: str) -> tuple[str, list[str]] | None:
+    """A table's header line: its separator and column names, when the line names columns
+    (two or more cells, none a number); a `#` before the names is not one."""
+    text = text.lstrip("#").strip()
+    for sep in (",", "\t", ";", "|"):
+        if sep in text:
+            names = _split(text, sep)
+            break
+    else:
+        sep, names = " ", text.split()
+    if len(names) < 2 or any(NUMBER.fullmatch(n.strip()) for n in names):
+        return None
+    if not all(n.strip() for n in names):
+        return None
+    return sep, [n.strip().strip('"') for n in names]
+
+
+def _split(line: str, sep: str) -> list[str]:
+    line = line.strip()
+    return line.split() if sep == " " else line.split(sep)
