@@ -13,6 +13,7 @@ from typing import IO
 
 from tuimon.commands.options import add_judging, reading, select
 from tuimon.errors import TuimonError, UsageError
+from tuimon.sanitize import clean
 
 SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
 
@@ -63,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.output)
     with _opened(path, args.force) as out:
         count = export.write(aligned, out, fmt)
-    print(f"tuimon: {count} aligned rows written to {path} ({fmt})", file=sys.stderr)
+    said = clean(path, None)  # the name as given: data, never a terminal's control
+    print(f"tuimon: {count} aligned rows written to {said} ({fmt})", file=sys.stderr)
     return 0
 
 

@@ -44,8 +44,11 @@ def aligned_rows(logs: SavedLogs, select: MetricFilter | None = None) -> Iterato
 
 
 def columns(names: Iterable[str]) -> list[str]:
-    """Every column of the rows, for the judged metrics `names` in the order they first come."""
-    return [*ROW_COLUMNS, *(f"{name}.{part}" for name in names for part in METRIC_COLUMNS)]
+    """Every column of the rows, for the judged metrics `names` in the order they first come;
+    each once (a metric named `t`, judged with --judge t, has the clock's `t.a` and `t.b`: its
+    values, as the row holds them)."""
+    parts = (f"{name}.{part}" for name in names for part in METRIC_COLUMNS)
+    return list(dict.fromkeys([*ROW_COLUMNS, *parts]))
 
 
 def check(fmt: str) -> None:
@@ -103,17 +106,32 @@ def _csv(lines: Iterable[bytes], names: list[str], out: IO[bytes]) -> None:
     tensors = names.index("tensors_differ")
     try:
         writer = csv.writer(text, lineterminator="\n")
-        writer.writerow([_text(n) for n in names])
+        _row(writer, text, [_text(n) for n in names])
         for row in _rows(lines):
             cells = [row.get(n) for n in names]  # a float as repr, None as an empty cell
             for i in flags:
                 if cells[i] is not None:
                     cells[i] = "true" if cells[i] else "false"
             cells[tensors] = _text(" ".join(cells[tensors] or ()))
-            writer.writerow(cells)
+            if "\r" in cells[tensors]:
+                _row(writer, text, cells)
+            else:
+                writer.writerow(cells)
         text.flush()
     finally:
         text.detach()  # `out` stays open: its owner closes it
+
+
+def _row(writer: Any, text: IO[str], cells: list[Any]) -> None:
+    """One CSV row, a cell that holds a CR quoted (RFC 4180): the csv module before Python
+    3.13 quotes only the characters of its line terminator, so a name holding CR was written
+    bare and a reader split the row there."""
+    if not any(cell.__class__ is str and "\r" in cell for cell in cells):
+        writer.writerow(cells)
+        return
+    one = io.StringIO()
+    csv.writer(one, lineterminator="\r\n").writerow(cells)
+    text.write(one.getvalue()[:-2] + "\n")
 
 
 def _text(text: str) -> str:
