@@ -71,11 +71,11 @@ def is_clock(name: str) -> bool:
     `total_training_Gflops`, `num_tokens`), which is judged. Cached per name (bounded).
     `--judge NAME` judges a clock anyway."""
     lower = name.lower()
-    if lower in CLOCK_NAMES:
+    if lower in CLOCK_NAMES and (len(name) > 1 or name == "t"):  # `T` is a metric's name
         return True
     last = leaf(name)
     low = last.lower()
-    if low in CLOCK_NAMES or _RATE_TAIL.search(low):
+    if (low in CLOCK_NAMES and (len(last) > 1 or last == "t")) or _RATE_TAIL.search(low):
         return True
     words = [w.lower() for w in _WORDS.split(last) if w]
     if any(w in _RATES for w in words):

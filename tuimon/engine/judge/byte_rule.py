@@ -21,13 +21,22 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import IO, Any
 
-from tuimon.clocks import NUMBER, is_clock, mask_clocks
+from tuimon.clocks import is_clock, mask_clocks
+from tuimon.engine.judge.line_tokens import (
+    json_tokens,
+    leaf_key,
+    name_before,
+    record_type,
+    row_cells,
+    table_header,
+    text_tokens,
+)
 from tuimon.readers import open_log
 from tuimon.readers.text import last_state
 
@@ -53,14 +62,6 @@ REASONS = {
     REDRAW: "progress-bar redraws",
 }
 """Why a differing span is set aside, as the verdict names it."""
-
-_JSON_TOKEN = re.compile(
-    r'"(?:[^"\\]|\\.)*"|-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|true|false|null|-?Infinity|NaN'
-    r"|[{}\[\]:,]|\s+|.",
-    re.S,
-)
-_WORD = re.compile(r"([A-Za-z_][\w./()\-]*)[\s:=|\[]*$")
-_TABLE_SPLIT = {",": ",", "\t": "\t", ";": ";", "|": "|"}
 
 
 @dataclass
@@ -206,7 +207,7 @@ class _Checker:
             self.out.applied = False
             self.out.why_not = "binary data: judged by its records"
             return self.out
-        self.header = _table_header(self._first.decode("utf-8", "replace").strip())
+        self.header = table_header(self._first.decode("utf-8", "replace").strip())
         self._compare(_lines(head_a, self.files[0]), _lines(head_b, self.files[1]))
         return self.out
 
@@ -382,8 +383,8 @@ class _Checker:
         return None
 
     def _json(self, a: str, b: str, reasons: set[str]) -> str | None:
-        ta, tb = _json_tokens(a), _json_tokens(b)
-        if _record_type(ta) in ("header", "end") and _record_type(tb) in ("header", "end"):
+        ta, tb = json_tokens(a), json_tokens(b)
+        if record_type(ta) in ("header", "end") and record_type(tb) in ("header", "end"):
             reasons.add(RECORD)
             return None
         if len(ta) != len(tb):
@@ -397,7 +398,7 @@ class _Checker:
             if why is None:
                 return f"{pa or 'a value'}: {_cut(va)} against {_cut(vb)}"
             if why == CLOCK and pa:
-                self._seen_clock(_leaf_key(pa))
+                self._seen_clock(leaf_key(pa))
             reasons.add(why)
         return None
 
@@ -423,11 +424,10 @@ class _Checker:
 
     def _cells(self, a: str, b: str) -> tuple[list[str], list[str], list[str]] | None:
         assert self.header is not None
-        sep, names = self.header
-        ca, cb = _split(a, sep), _split(b, sep)
-        if len(ca) != len(names) or len(cb) != len(names):
+        ca, cb = row_cells(a, self.header), row_cells(b, self.header)
+        if ca is None or cb is None:
             return None
-        return names, ca, cb
+        return self.header[1], ca, cb
 
     def _table(
         self, names: list[str], ca: list[str], cb: list[str], reasons: set[str]
@@ -449,7 +449,7 @@ class _Checker:
         if self._devices(ma, mb):
             reasons.add(DEVICE)
             return None
-        ta, tb = _text_tokens(ma), _text_tokens(mb)
+        ta, tb = text_tokens(ma), text_tokens(mb)
         if len(ta) != len(tb):
             return "the lines differ"
         for i, ((xa, na), (xb, nb)) in enumerate(zip(ta, tb, strict=True)):
@@ -460,7 +460,7 @@ class _Checker:
                     reasons.add(DEVICE)
                     continue
                 return f"`{_cut(xa)}` against `{_cut(xb)}`"
-            name = _name_before(ta, i)
+            name = name_before(ta, i)
             why = self._value(name, xa, xb)
             if why is None:
                 return f"{name + ' ' if name else ''}{xa} against {xb}"
@@ -518,97 +518,3 @@ def _shown(line: bytes) -> str:
 
 def _cut(text: str, most: int = 60) -> str:
     return text if len(text) <= most else text[: most - 1] + "…"
-
-
-def _json_tokens(line: str) -> list[tuple[str, str, str]]:
-    """A JSON line's tokens with the dotted path of the value each belongs to: (path, text,
-    kind) where kind is `key`, `string`, `number`, `punct` (punctuation and spaces)."""
-    out: list[tuple[str, str, str]] = []
-    stack: list[list[Any]] = []  # [kind, current key or index, expecting a key]
-    for m in _JSON_TOKEN.finditer(line):
-        tok = m.group(0)
-        c = tok[0]
-        top = stack[-1] if stack else None
-        path = ".".join(str(s[1]) for s in stack if s[1] is not None)
-        if c in "{[":
-            out.append((path, tok, "punct"))
-            stack.append(["o", None, True] if c == "{" else ["a", 0, False])
-        elif c in "}]":
-            out.append((path, tok, "punct"))
-            if stack:
-                stack.pop()
-        elif c == ",":
-            out.append((path, tok, "punct"))
-            if top is not None:
-                if top[0] == "a":
-                    top[1] += 1
-                else:
-                    top[2] = True
-        elif c == ":" or tok.isspace():
-            out.append((path, tok, "punct"))
-        elif c == '"' and top is not None and top[0] == "o" and top[2]:
-            top[1] = tok[1:-1]
-            top[2] = False
-            out.append((path, tok, "key"))
-        else:
-            kind = "string" if c == '"' else "number"
-            out.append((path, tok[1:-1] if c == '"' else tok, kind))
-    return out
-
-
-def _record_type(tokens: Sequence[tuple[str, str, str]]) -> str | None:
-    for i, (_path, text, kind) in enumerate(tokens):
-        if kind == "key" and text == '"type"':
-            for p, t, k in tokens[i + 1 : i + 4]:
-                if k == "string" and p == "type":
-                    return t
-    return None
-
-
-def _leaf_key(path: str) -> str:
-    parts = [p for p in path.split(".") if not p.isdigit()]
-    return parts[-1] if parts else path
-
-
-def _text_tokens(line: str) -> list[tuple[str, bool]]:
-    """A printed line cut into numbers (True) and the text between them (False)."""
-    out: list[tuple[str, bool]] = []
-    at = 0
-    for m in NUMBER.finditer(line):
-        if m.start() > at:
-            out.append((line[at : m.start()], False))
-        out.append((m.group(0), True))
-        at = m.end()
-    if at < len(line):
-        out.append((line[at:], False))
-    return out
-
-
-def _name_before(tokens: list[tuple[str, bool]], i: int) -> str:
-    """The name a printed number stands under: the word before it (`loss: 1.2` -> loss)."""
-    if i == 0 or tokens[i - 1][1]:
-        return ""
-    m = _WORD.search(tokens[i - 1][0])
-    return m.group(1) if m else ""
-
-
-def _table_header(text: str) -> tuple[str, list[str]] | None:
-    """A table's header line: its separator and column names, when the line names columns
-    (two or more cells, none a number); a `#` before the names is not one."""
-    text = text.lstrip("#").strip()
-    for sep in (",", "\t", ";", "|"):
-        if sep in text:
-            names = _split(text, sep)
-            break
-    else:
-        sep, names = " ", text.split()
-    if len(names) < 2 or any(NUMBER.fullmatch(n.strip()) for n in names):
-        return None
-    if not all(n.strip() for n in names):
-        return None
-    return sep, [n.strip().strip('"') for n in names]
-
-
-def _split(line: str, sep: str) -> list[str]:
-    line = line.strip()
-    return line.split() if sep == " " else line.split(sep)

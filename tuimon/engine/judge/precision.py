@@ -1,0 +1,200 @@
+"""The precision a log was written with: "bitwise" only for values that round-trip a float64.
+
+Each number keeps the text it was written with. A metric is written at full precision when one
+of its values has 15 or more significant digits (a float's shortest repr, or 17 digits) or is
+written in hex; it was rounded when a value shows a zero no shortest repr writes (`4.4660`), or
+when three or more of its values are short decimals that no float64 holds exactly (`4.4664`,
+`4.2137`, `3.9981`: a computation's floats are not short decimals). Integers are exact. A few
+short values that may be a float's own repr (`0.5`, `0.001`) prove nothing either way.
+
+Two logs equal as printed are then IDENTICAL "as printed": `4 decimals: a difference under 5e-05
+would not show`. Binary float32 sources (TensorBoard scalars) are float32.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from tuimon.clocks import NUMBER, is_clock, mask_clocks
+from tuimon.engine.judge.line_tokens import (
+    json_tokens,
+    name_before,
+    row_cells,
+    table_header,
+    text_tokens,
+)
+from tuimon.readers import open_log
+
+SAMPLE = 4 << 20
+"""Bytes of a log read from its start for its precision (a longer log: also `TAIL` from
+further on, a block at a time)."""
+TAIL = 1 << 20
+FULL_DIGITS = 15
+"""Significant digits from which a value round-trips a float64 as written."""
+SHORT_VALUES = 3
+"""Distinct short values that no float64 holds exactly, from which a metric was rounded."""
+_MANTISSA = re.compile(r"^[-+]?(\d*)(?:\.(\d*))?(?:[eE]([-+]?\d+))?$")
+BITWISE, PRINTED, FLOAT32 = "bitwise", "printed", "float32"
+
+
+@dataclass
+class Precision:
+    """How exactly two logs' values were compared."""
+
+    kind: str = BITWISE
+    """`bitwise` (every value round-trips a float64), `printed` (rounded when written),
+    `float32` (a binary float32 source)."""
+    decimals: int | None = None
+    """The fewest decimals a rounded metric was written with (fixed-point)."""
+    digits: int | None = None
+    """The fewest significant digits a rounded metric was written with (exponent form)."""
+    names: list[str] = field(default_factory=list)
+    """The metrics written rounded (the first few)."""
+
+    @property
+    def bitwise(self) -> bool:
+        return self.kind == BITWISE
+
+    def phrase(self) -> str:
+        """`bitwise`, or what equal means here: `as printed (4 decimals: a difference under
+        5e-05 would not show)`."""
+        if self.kind == FLOAT32:
+            return "as float32 (the log holds float32 values, not the run's float64)"
+        if self.kind == BITWISE:
+            return "bitwise"
+        if self.decimals is not None:
+            step = f"{5 * 10.0 ** -(self.decimals + 1):.0e}"
+            return (
+                f"as printed ({self.decimals} decimal{'s' if self.decimals != 1 else ''}: "
+                f"a difference under {step} would not show)"
+            )
+        step = f"{5 * 10.0 ** -(self.digits or 1):.0e}"
+        return (
+            f"as printed ({self.digits} significant digits: a relative difference under "
+            f"{step} would not show)"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "decimals": self.decimals,
+            "digits": self.digits,
+            "names": list(self.names),
+            "phrase": self.phrase(),
+        }
+
+
+@dataclass
+class _Metric:
+    full: bool = False
+    fixed: bool = False
+    short: set[str] = field(default_factory=set)
+    decimals: int = 0
+    digits: int = 0
+    exponent: bool = False
+
+    def add(self, text: str) -> None:
+        if self.full:
+            return
+        if "x" in text.lower():
+            self.full = True
+            return
+        m = _MANTISSA.match(text)
+        if m is None:
+            return
+        whole, frac, exp = m.group(1), m.group(2), m.group(3)
+        if frac is None and exp is None:
+            return  # an integer: exact
+        frac = frac or ""
+        digits = (whole + frac).lstrip("0")
+        if len(digits) >= FULL_DIGITS:
+            self.full = True
+            return
+        if len(frac) >= 2 and frac.endswith("0"):
+            self.fixed = True
+        if exp is not None:
+            self.exponent = True
+            self.digits = max(self.digits, len(digits))
+        else:
+            self.decimals = max(self.decimals, len(frac))
+        if len(self.short) < SHORT_VALUES and not _exact(text):
+            self.short.add(text)
+
+    @property
+    def rounded(self) -> bool:
+        return not self.full and (self.fixed or len(self.short) >= SHORT_VALUES)
+
+
+def _exact(text: str) -> bool:
+    """Whether a float64 holds the decimal exactly (`0.25`: yes; `0.1`: no)."""
+    try:
+        return Decimal(text) == Decimal(float(text))
+    except (InvalidOperation, ValueError, OverflowError):
+        return False
+
+
+def of_logs(paths: list[Path], *, float32: bool = False) -> Precision:
+    """The precision of two logs' values: the coarsest of what either was written with."""
+    if float32:
+        return Precision(FLOAT32)
+    metrics: dict[str, _Metric] = {}
+    for path in paths:
+        try:
+            _scan(path, metrics)
+        except (OSError, ValueError, EOFError):
+            continue
+    rounded = {n: m for n, m in metrics.items() if m.rounded}
+    if not rounded:
+        return Precision()
+    fixed = [m.decimals for m in rounded.values() if not m.exponent]
+    sig = [m.digits for m in rounded.values() if m.exponent]
+    return Precision(
+        PRINTED,
+        decimals=min(fixed) if fixed else None,
+        digits=None if fixed else min(sig),
+        names=sorted(rounded)[:12],
+    )
+
+
+def _scan(path: Path, metrics: dict[str, _Metric]) -> None:
+    with open_log(path) as fh:
+        data = fh.read(SAMPLE)
+        more = fh.read(TAIL)
+    if b"\0" in data[:4096]:
+        return
+    text = data.decode("utf-8", "replace")
+    lines = text.splitlines()
+    if len(data) == SAMPLE and lines:
+        lines.pop()  # a line cut by the sample's end
+    if more:
+        lines += more.decode("utf-8", "replace").splitlines()[1:-1]
+    header = table_header(lines[0]) if lines else None
+    for line in lines:
+        _line(line, header, metrics)
+
+
+def _line(line: str, header: tuple[str, list[str]] | None, metrics: dict[str, _Metric]) -> None:
+    body = line.strip()
+    if body[:1] == "{":
+        for path, tok, kind in json_tokens(body):
+            if kind == "number" and path and not is_clock(path) and path != "type":
+                metrics.setdefault(path, _Metric()).add(tok)
+        return
+    if header is not None:
+        cells = row_cells(body, header)
+        if cells is not None:
+            for name, cell in zip(header[1], cells, strict=True):
+                cell = cell.strip()
+                if NUMBER.fullmatch(cell) and not is_clock(name):
+                    metrics.setdefault(name, _Metric()).add(cell)
+            return
+    tokens = text_tokens(mask_clocks(line))
+    for i, (tok, number) in enumerate(tokens):
+        if number:
+            name = name_before(tokens, i)
+            if name and not is_clock(name):
+                metrics.setdefault(name, _Metric()).add(tok.lstrip("+"))
