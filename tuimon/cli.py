@@ -91,7 +91,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return int(handler(args))
     except UsageError as exc:  # a bad command line: the message and where to read more
         prog = getattr(args, "help_prog", None) or "tuimon"
-        print(f"tuimon: error: {exc}\ntry: {prog} --help", file=sys.stderr)
+        print(f"tuimon: error: {clean(exc, None)}\ntry: {prog} --help", file=sys.stderr)
         return 2
     except TuimonError as exc:  # every one-line error of tuimon: the message, exit 2
         print(f"tuimon: error: {clean(exc, None)}", file=sys.stderr)

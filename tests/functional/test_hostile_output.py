@@ -168,3 +168,32 @@ def test_exit_messages_show_hostile_paths_literally(tmp_path: Path) -> None:
     proc = tuimon("replay", f"no-such-{OSC52}[red]x[/].jsonl", "--headless", cwd=tmp_path)
     assert proc.returncode == 2
     assert ESC not in proc.stderr and "^[]52;c;" in proc.stderr
+
+
+def test_every_json_output_escapes_c1_bidi_and_format_characters(tmp_path: Path, capsys) -> None:
+    """JSON escapes only C0 by its rules: a C1 CSI (U+009B), a bidi override (U+202E), DEL, a
+    line separator and a tag character in a name reach stdout as \\uXXXX escapes (the one JSON
+    writer, `json_text`), and read back as they were; an unreadable name in a usage error is
+    shown literally."""
+    from tuimon.cli import main
+    from tuimon.sanitize import json_text
+
+    raw = ("\x9b", "\u202e", "\x7f", "\u2028", "\U000e0041", ESC)
+    names = ["loss\x9b31m", "acc\u202eevil", "x\x7fy\u2028z\U000e0041"]
+    for side, value in (("a", 1.0), ("b", 2.0)):
+        lines = [json.dumps({"step": s, **{n: value for n in names}}) for s in range(3)]
+        (tmp_path / f"{side}.jsonl").write_text("\n".join(lines) + "\n")
+    a, b = str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")
+    assert main(["read", a, "--json"]) == 0
+    out = capsys.readouterr().out
+    assert not any(c in out for c in raw) and "\\u009b" in out and "\\u202e" in out
+    assert json.loads(out)["metrics"] == names
+    assert main(["compare", a, b, "--json"]) == 1
+    out = capsys.readouterr().out
+    assert not any(c in out for c in raw)
+    assert set(names) <= set(json.dumps(json.loads(out), ensure_ascii=False).split('"'))
+    assert json.loads(json_text({"k\U000e0041": "\u2029"}, indent=True)) == {"k\U000e0041": "\u2029"}
+
+    assert main(["read", str(tmp_path / f"no{OSC52}\x9b.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert ESC not in err and "\x9b" not in err and "^[]52;c;" in err

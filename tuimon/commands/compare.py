@@ -6,8 +6,6 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from tuimon.commands.options import (
     add_judging,
     add_store,
@@ -16,6 +14,7 @@ from tuimon.commands.options import (
     reading,
     select,
 )
+from tuimon.sanitize import json_text
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -99,7 +98,7 @@ def _compare_paths(
             **({"artifacts": logs.doc.artifacts} if logs.doc.artifacts else {}),
             **({"replicas": replicas} if (replicas := logs.doc.more.get("replicas")) else {}),
         }
-        sys.stdout.write(orjson.dumps(out).decode() + "\n")
+        sys.stdout.write(json_text(out) + "\n")
     else:
         _print_text(judged, logs.doc.artifacts, saved, save_error, logs.doc.more.get("replicas"))
     return 3 if save_error else exit_code(summary)

@@ -8,9 +8,8 @@ import argparse
 import sys
 from typing import Any
 
-import orjson
-
 from tuimon.commands.options import add_judging, reading
+from tuimon.sanitize import json_text
 
 FIRST = 5
 """Records shown as read."""
@@ -42,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     except ReaderError as exc:
         raise UsageError(str(exc)) from None
     if args.json:
-        sys.stdout.write(orjson.dumps(found).decode() + "\n")
+        sys.stdout.write(json_text(found) + "\n")
     else:
         for line in _lines(found):
             print(line)

@@ -49,11 +49,10 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import orjson
-
     from tuimon.engine.analyses.spread import Options, judge
     from tuimon.engine.analyses.spread_pairs import load_pair, pair_inputs
     from tuimon.report.spread import as_dict, text
+    from tuimon.sanitize import json_text
     from tuimon.store import resolve_store
 
     inputs, missing = pair_inputs(args.pairs, resolve_store(args.store))
@@ -61,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     options = Options(metric=args.metric, threshold=args.threshold, limit=args.ratio)
     result = judge(pairs, options, missing)
     if args.json:
-        print(orjson.dumps(as_dict(result), option=orjson.OPT_INDENT_2).decode())
+        print(json_text(as_dict(result), indent=True))
     else:
         print(text(result))
     return result.exit_code

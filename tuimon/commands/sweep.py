@@ -228,9 +228,9 @@ def _submit(args: argparse.Namespace, sweep: Sweep) -> int:
     if sweep.failing.reason:
         print(f"sweep stopped: {sweep.failing.reason}", file=sys.stderr)
     if args.json:
-        import orjson
+        from tuimon.sanitize import json_text
 
-        print(orjson.dumps(sweep.to_dict()).decode())
+        print(json_text(sweep.to_dict()))
         return code
     if line := attach_line(sweep):
         print(line)

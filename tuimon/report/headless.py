@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from rich.console import Console
 from rich.progress import Progress, TaskID, TextColumn
 from rich.table import Column
@@ -29,7 +28,7 @@ from tuimon.report.wording import (
     first_divergence_event,
     side_line,
 )
-from tuimon.sanitize import clean
+from tuimon.sanitize import clean, json_text
 
 PLAIN_EVERY = 15.0
 """Seconds between plain progress lines when stderr is not a terminal."""
@@ -177,7 +176,7 @@ class PairReport:
         }
         if self.explained is not None:
             record["explain"] = self.explained
-        return orjson.dumps(record).decode() + "\n"
+        return json_text(record) + "\n"
 
     def text(self) -> str:
         """The headline, the artifacts, the hints, the explanation and where the pair is."""

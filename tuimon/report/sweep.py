@@ -9,7 +9,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import orjson
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
@@ -18,6 +17,7 @@ from rich.text import Text
 from tuimon.engine.runs.submit import attach_line
 from tuimon.engine.runs.sweep import COLUMNS, Sweep, hint_lines, row
 from tuimon.report.headless import SIGNALS
+from tuimon.sanitize import json_text
 from tuimon.store import StoreError
 
 PLAIN_EVERY = 15.0
@@ -61,7 +61,7 @@ def run_sweep_headless(sweep: Sweep, *, as_json: bool = False, out: Any = None) 
         sweep.on_change = changed
         code = asyncio.run(_run_with_signals(sweep))
     if as_json:
-        out.write(orjson.dumps(sweep.to_dict()).decode() + "\n")
+        out.write(json_text(sweep.to_dict()) + "\n")
     else:
         print_result(sweep, out)
     out.flush()

@@ -44,7 +44,7 @@ from tuimon.engine.runs.plan import PairPlan
 from tuimon.errors import StoreError, TuimonError, UsageError
 from tuimon.readers.capped import read_npy
 from tuimon.readers.cut import lines_of
-from tuimon.sanitize import clean
+from tuimon.sanitize import clean, json_text
 from tuimon.steplog import Step, parse_line
 from tuimon.store import SIDES, PairDoc, pair_file, read_pair
 from tuimon.tracing import TRACE_FILE_ENV, TRACE_STEP_ENV
@@ -804,7 +804,7 @@ def run_explain(
     except (StoreError, ExplainError) as exc:
         raise UsageError(str(exc)) from None
     if as_json:
-        out.write(orjson.dumps({"pair": str(pair), **result}).decode() + "\n")
+        out.write(json_text({"pair": str(pair), **result}) + "\n")
     else:
         out.write(describe(result) + "\n")
     out.flush()

@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 
 from tuimon.engine.judge.align import DIVERGED, IDENTICAL, INCOMPLETE, diff_arrays, verdict
 from tuimon.errors import EmbCheckError, StoreError
 from tuimon.freqs import TOP, FreqError, agreement, as_embedding, key_frequencies
 from tuimon.readers.capped import load_npy
-from tuimon.sanitize import clean
+from tuimon.sanitize import clean, json_text
 from tuimon.store import open_regular
 
 EXIT_CODES = {IDENTICAL: 0, "CLOSE": 0, DIVERGED: 1, INCOMPLETE: 3}
@@ -269,7 +268,7 @@ def main_check(saved: str, retrain: str, o: Options, as_json: bool) -> int:
     if as_json:
         doc = {"verdict": judged, "reason": why, "tolerance": o.tolerance, "top": o.top,
                "seeds": [r.to_dict() for r in results], "notes": notes}  # fmt: skip
-        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(json_text(doc, indent=True) + "\n")
     else:
         for r in results:
             print("\n".join(describe(r)))
