@@ -15,23 +15,12 @@ from helpers import bits, from_bits, same_float
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tuimon.engine.judge.align import (
-    CLOSE,
-    DIVERGED,
-    IDENTICAL,
-    INCOMPLETE,
-    METRIC_COLUMNS,
-    ROW_COLUMNS,
-    AlignedStep,
-    PairAligner,
-    Summary,
-    align_step,
-    compare_steps,
-    diff_arrays,
-    verdict,
-)
+from tuimon.engine.judge.align import PairAligner, compare_steps
+from tuimon.engine.judge.ulps import diff_arrays
+from tuimon.engine.judge.verdict import CLOSE, DIVERGED, IDENTICAL, INCOMPLETE, Summary, verdict
 from tuimon.report.wording import headline
 from tuimon.steplog import Step
+from tuimon.store.aligned import METRIC_COLUMNS, ROW_COLUMNS, AlignedStep
 
 FAST = settings(max_examples=100, deadline=None)
 MASK = 0x7FFF_FFFF_FFFF_FFFF
@@ -627,7 +616,7 @@ def check_plain_json(obj: dict[str, Any]) -> dict[str, Any]:
 def test_aligned_row_columns() -> None:
     a = step(3, t=1.5, tensors={"W_E": "1"}, loss=1.0, acc=math.nan, lr=math.inf, only_a=2.0)
     b = step(3, t=1.75, tensors={"W_E": "2"}, loss=math.nextafter(1.0, 2.0), acc=0.5, lr=-math.inf)
-    s = align_step(a, b)
+    s = compare_steps([a], [b])[0][0]  # one step, as the live aligner judges it
     r = check_plain_json(s.to_dict())
     assert r["step"] == 3 and r["equal"] is False and r["digest_equal"] is False
     assert r["tensors_differ"] == ["W_E"]
@@ -717,7 +706,7 @@ def test_logs_without_a_shared_metric_prove_nothing() -> None:
 @given(st.floats(allow_nan=True, allow_infinity=True), st.floats(allow_nan=True))
 def test_same_bits_is_diff_arrays_judgement(a: float, b: float) -> None:
     """The panes' scalar judge and the verdict's vectorised one never disagree."""
-    from tuimon.engine.judge.align import same_bits
+    from tuimon.engine.judge.ulps import same_bits
 
     equal = diff_arrays(np.array([a, a, -0.0]), np.array([b, a, 0.0]))[0]
     assert [same_bits(a, b), same_bits(a, a), same_bits(-0.0, 0.0)] == equal.tolist()
@@ -746,21 +735,21 @@ def test_a_wide_block_judged_a_few_metrics_at_a_time_is_judged_the_same(
 ) -> None:
     """A block's metrics diffed in groups (`JUDGE_VALUES`, what keeps a 100,000-column CSV's
     judge small) give the same block as all at once."""
-    import tuimon.engine.judge.align as align
+    from tuimon.engine.judge import columns as col
 
-    def block() -> align.Block:
+    def block() -> col.Block:
         sides = [[Step(i, m) for i, m in enumerate(side)] for side in zip(*rows, strict=True)]
         occ = [0] * len(rows)
-        a, b = (align.Columns.of_steps(s, occ, align.MetricFilter()) for s in sides)
-        return align.judge_block(a, b)
+        a, b = (col.Columns.of_steps(s, occ, col.MetricFilter()) for s in sides)
+        return col.judge_block(a, b)
 
     whole = block()
-    saved = align.JUDGE_VALUES
-    align.JUDGE_VALUES = per
+    saved = col.JUDGE_VALUES
+    col.JUDGE_VALUES = per
     try:
         parts = block()
     finally:
-        align.JUDGE_VALUES = saved
+        col.JUDGE_VALUES = saved
     assert whole.metrics.keys() == parts.metrics.keys()
     for name, arrays in whole.metrics.items():
         for x, y in zip(arrays, parts.metrics[name], strict=True):
@@ -783,32 +772,30 @@ def test_two_tables_of_the_same_columns_are_judged_as_their_metrics_would_be(
 ) -> None:
     """A CSV read into one array a side (`RowTable`: rows taken as they are, no view per
     metric) gives the block the same values as per-metric columns give."""
-    import tuimon.engine.judge.align as align
+    from tuimon.engine.judge import columns as col
 
     rows = 6 // width
     names = [f"m{i}" for i in range(width)]
     tables = [np.array(side[: rows * width], dtype=float).reshape(width, rows) for side in values]
     steps = np.arange(rows)
 
-    def columns(table: np.ndarray, as_table: bool) -> align.Columns:
+    def columns(table: np.ndarray, as_table: bool) -> col.Columns:
         present = np.ones(rows, bool)
-        return align.Columns(
+        return col.Columns(
             steps=steps,
             occ=np.zeros(rows, np.int64),
-            values=align.RowTable(names, table)
-            if as_table
-            else dict(zip(names, table, strict=True)),
+            values=col.RowTable(names, table) if as_table else dict(zip(names, table, strict=True)),
             present=dict.fromkeys(names, present),
             digest=np.empty(rows, dtype=object),
         )
 
-    saved = align.JUDGE_VALUES
-    align.JUDGE_VALUES = per
+    saved = col.JUDGE_VALUES
+    col.JUDGE_VALUES = per
     try:
-        fast = align.judge_block(*(columns(t, True) for t in tables))
-        slow = align.judge_block(*(columns(t, False) for t in tables))
+        fast = col.judge_block(*(columns(t, True) for t in tables))
+        slow = col.judge_block(*(columns(t, False) for t in tables))
     finally:
-        align.JUDGE_VALUES = saved
+        col.JUDGE_VALUES = saved
     assert list(fast.metrics) == list(slow.metrics) == names
     for name in names:
         for x, y in zip(fast.metrics[name], slow.metrics[name], strict=True):
@@ -826,7 +813,7 @@ def test_blocks_in_any_order_sum_up_as_judged_the_long_way(
     is the one the long way gives: every row in one block, in step order, every metric's
     maximum looked for (the shortcuts for rising steps and for equal blocks off)."""
     from tuimon.engine.judge import align as align_mod
-    from tuimon.engine.judge.align import Columns, MetricFilter
+    from tuimon.engine.judge.columns import Columns, MetricFilter
 
     a, b = case
     first_b = {}

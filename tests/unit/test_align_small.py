@@ -12,7 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tuimon.engine.judge import align
-from tuimon.engine.judge.align import MetricFilter, PairAligner, diff_arrays, diff_floats
+from tuimon.engine.judge.align import PairAligner
+from tuimon.engine.judge.columns import MetricFilter
+from tuimon.engine.judge.ulps import diff_arrays, diff_floats, same_bits
 from tuimon.steplog import Step
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -103,7 +105,7 @@ def test_diff_floats_is_diff_arrays(x: float, y: float) -> None:
     eq, absd, rel, ulps = diff_arrays(np.array([x]), np.array([y]))
     want = (x, y, bool(eq[0]), float(absd[0]), float(rel[0]), int(ulps.tolist()[0]))
     assert canon(tuple(diff_floats(x, y))) == canon(want)
-    assert diff_floats(x, y).equal == align.same_bits(x, y)
+    assert diff_floats(x, y).equal == same_bits(x, y)
 
 
 @pytest.mark.parametrize(

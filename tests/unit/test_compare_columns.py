@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tuimon.engine.analyses import compare as engine_compare
-from tuimon.engine.judge.align import MetricFilter
+from tuimon.engine.judge.columns import MetricFilter
 from tuimon.readers import Reading, columnar
 from tuimon.readers.columnar import CsvColumns, _cells, read_csv_columns, read_csv_pair
 from tuimon.store import SavedLogs

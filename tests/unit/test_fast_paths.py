@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tuimon import clocks
-from tuimon.engine.judge.align import AlignedStep, align_step
+from tuimon.engine.judge.align import compare_steps
 from tuimon.readers import LineParser
 from tuimon.steplog import (
     STEP_KEYS,
@@ -22,6 +22,7 @@ from tuimon.steplog import (
     number_of,
     parse_obj,
 )
+from tuimon.store.aligned import AlignedStep
 
 NAMES = st.sampled_from(
     ["loss", "train_loss", "lr", "acc", "t", "time", "_runtime", "step_time_ms", "dt",
@@ -65,6 +66,11 @@ def general_step(obj: dict[str, Any]) -> Step:
         clocks=shown,
         unreadable=tuple(bad),
     )
+
+
+def one_step(a: Step, b: Step) -> AlignedStep:
+    """The two records of one step judged as the live aligner judges them."""
+    return compare_steps([a], [b])[0][0]
 
 
 def general_row(s: AlignedStep) -> dict[str, Any]:
@@ -131,18 +137,18 @@ METRICS = st.dictionaries(st.sampled_from(["loss", "acc", "lr", "b.c"]), FLOATS,
 def test_to_dict_gives_the_general_row(
     step: int, ma: dict[str, float], mb: dict[str, float], ta: float | None, tb: float | None
 ) -> None:
-    aligned = align_step(Step(step, ma, t=ta, digest="ab"), Step(step, mb, t=tb, digest="ab"))
+    aligned = one_step(Step(step, ma, t=ta, digest="ab"), Step(step, mb, t=tb, digest="ab"))
     got, want = aligned.to_dict(), general_row(aligned)
     assert list(got) == list(want)
     assert orjson.dumps(got) == orjson.dumps(want)  # the same bytes in aligned.jsonl
 
 
 def test_to_dict_writes_non_finite_values_as_strings() -> None:
-    aligned = align_step(Step(1, {"loss": 1.0}, t=float("inf")), Step(1, {"loss": float("nan")}))
+    aligned = one_step(Step(1, {"loss": 1.0}, t=float("inf")), Step(1, {"loss": float("nan")}))
     row = aligned.to_dict()
     assert row["loss.a"] == 1.0 and row["loss.b"] == "NaN" and row["t.a"] == "Infinity"
     assert row == general_row(aligned)
-    big = align_step(Step(1, {"x": 1.7e308, "y": 1.7e308}), Step(1, {"x": 1.7e308, "y": 1.7e308}))
+    big = one_step(Step(1, {"x": 1.7e308, "y": 1.7e308}), Step(1, {"x": 1.7e308, "y": 1.7e308}))
     assert big.to_dict() == general_row(big) and big.to_dict()["x.a"] == 1.7e308  # sum overflows
 
 

@@ -86,7 +86,9 @@ def test_batches_without_aligned_steps_judge_the_same() -> None:
 def test_whole_logs_matched_block_by_block_judge_as_compare_steps(data: st.DataObject) -> None:
     """`ColumnMatcher` (compare's blocks) gives the summary `compare_steps` gives: steps
     missing on either side, a side running ahead, a step going back, blocks of any size."""
-    from tuimon.engine.judge.align import ColumnMatcher, Columns, compare_steps
+    from tuimon.engine.judge.align import compare_steps
+    from tuimon.engine.judge.columns import Columns
+    from tuimon.engine.judge.matcher import ColumnMatcher
 
     logs = {}
     for side in "ab":

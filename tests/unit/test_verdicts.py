@@ -19,15 +19,9 @@ from hypothesis import strategies as st
 
 from tuimon.cli import main
 from tuimon.engine.analyses import compare
-from tuimon.engine.judge.align import (
-    DIVERGED,
-    IDENTICAL,
-    INCOMPLETE,
-    VERDICTS,
-    MetricFilter,
-    PairAligner,
-    compare_steps,
-)
+from tuimon.engine.judge.align import PairAligner, compare_steps
+from tuimon.engine.judge.columns import MetricFilter
+from tuimon.engine.judge.verdict import DIVERGED, IDENTICAL, INCOMPLETE, VERDICTS
 from tuimon.readers import Reading, line_parser
 from tuimon.report.wording import headline
 from tuimon.steplog import Step, dumps, parse_line

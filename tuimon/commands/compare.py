@@ -19,7 +19,7 @@ from tuimon.sanitize import json_text
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tuimon.engine.judge.align import MetricFilter
+    from tuimon.engine.judge.columns import MetricFilter
     from tuimon.readers import Reading
 
 
@@ -74,7 +74,7 @@ def _compare_paths(
     """The `compare` command; returns the exit code."""
     from tuimon.engine.analyses.compare import judge, resolve
     from tuimon.engine.analyses.compare import save as save_pair
-    from tuimon.engine.judge.align import exit_code
+    from tuimon.engine.judge.verdict import exit_code
     from tuimon.errors import StoreError
 
     logs = resolve(paths, reading)  # the one loader: a pair is judged as it was (as `replay`)

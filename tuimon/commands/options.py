@@ -203,7 +203,7 @@ def add_select(p: argparse.ArgumentParser) -> None:
 def select(args: argparse.Namespace, *, reference: bool = False):  # type: ignore[no-untyped-def]
     """The `MetricFilter` of --ignore / --only; for the reference workload its key frequencies
     are shown, not judged, unless --only chooses (`plan.SHOWN_ONLY`)."""
-    from tuimon.engine.judge.align import MetricFilter
+    from tuimon.engine.judge.columns import MetricFilter
     from tuimon.engine.runs.plan import SHOWN_ONLY
 
     ignore = tuple(args.ignore)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tuimon.engine.judge.align import Summary
+from tuimon.engine.judge.verdict import Summary
 from tuimon.report.wording import headline
 from tuimon.sanitize import clean
 

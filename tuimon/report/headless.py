@@ -16,9 +16,9 @@ from rich.progress import Progress, TaskID, TextColumn
 from rich.table import Column
 from rich.text import Text
 
-from tuimon.engine.judge.align import Summary, exit_code
 from tuimon.engine.judge.artifacts import lines as artifact_lines
 from tuimon.engine.judge.hints import Hint, likely_causes
+from tuimon.engine.judge.verdict import Summary, exit_code
 from tuimon.engine.sources.replicas import replica_lines
 from tuimon.engine.sources.session import Batch, PairSession
 from tuimon.report.against import against_lines, pair_headline

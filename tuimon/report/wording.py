@@ -18,7 +18,7 @@ from tuimon.readers.text import step_text
 from tuimon.sanitize import clean
 
 if TYPE_CHECKING:
-    from tuimon.engine.judge.align import Summary
+    from tuimon.engine.judge.verdict import Summary
     from tuimon.engine.sources.side_state import SideState
 
 NO_ETA = "--:--"
@@ -241,7 +241,7 @@ def metric_max_line(name: str, worst: Mapping[str, Any]) -> str:
 
 def metric_parts_line(name: str, step: int, diff: Any) -> str:
     """Where one metric first parts: its step, both values in full, abs / rel / ULPs apart
-    (`diff` an `align.MetricDiff`)."""
+    (`diff` a `tuimon.store.aligned.MetricDiff`)."""
     return (
         f"{clean(name, 80)}: step {step} · a {diff.a!r} · b {diff.b!r} · abs {diff.abs:.3g}"
         f" · rel {diff.rel:.3g} · {diff.ulps} ULP{'s' if diff.ulps != 1 else ''}"

@@ -250,7 +250,7 @@ def run_app(
 def _verdict_code(sessions: list[PairSession], *, explain: bool) -> int:
     """The exit code of the pair the view showed: its verdict's (0 IDENTICAL or CLOSE,
     1 DIVERGED, 3 INCOMPLETE: stopped, a run failed, or no verdict), as headless gives it."""
-    from tuimon.engine.judge.align import exit_code
+    from tuimon.engine.judge.verdict import exit_code
 
     session = sessions[-1]
     summary = getattr(session, "summary", None)

@@ -11,7 +11,7 @@ from textual.containers import Horizontal, Vertical
 from textual.timer import Timer
 from textual.widgets import Static
 
-from tuimon.engine.judge.align import VERDICTS
+from tuimon.engine.judge.verdict import VERDICTS
 from tuimon.report.wording import WAITING
 from tuimon.ui.pair_model import DIVERGENCE, PairFeed
 from tuimon.ui.series import EQUAL_LEVEL, ZERO_LEVEL

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from tuimon.engine.analyses import export
-from tuimon.engine.judge.align import AlignedStep, compare_steps
+from tuimon.engine.judge.align import compare_steps
 from tuimon.steplog import Step
 from tuimon.store import SavedLogs
+from tuimon.store.aligned import AlignedStep
 from tuimon.ui.pair_model import DIVERGENCE, PairModel, PairRows
 from tuimon.ui.text import clean, fmt_number, same_bits
 

@@ -16,13 +16,14 @@ from typing import Any
 import numpy as np
 
 from tuimon.engine.judge import fingerprints
-from tuimon.engine.judge.align import AlignedStep, MetricDiff, Summary
 from tuimon.engine.judge.artifacts import lines as artifact_lines
+from tuimon.engine.judge.verdict import Summary
 from tuimon.engine.sources.session import Batch
 from tuimon.engine.sources.side_state import SideState
 from tuimon.report.wording import parting_line
 from tuimon.steplog import End, Header, Record, Step, Text
 from tuimon.store import SIDES, PairDoc
+from tuimon.store.aligned import AlignedStep, MetricDiff
 from tuimon.ui.series import BucketSeries, CurveSeries, levels
 from tuimon.ui.text import clean
 

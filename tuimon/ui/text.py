@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import math
 
-from tuimon.engine.judge.align import same_bits
+from tuimon.engine.judge.ulps import same_bits
 from tuimon.sanitize import clean as clean  # the one sanitizer, re-exported for the views
 
 MAX_SIG = 17

@@ -3,7 +3,7 @@
 Logs are read block by block (`CHUNK` bytes of lines at a time, each line parsed by orjson),
 turned into columns without building a record per step (a CSV of numbers straight into one
 array: `tuimon.readers.columnar`), and matched on the step by
-`align.ColumnMatcher` as they stream: memory holds the unmatched rows, not the logs. A log
+`matcher.ColumnMatcher` as they stream: memory holds the unmatched rows, not the logs. A log
 whose steps repeat, or a saved comparison (`--save`, which writes every aligned row), goes
 through `align.compare_steps` instead: the same judge, record by record.
 """
@@ -32,19 +32,11 @@ import numpy as np
 import orjson
 
 from tuimon.clocks import is_clock
-from tuimon.engine.judge.align import (
-    AlignedStep,
-    ColumnMatcher,
-    Columns,
-    MetricFilter,
-    PairAligner,
-    RowTable,
-    Summary,
-    compare_steps,
-    no_step_reason,
-    sparse,
-)
+from tuimon.engine.judge.align import PairAligner, compare_steps
+from tuimon.engine.judge.columns import Columns, MetricFilter, RowTable, sparse
 from tuimon.engine.judge.fingerprints import env_diff
+from tuimon.engine.judge.matcher import ColumnMatcher
+from tuimon.engine.judge.verdict import Summary, no_step_reason
 from tuimon.engine.sources.saved import SavedPair, how_it_ended, resolve_logs
 from tuimon.errors import CompareError, ReplayError, StoreError
 from tuimon.readers import (
@@ -75,6 +67,7 @@ from tuimon.steplog import (
     suspect,
 )
 from tuimon.store import SIDES, PairDoc, RunDoc, SavedLogs
+from tuimon.store.aligned import AlignedStep
 
 CHUNK = 1 << 20
 """Bytes of lines read at a time, each line parsed on its own (about 4,000 steps of a step

@@ -815,7 +815,7 @@ def explain_after(session: Any, say: Callable[[str], None]) -> dict[str, Any] | 
     """`pair --explain`: explain a finished live pair when it DIVERGED and was saved. Its
     commands are the ones typed on this command line, so they run without asking again (they
     are checked against the live pair's own)."""
-    from tuimon.engine.judge.align import DIVERGED
+    from tuimon.engine.judge.verdict import DIVERGED
     from tuimon.store import StoreError
 
     summary = getattr(session, "summary", None)

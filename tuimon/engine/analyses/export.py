@@ -20,11 +20,12 @@ from typing import IO, Any
 
 import orjson
 
-from tuimon.engine.judge.align import METRIC_COLUMNS, ROW_COLUMNS, AlignedStep, MetricFilter
+from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.sources.saved import SavedPair
 from tuimon.errors import TuimonError
 from tuimon.steplog import NONFINITE
 from tuimon.store import SavedLogs
+from tuimon.store.aligned import METRIC_COLUMNS, ROW_COLUMNS, AlignedStep
 
 FORMATS = ("csv", "jsonl", "parquet")
 PARQUET_VALUES = 1 << 22

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from tuimon.engine.judge.align import diff_arrays
+from tuimon.engine.judge.ulps import diff_arrays
 from tuimon.freqs import FreqError, agreement, key_frequencies
 from tuimon.readers.capped import read_npy
 from tuimon.sanitize import clean

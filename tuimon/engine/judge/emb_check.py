@@ -2,7 +2,7 @@
 
 Two .npy files, or two folders whose .npy files are matched by the seed in their names (`s0`,
 `seed0`, `seed_0`, `seed-0`). Per seed: the shapes, bitwise equal or not, max abs and max
-relative difference (`tuimon.engine.judge.align.diff_arrays`), and the key frequencies of both
+relative difference (`tuimon.engine.judge.ulps.diff_arrays`), and the key frequencies of both
 (`tuimon.freqs`). Verdicts and exit codes as for pairs.
 """
 
@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from tuimon.engine.judge.align import DIVERGED, IDENTICAL, INCOMPLETE, diff_arrays, verdict
+from tuimon.engine.judge.ulps import diff_arrays
+from tuimon.engine.judge.verdict import DIVERGED, IDENTICAL, INCOMPLETE, verdict
 from tuimon.errors import EmbCheckError, StoreError
 from tuimon.freqs import TOP, FreqError, agreement, as_embedding, key_frequencies
 from tuimon.readers.capped import load_npy

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tuimon.engine.judge.align import MetricFilter
+from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.launch.ranks import under_torchrun
 from tuimon.engine.launch.runner import RunSpec, mistyped_placeholder, substitute
 from tuimon.engine.sources.against import AgainstCheck, AgainstSource, copy_saved_emb

@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from tuimon.engine.judge.align import CLOSE, DIVERGED, IDENTICAL, MetricFilter
 from tuimon.engine.judge.artifacts import describe_freqs
+from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.hints import likely_causes
+from tuimon.engine.judge.verdict import CLOSE, DIVERGED, IDENTICAL
 from tuimon.engine.launch.consent import Planned, quote, show
 from tuimon.engine.runs.fail_fast import FailFast, early_error, gate
 from tuimon.engine.runs.plan import SIDES, PairPlan

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from tuimon.engine.events import Exited, Lines, SourceEvent
-from tuimon.engine.judge.align import DIVERGED, IDENTICAL, INCOMPLETE, Summary
 from tuimon.engine.judge.artifacts import compare_artifacts
 from tuimon.engine.judge.emb_check import Options, compare_arrays, load
+from tuimon.engine.judge.verdict import DIVERGED, IDENTICAL, INCOMPLETE, Summary
 from tuimon.engine.launch.runner import RunSpec
 from tuimon.engine.sources.saved_side import SAVED_SIDE, SavedSide
 from tuimon.engine.sources.session import LiveSource, PairSession

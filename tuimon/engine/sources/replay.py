@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 
 from tuimon.engine.events import Exited, Lines, SourceEvent, Stderr
-from tuimon.engine.judge.align import MetricFilter
+from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.sources.replicas import saved_watch
 from tuimon.engine.sources.saved import SavedPair
 from tuimon.engine.sources.session import Batch, PairOptions, PairSession

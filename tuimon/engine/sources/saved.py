@@ -12,18 +12,15 @@ from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from pathlib import Path
 
-from tuimon.engine.judge.align import (
-    AlignedStep,
-    MetricFilter,
-    PairAligner,
-    Summary,
-    no_step_reason,
-)
+from tuimon.engine.judge.align import PairAligner
+from tuimon.engine.judge.columns import MetricFilter
+from tuimon.engine.judge.verdict import Summary, no_step_reason
 from tuimon.engine.sources.side_state import SideState
 from tuimon.errors import ReplayError, StoreError
 from tuimon.readers import PatternError, ReaderError, Reading, read_blocks, read_log
 from tuimon.steplog import End, Header, Record, Step, Text
 from tuimon.store import SIDES, PairDoc, SavedLogs, is_pair_dir, pair_file, special
+from tuimon.store.aligned import AlignedStep
 
 
 def saved_select(doc: PairDoc) -> MetricFilter:

@@ -21,10 +21,12 @@ from typing import Any, Protocol
 
 from tuimon.applied import pair_applied
 from tuimon.engine.events import Exited, Lines, Note, SourceEvent, Stderr
-from tuimon.engine.judge.align import MetricFilter, PairAligner, Summary, no_step_reason
+from tuimon.engine.judge.align import PairAligner
 from tuimon.engine.judge.artifacts import compare_artifacts, describe
+from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.fingerprints import env_diff
 from tuimon.engine.judge.hints import likely_causes
+from tuimon.engine.judge.verdict import Summary, no_step_reason
 from tuimon.engine.launch.runner import TICK, LaunchError, Run, RunSpec, exit_text
 from tuimon.engine.sources.replicas import ReplicaWatch
 from tuimon.engine.sources.side_state import SideState
