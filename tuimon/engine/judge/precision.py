@@ -13,6 +13,7 @@ would not show`. Binary float32 sources (TensorBoard scalars) are float32.
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -21,7 +22,6 @@ from typing import Any
 
 from tuimon.clocks import NUMBER, is_clock, mask_clocks
 from tuimon.engine.judge.line_tokens import (
-    json_tokens,
     name_before,
     row_cells,
     table_header,
@@ -29,14 +29,19 @@ from tuimon.engine.judge.line_tokens import (
 )
 from tuimon.readers import open_log
 
-SAMPLE = 4 << 20
-"""Bytes of a log read from its start for its precision (a longer log: also `TAIL` from
-further on, a block at a time)."""
-TAIL = 1 << 20
+SAMPLE = 1 << 18
+"""Bytes of a log read from its start for its precision: a JSON log's `"name": number` pairs
+are found in one pass over them (and over `TAIL` bytes from the middle of a longer plain
+file); a log of printed lines is read line by line, its first `LINES`."""
+TAIL = 1 << 18
+LINES = 20_000
 FULL_DIGITS = 15
 """Significant digits from which a value round-trips a float64 as written."""
 SHORT_VALUES = 3
 """Distinct short values that no float64 holds exactly, from which a metric was rounded."""
+_JSON_PAIR = re.compile(
+    rb'"((?:[^"\\]|\\.){1,200})"\s*:\s*(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)'
+)
 _MANTISSA = re.compile(r"^[-+]?(\d*)(?:\.(\d*))?(?:[eE]([-+]?\d+))?$")
 BITWISE, PRINTED, FLOAT32 = "bitwise", "printed", "float32"
 
@@ -163,15 +168,25 @@ def of_logs(paths: list[Path], *, float32: bool = False) -> Precision:
 def _scan(path: Path, metrics: dict[str, _Metric]) -> None:
     with open_log(path) as fh:
         data = fh.read(SAMPLE)
-        more = fh.read(TAIL)
+        more = b""
+        size = path.stat().st_size
+        if isinstance(fh, io.BufferedReader) and size > 4 * SAMPLE:
+            fh.seek(size // 2)
+            more = fh.read(TAIL)
+            more = more[more.find(b"\n") + 1 :]
     if b"\0" in data[:4096]:
         return
+    if data.lstrip()[:1] == b"{":
+        for body in (data, more):
+            for key, number in _JSON_PAIR.findall(body):
+                name = key.decode("utf-8", "replace")
+                if not is_clock(name) and name != "type":
+                    metrics.setdefault(name, _Metric()).add(number.decode())
+        return
     text = data.decode("utf-8", "replace")
-    lines = text.splitlines()
-    if len(data) == SAMPLE and lines:
+    lines = text.splitlines()[:LINES]
+    if len(data) == SAMPLE and len(lines) < LINES:
         lines.pop()  # a line cut by the sample's end
-    if more:
-        lines += more.decode("utf-8", "replace").splitlines()[1:-1]
     header = table_header(lines[0]) if lines else None
     for line in lines:
         _line(line, header, metrics)
@@ -180,9 +195,10 @@ def _scan(path: Path, metrics: dict[str, _Metric]) -> None:
 def _line(line: str, header: tuple[str, list[str]] | None, metrics: dict[str, _Metric]) -> None:
     body = line.strip()
     if body[:1] == "{":
-        for path, tok, kind in json_tokens(body):
-            if kind == "number" and path and not is_clock(path) and path != "type":
-                metrics.setdefault(path, _Metric()).add(tok)
+        for key, number in _JSON_PAIR.findall(body.encode()):
+            name = key.decode("utf-8", "replace")
+            if not is_clock(name) and name != "type":
+                metrics.setdefault(name, _Metric()).add(number.decode())
         return
     if header is not None:
         cells = row_cells(body, header)
