@@ -20,6 +20,13 @@ largest of its processes, a worker's included):
 and the headless replay against `compare` on the 25,000-step sample pair
 (sample_logs/cuda-cuda-p113-grok-layout-s0), both whole processes. It prints one table with
 every ratio beside its target, each round's ratio (the spread), and the load average.
+
+Then one judging pipeline (issue 38), on the 50,000-step pair of 20 metrics and a clock `t`
+(plain JSON Lines, about 40 MB a log, parting at step 30,000; plain and gzip) and on the
+step-log pair of --steps: in the same rounds, `compare A B`, `replay --headless A B` and
+`read A` of each checkout, their peak memory against the two logs' size on disk, and in tmux
+(120x40) `replay A B`'s time until its first row is on screen and until its verdict is
+(`--pipeline-only` runs this part alone; `--tui-timeout` caps a wait).
 Prints; never asserts.
 """
 
@@ -28,9 +35,14 @@ from __future__ import annotations
 import argparse
 import gzip
 import lzma
+import math
 import os
 import platform
+import re
+import shlex
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -97,6 +109,36 @@ def values(n: int, side: str) -> tuple[np.ndarray, list[str]]:
     if side == "b":
         digests[part:] = [d[::-1] for d in digests[part:]]
     return vals, digests
+
+
+WIDE = 20
+"""Metrics of a row of the wide pair (issue 38: 50,000 steps x 20 metrics, ~40 MB a log)."""
+
+
+def write_wide(path: Path, n: int, side: str) -> None:
+    """Plain JSON Lines of `WIDE` metrics and a clock `t` a row (W&B-like names, values over
+    five decades); side b parts at step 0.6 n (after the middle)."""
+    rng = np.random.default_rng(2)
+    names = [f"train/metric_{i:02d}" for i in range(WIDE)]
+    vals = rng.standard_normal((n, WIDE)) * np.logspace(-3, 2, WIDE)
+    if side == "b":
+        vals[n * 3 // 5 :] *= 1 + 1e-9
+    with open(path, "wb") as fh:
+        for start in range(0, n, 10_000):
+            rows = vals[start : start + 10_000].tolist()
+            fh.write(
+                b"".join(
+                    orjson.dumps(
+                        {
+                            "step": s,
+                            "t": round(0.05 * s + 1e-3 * (s % 7), 6),
+                            **dict(zip(names, r, strict=True)),
+                        }
+                    )
+                    + b"\n"
+                    for s, r in zip(range(start, start + len(rows)), rows, strict=False)
+                )
+            )
 
 
 def write_steplog(path: Path, n: int, side: str) -> None:
@@ -169,6 +211,7 @@ def compress(src: Path, suffix: str) -> Path:
 
 
 FORMATS = ("steplog", "jsonl", "csv", "steplog.gz", "steplog.xz")
+WRITERS = {"steplog": write_steplog, "jsonl": write_jsonl, "csv": write_csv, "wide": write_wide}
 
 
 def make(folder: Path, fmt: str, n: int) -> tuple[Path, Path, int]:
@@ -178,7 +221,7 @@ def make(folder: Path, fmt: str, n: int) -> tuple[Path, Path, int]:
     for side in "ab":
         plain = folder / f"{side}.{base}"
         if not plain.exists():
-            {"steplog": write_steplog, "jsonl": write_jsonl, "csv": write_csv}[base](plain, n, side)
+            WRITERS[base](plain, n, side)
         paths.append(plain if fmt == base else compress(plain, "." + fmt.split(".")[1]))
     return paths[0], paths[1], sum(p.stat().st_size for p in paths)
 
@@ -200,6 +243,10 @@ def main() -> None:
         help="the checkout measured (default: this one)",
     )
     ap.add_argument("--before", metavar="DIR", help="also another checkout, alternating")
+    ap.add_argument("--wide-steps", type=int, default=50_000, help="issue 38's wide pair")
+    ap.add_argument("--pipeline-only", action="store_true", help="issue 38's part alone")
+    ap.add_argument("--pipeline-repeat", type=int, default=3)
+    ap.add_argument("--tui-timeout", type=float, default=60.0, help="seconds a TUI wait lasts")
     args = ap.parse_args()
     try:
         import polars
@@ -223,7 +270,7 @@ def main() -> None:
         (folder / "floor.py").write_text(FLOOR)
         (folder / "polars_jsonl.py").write_text(POLARS_JSONL)
         (folder / "polars_csv.py").write_text(POLARS_CSV)
-        for fmt in args.formats.split(","):
+        for fmt in [] if args.pipeline_only else args.formats.split(","):
             t0 = time.perf_counter()
             a, b, size = make(folder, fmt, args.steps)
             base = fmt.split(".")[0]
@@ -249,9 +296,11 @@ def main() -> None:
             for p in folder.glob(f"*.{fmt}"):
                 if fmt != base:
                     p.unlink()
-        rows += replay(py, trees, args.replay_repeat)
+        if not args.pipeline_only:
+            rows += replay(py, trees, args.replay_repeat)
+        rows += pipeline(folder, py, trees, args)
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (after)")
-    print("\nevery ratio of issue 32, median of the rounds [min-max], target, met:")
+    print("\nevery ratio (issues 32 and 38), median of the rounds [min-max], target, met:")
     width = max(len(r[0]) for r in rows)
     for what, each, target, low in rows:
         mid = statistics.median(each)
@@ -328,6 +377,136 @@ def replay(
         )
         out.append((f"replay {name} replay/compare", each, 1.5, False))
         out.append((f"replay {name} steps/s", rate, 20_000, True))
+    return out
+
+
+def pipeline(
+    folder: Path, py: str, trees: dict[str, str], args: argparse.Namespace
+) -> list[tuple[str, list[float], float, bool]]:
+    """Issue 38: compare, headless replay and read of one log, side by side in each round, on
+    the wide pair (plain, gzip) and the step-log pair; then the replay's TUI in tmux."""
+    out: list[tuple[str, list[float], float, bool]] = []
+    pairs = [("wide", args.wide_steps), ("wide.gz", args.wide_steps), ("steplog", args.steps)]
+    wide: tuple[Path, Path] | None = None
+    for fmt, n in pairs:
+        t0 = time.perf_counter()
+        a, b, size = make(folder, fmt, n)
+        wide = (a, b) if fmt == "wide" else wide
+        print(
+            f"\npipeline {fmt}: {n:,} steps a side, 2 logs {size / 2**20:.0f} MiB on disk "
+            f"(written in {time.perf_counter() - t0:.0f} s)",
+            flush=True,
+        )
+        more = ["--max-bytes", "2G"] if fmt.endswith((".gz", ".xz")) else []
+        cmds = {}
+        for name, tree in trees.items():
+            tm = ["env", f"PYTHONPATH={tree}", py, "-m", "tuimon"]
+            cmds[f"{name} compare"] = [*tm, "compare", str(a), str(b), *more]
+            cmds[f"{name} replay"] = [*tm, "replay", str(a), str(b), "--headless", *more]
+            cmds[f"{name} read"] = [*tm, "read", str(a), *more]
+        round_of(cmds)  # bytecode written, files in the page cache: not counted
+        rounds = [round_of(cmds) for _ in range(args.pipeline_repeat)]
+        for i, r in enumerate(rounds):
+            print(
+                f"  round {i + 1}: "
+                + " · ".join(f"{k} {w:.2f} s {m / 1024:.0f} MiB" for k, (w, _, m) in r.items()),
+                flush=True,
+            )
+        got = []
+        for name in trees:
+            wall = {k: [r[f"{name} {k}"][0] for r in rounds] for k in ("compare", "replay", "read")}
+            got.append((f"{fmt} {name} replay/compare", div(wall["replay"], wall["compare"]), 1.5))
+            got.append((f"{fmt} {name} read/compare", div(wall["read"], wall["compare"]), 1.0))
+            for k in ("compare", "replay", "read"):
+                mem = [r[f"{name} {k}"][2] * 1024 / size for r in rounds]
+                got.append((f"{fmt} {name} {k} memory/logs", mem, 1.0))
+            print(
+                f"  {name}: "
+                + " · ".join(f"{k} {statistics.median(w):.2f} s" for k, w in wall.items())
+                + " · peak "
+                + " · ".join(
+                    f"{k} {max(r[f'{name} {k}'][2] for r in rounds) / 1024:.0f} MiB"
+                    for k in ("compare", "replay", "read")
+                )
+            )
+        if "before" in trees:
+            each = [r["tuimon compare"][0] / r["before compare"][0] for r in rounds]
+            got.append((f"{fmt} compare tuimon/before", each, 1.1))
+        for what, each, target in got:
+            print(
+                f"  {what} {statistics.median(each):.2f}x [{min(each):.2f}-{max(each):.2f}] "
+                f"(<= {target})"
+            )
+        out += [(what, each, target, False) for what, each, target in got]
+        for p in folder.glob(f"*.{fmt}"):
+            if fmt != fmt.split(".")[0]:
+                p.unlink()
+    if wide is not None and shutil.which("tmux"):
+        out += tui(wide, py, trees, args.pipeline_repeat, args.tui_timeout)
+    elif wide is not None:
+        print("no TUI row: tmux is not installed")
+    return out
+
+
+def div(xs: list[float], ys: list[float]) -> list[float]:
+    return [x / y for x, y in zip(xs, ys, strict=True)]
+
+
+TMUX = "tuimon-bench-scale"
+FIRST_ROW = re.compile(r"│\s+0 \S")
+"""A pane's row of step 0 (the replay's first row on screen)."""
+
+
+def tui(
+    pair: tuple[Path, Path], py: str, trees: dict[str, str], repeat: int, timeout: float
+) -> list[tuple[str, list[float], float, bool]]:
+    """`tuimon replay A B` in tmux (120x40, the default pace): seconds from the start of the
+    command until the first row is on screen and until the verdict (DIVERGED) is, each
+    checkout in turn, `repeat` rounds (capture-pane polled every 20 ms)."""
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
+    for _ in range(repeat):
+        for name, tree in trees.items():
+            cmd = (
+                f"exec env PYTHONPATH={shlex.quote(tree)} {shlex.quote(py)} -m tuimon replay "
+                f"{shlex.quote(str(pair[0]))} {shlex.quote(str(pair[1]))}"
+            )
+            subprocess.run(["tmux", "kill-session", "-t", TMUX], capture_output=True, check=False)
+            start = time.perf_counter()
+            subprocess.run(
+                ["tmux", "new-session", "-d", "-s", TMUX, "-x", "120", "-y", "40", cmd],
+                check=True,
+                env=ENV,
+            )
+            first = verdict = math.inf
+            while time.perf_counter() - start < timeout and verdict == math.inf:
+                text = subprocess.run(
+                    ["tmux", "capture-pane", "-p", "-t", TMUX],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                ).stdout
+                now = time.perf_counter() - start
+                if first == math.inf and FIRST_ROW.search(text):
+                    first = now
+                if "DIVERGED" in text:
+                    verdict = now
+                time.sleep(0.02)
+            subprocess.run(["tmux", "send-keys", "-t", TMUX, "q"], check=False)
+            time.sleep(0.5)
+            subprocess.run(["tmux", "kill-session", "-t", TMUX], capture_output=True, check=False)
+            times[name].append((first, verdict))
+    print(
+        f"\nTUI in tmux (replay of the wide pair, default pace), {repeat} rounds, "
+        f"a wait capped at {timeout:.0f} s (inf: not on screen by then):"
+    )
+    out = []
+    for name, each in times.items():
+        firsts, verdicts = [f for f, _ in each], [v for _, v in each]
+        print(
+            f"  {name}: first row {' '.join(f'{f:.2f}' for f in firsts)} s · verdict "
+            f"{' '.join(f'{v:.2f}' for v in verdicts)} s (no target)"
+        )
+        out.append((f"tui {name} first row s", firsts, 2.0, False))
     return out
 
 
