@@ -15,8 +15,21 @@ with metrics/) is compared, in a temporary folder, with:
   cut      the first ~60%, cut inside a line              -> INCOMPLETE, exit 3
   same     the same path given twice                      -> exit 2
 
-Prints each miss (expected, got, the first lines of tuimon's output), then right/total per
-variant and overall. The clock rule here is its own, not tuimon's. Prints; never asserts.
+Prints each miss (expected, got, the first lines of tuimon's output), then, apart:
+
+  false IDENTICAL   expected DIVERGED or INCOMPLETE, got IDENTICAL (the worst error), with what
+                    tuimon prints to a person for it;
+  byte-rule misses  the copy's bytes differ and tuimon said IDENTICAL or CLOSE without naming
+                    them as set aside: told by the `byte_rule` field of --json when it is there
+                    (a difference no rule explained, a line on one side only), else by the bytes
+                    themselves differing outside the clocks this script nudged;
+  precision probe   a log whose metric values are all printed short (at most 7 significant
+                    digits) compared with itself must not be called bitwise (the `precision`
+                    field of --json; not judged while --json has none);
+
+and right/total, false IDENTICALs and byte-rule misses per variant and overall. The clock rule
+here is its own, not tuimon's. Prints; never asserts. The real logs: bench/corpus/SOURCES,
+gathered with bench/corpus/gather.py.
 """
 
 from __future__ import annotations
@@ -567,6 +580,75 @@ def lines_in(obj: Any) -> list[float]:
     return []
 
 
+def field(report: dict, name: str) -> Any:
+    """A field of tuimon's --json summary (at its top level, or under `summary`)."""
+    if name in report:
+        return report[name]
+    inner = report.get("summary")
+    return inner.get(name) if isinstance(inner, dict) else None
+
+
+def byte_rule_miss(report: dict, outside: bool) -> tuple[bool, str]:
+    """Whether an IDENTICAL/CLOSE answer left bytes that differ unnamed, and how it was told.
+
+    With tuimon's `byte_rule` field: a difference no rule explained, a line on one side only,
+    or differing lines with nothing set aside. Without it (or where the rule was not applied):
+    the two files' bytes differ outside the clocks this script itself nudged (`outside`)."""
+    br = field(report, "byte_rule")
+    if isinstance(br, dict) and br.get("applied", True):
+        missed = bool(
+            br.get("first")
+            or br.get("first_only")
+            or br.get("only_a")
+            or br.get("only_b")
+            or (br.get("differ") and not br.get("set_aside"))
+        )
+        return missed, "byte_rule"
+    return outside, "bytes" if br is None else "bytes (byte_rule not applied)"
+
+
+def short_values(log: Path) -> bool | None:
+    """Whether a text log's metric values are all printed short (at most 7 significant digits,
+    so none round-trips a float64): None when it holds fewer than 3 such values or is binary."""
+    target = main_file(log)
+    data = target.read_bytes()[: 4 << 20]
+    if b"\x00" in data[:4096] or "tfevents" in target.name:
+        return None
+    lines = data.decode("utf-8", "surrogateescape").split("\n")
+    digits = []
+    for i, spans in keyed(lines).items():
+        for a, b, key, _ in spans:
+            tok = lines[i][a:b]
+            if key and "." in tok and not is_clock(key) and not is_counter(key):
+                mant = re.split(r"[eE]", tok.lstrip("+-"))[0].replace(".", "").lstrip("0")
+                digits.append(len(mant))
+    if len(digits) < 3:
+        return None
+    return max(digits) <= 7
+
+
+def precision_probe(report: dict, log: Path) -> str:
+    """`a log printed to 4 decimals against a copy of itself is not bitwise`: ok, MISS, or n/a."""
+    rounded = short_values(log)
+    prec = field(report, "precision")
+    kind = prec.get("kind") if isinstance(prec, dict) else prec
+    if not prec:  # absent, or an empty placeholder
+        return "n/a (no precision field)" if rounded else "n/a"
+    if rounded is None:
+        return "n/a"
+    said_bitwise = isinstance(kind, str) and kind.startswith("bitwise")
+    return "MISS" if rounded and said_bitwise else "ok"
+
+
+def tuimon(a: Path, b: Path, *extra: str) -> tuple[str, str, int | None]:
+    cmd = [sys.executable, "-m", "tuimon", "compare", str(a), str(b), *extra]
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return "", "timeout after 120 s", None
+    return p.stdout, p.stdout + p.stderr, p.returncode
+
+
 def run_case(log: Path, variant: str) -> dict:
     """One comparison: build the variant, run tuimon, judge the answer."""
     want, want_rc = EXPECT[variant]
@@ -576,24 +658,36 @@ def run_case(log: Path, variant: str) -> dict:
         b = log
         if variant != "same":
             b, info = make(log, variant, Path(tmp))
-        cmd = [sys.executable, "-m", "tuimon", "compare", str(log), str(b), "--json"]
+        stdout, out, rc = tuimon(log, b, "--json")
         try:
-            p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
-            out, rc = p.stdout + p.stderr, p.returncode
-        except subprocess.TimeoutExpired:
-            out, rc = "timeout after 120 s", None
-    try:
-        report = json.loads(p.stdout) if rc is not None else {}
-    except ValueError:
-        report = {}
-    report = report if isinstance(report, dict) else {}
-    verdict = report.get("verdict")
+            report = json.loads(stdout) if rc is not None else {}
+        except ValueError:
+            report = {}
+        report = report if isinstance(report, dict) else {}
+        verdict = report.get("verdict")
+        # The copy's bytes differ from the log's outside the clocks this script nudged: every
+        # variant but `clocks` (which changes clocks only) and `same`, when it changed anything.
+        outside = variant in ("changed", "cut") and "error" not in info
+        false_identical = verdict == "IDENTICAL" and want in ("DIVERGED", "INCOMPLETE") and outside
+        said = ""
+        if false_identical:  # what a person is told, not only the JSON
+            said = "\n".join(tuimon(log, b)[1].strip().splitlines()[:4])[:600]
+        missed, how = (False, "")
+        if verdict in ("IDENTICAL", "CLOSE") and variant != "same":
+            missed, how = byte_rule_miss(report, outside)
+        probe = precision_probe(report, log) if variant == "itself" and verdict else ""
     ok = rc == want_rc and (want is None or verdict == want)
     res.update(
         rc=rc,
         verdict=verdict,
         got=f"{verdict or ''} exit {rc}",
         note="(no clocks)" if variant == "clocks" and not info.get("clocks") else "",
+        false_identical=false_identical,
+        said=said,
+        byte_rule_miss=missed,
+        byte_rule_by=how,
+        precision=probe,
+        precision_said=field(report, "precision"),
     )
     if variant == "changed":
         res["changed"] = {k: (sorted(v) if isinstance(v, set) else v) for k, v in info.items()}
@@ -645,11 +739,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     quiet = sorted(show(r["log"]) for r in results if r["note"])
     if quiet:
         print(f"\n(no clocks) in {len(quiet)} logs: {', '.join(quiet)}")
+    false_id = [r for r in results if r["false_identical"]]
+    print(f"\nfalse IDENTICAL (expected DIVERGED or INCOMPLETE, got IDENTICAL): {len(false_id)}")
+    for r in false_id:
+        print(f"  {r['variant']:8} {show(r['log'])}  (expected {r['expected']})")
+        for line in r["said"].splitlines():
+            print(f"       | {line[:300]}")
+    misses = [r for r in results if r["byte_rule_miss"]]
+    by = sorted({r["byte_rule_by"] for r in misses}) or ["byte_rule / bytes"]
+    print("\nbyte-rule misses (bytes differ, said {IDENTICAL, CLOSE}, not named as set aside;")
+    print(f"  told by {', '.join(by)}): {len(misses)}")
+    for r in misses:
+        print(f"  {r['variant']:8} {show(r['log'])}: {r['got']}")
+    probes = [r for r in results if r["precision"]]
+    judged = [r for r in probes if r["precision"] in ("ok", "MISS")]
+    unsaid = [r for r in probes if r["precision"] == "n/a (no precision field)"]
+    print(
+        f"\nprecision probe (a log printed rounded, against a copy of itself, is not called"
+        f" bitwise): {sum(r['precision'] == 'ok' for r in judged)}/{len(judged)}"
+        + (f"; {len(unsaid)} rounded logs not judged: no `precision` in --json" if unsaid else "")
+    )
+    for r in judged:
+        if r["precision"] == "MISS":
+            print(f"  MISS {show(r['log'])}: precision {r['precision_said']}")
     print()
+    print(f"{'variant':8} {'right':>9} {'false IDENTICAL':>16} {'byte-rule misses':>17}")
     for v in variants:
         sub = [r for r in results if r["variant"] == v]
-        print(f"{v} {sum(r['ok'] for r in sub)}/{len(sub)}")
-    print(f"total {sum(r['ok'] for r in results)}/{len(results)}")
+        print(
+            f"{v:8} {sum(r['ok'] for r in sub):>4}/{len(sub):<4} "
+            f"{sum(r['false_identical'] for r in sub):>16} "
+            f"{sum(r['byte_rule_miss'] for r in sub):>17}"
+        )
+    print(
+        f"{'total':8} {sum(r['ok'] for r in results):>4}/{len(results):<4} "
+        f"{len(false_id):>16} {len(misses):>17}"
+    )
     return 0
 
 
