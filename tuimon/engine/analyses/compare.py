@@ -33,6 +33,7 @@ import orjson
 
 from tuimon.clocks import is_clock
 from tuimon.engine.judge.align import PairAligner, compare_steps
+from tuimon.engine.judge.byte_rule import hold
 from tuimon.engine.judge.columns import Columns, MetricFilter, RowTable, sparse
 from tuimon.engine.judge.fingerprints import env_diff
 from tuimon.engine.judge.matcher import ColumnMatcher
@@ -1038,7 +1039,14 @@ def judge(
         reason = "; ".join(filter(None, (reason, *nothing)))
     summary = aligner.summary(complete=reason is None, reason=reason, interrupted=interrupted)
     summary.first_divergent_lines = first_lines(logs, aligner, summary, sides)
+    hold(summary, logs.a, logs.b, reading=logs.reading, select=select, devices=_devices(sides))
     return Judged(summary, aligned, _doc(logs, sides, summary, whole=keep), sides)
+
+
+def _devices(sides: tuple[SideLog, SideLog]) -> tuple[str, str] | None:
+    """The two sides' devices, as their step logs' headers name them (None when one does not)."""
+    named = [str(log.header.env.get("device") or "") if log.header else "" for log in sides]
+    return (named[0], named[1]) if all(named) else None
 
 
 def first_lines(

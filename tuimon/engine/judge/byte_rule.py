@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from tuimon.clocks import is_clock, mask_clocks
+from tuimon.engine.judge import precision
+from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.line_tokens import (
     json_tokens,
     leaf_key,
@@ -37,8 +39,10 @@ from tuimon.engine.judge.line_tokens import (
     table_header,
     text_tokens,
 )
-from tuimon.readers import open_log
-from tuimon.readers.text import last_state
+from tuimon.engine.judge.verdict import CLOSE, DIVERGED, IDENTICAL, INCOMPLETE, Summary
+from tuimon.readers import LineParser, ReaderError, Reading, open_log
+from tuimon.readers.text import last_state, step_text
+from tuimon.steplog import Step
 
 BLOCK = 1 << 20
 """Bytes compared at a time while the two logs are the same."""
@@ -518,3 +522,90 @@ def _shown(line: bytes) -> str:
 
 def _cut(text: str, most: int = 60) -> str:
     return text if len(text) <= most else text[: most - 1] + "…"
+
+
+# -- the verdict held to the bytes ----------------------------------------------------------
+def hold(
+    summary: Summary,
+    a: Path,
+    b: Path,
+    *,
+    reading: Reading | None = None,
+    select: MetricFilter | None = None,
+    devices: tuple[str, str] | None = None,
+) -> None:
+    """The verdict of two logs held to their bytes, and the precision it rests on said (into
+    `summary.bytes` and `summary.precision`). Every path that ends a pair (compare, a saved
+    pair's judgement, a live pair at its end) calls this once, on the files it judged.
+
+    A pair already DIVERGED at a step keeps that step (the difference is named). Otherwise a
+    difference no rule explains makes it DIVERGED at its line, and lines on one side only make
+    an IDENTICAL or CLOSE pair INCOMPLETE."""
+    reading = reading or Reading()
+    folder = a.is_dir() or b.is_dir()
+    if summary.verdict == DIVERGED:
+        found = ByteCheck(applied=False, why_not="a difference is named at its step")
+    elif folder:
+        found = ByteCheck(applied=False, why_not="a folder of files: judged by its records")
+    else:
+        rules = Rules(
+            tolerance=summary.tolerance,
+            judged=select.judged if select is not None else None,
+            judge_clocks=reading.judge,
+            devices=devices,
+        )
+        found = check(a, b, rules)
+    float32 = _float32(a) or _float32(b)
+    summary.precision = precision.of_logs([] if folder else [a, b], float32=float32).to_dict()
+    summary.bytes = found.to_dict()
+    if not found.applied:
+        return
+    if found.first is not None:
+        summary.verdict = DIVERGED
+        line = found.first.line_a or 0
+        summary.bytes["after_step"] = after_step(a, reading, "a", line, summary.step_levels)
+        summary.first_divergent_lines = {"a": found.first.line_a, "b": found.first.line_b}
+    elif found.one_sided and summary.verdict in (IDENTICAL, CLOSE):
+        first = found.first_only
+        where = (
+            f"line {first.line_a} of a: `{_cut(first.text_a)}`"
+            if first is not None and first.line_a
+            else f"line {first.line_b} of b: `{_cut(first.text_b)}`"
+            if first is not None
+            else "?"
+        )
+        why = f"lines on one side only: a {found.only_a}, b {found.only_b} (first: {where})"
+        summary.verdict = INCOMPLETE
+        summary.complete = False
+        summary.reason = "; ".join(filter(None, (summary.reason, why)))
+
+
+def _float32(path: Path) -> bool:
+    """A TensorBoard event file or run folder: its scalars are float32."""
+    if path.is_dir():
+        return any(path.rglob("*tfevents*"))
+    return "tfevents" in path.name
+
+
+def after_step(path: Path, reading: Reading, side: str, line: int, levels: bool) -> str | None:
+    """The step a line of a log stands at or after, as a person reads it (`27`, `1634 (epoch
+    27)`): the last step record read at or before it; None before any (or for a format that is
+    not read line by line)."""
+    parser = LineParser(reading, side)
+    last: int | None = None
+    at = False
+    try:
+        with open_log(path) as fh:
+            for number, raw in enumerate(fh, 1):
+                if number > line:
+                    break
+                if not raw.strip():
+                    continue
+                record, _ = parser.parse(raw)
+                if isinstance(record, Step):
+                    last, at = record.step, number == line
+    except (OSError, ValueError, EOFError, ReaderError):
+        return None
+    if last is None:
+        return None
+    return ("at step " if at else "after step ") + step_text(last, levels)

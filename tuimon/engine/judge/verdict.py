@@ -73,6 +73,11 @@ class Summary:
     """The first divergent step's levels (`{"epoch": 7, "iteration": 2750}`), when two-level."""
     first_divergent_lines: dict[str, int | None] | None = None
     """Where the first difference is in each log: its line (1-based), for logs of lines."""
+    bytes: dict[str, Any] = field(default_factory=dict)
+    """The byte rule over the two logs (`tuimon.engine.judge.byte_rule.ByteCheck.to_dict`):
+    what differs and why it may; empty until a path that ends the pair holds it to the bytes."""
+    precision: dict[str, Any] = field(default_factory=dict)
+    """How exactly the values were compared (`tuimon.engine.judge.precision.Precision`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (non-finite floats as strings); `jsonable` copies every container, so

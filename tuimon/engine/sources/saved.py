@@ -13,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 
 from tuimon.engine.judge.align import PairAligner
+from tuimon.engine.judge.byte_rule import hold
 from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.verdict import Summary, no_step_reason
 from tuimon.engine.sources.side_state import SideState
@@ -206,9 +207,12 @@ class SavedPair(SavedLogs):
         if self.doc.status not in (None, "finished") and not reasons:
             reasons.append(str(self.doc.summary.get("reason") or self.doc.status))
         reason = "; ".join(dict.fromkeys(reasons)) or None
-        return aligner.summary(
+        summary = aligner.summary(
             complete=reason is None, reason=reason, interrupted=ending.interrupted
         )
+        devices = self.doc.devices if len(self.doc.devices or ()) == 2 else None
+        hold(summary, self.a, self.b, reading=self.reading, select=self.select, devices=devices)
+        return summary
 
     def side_state(self, side: str, *, final: bool = False) -> SideState:
         """A side's state: its device and command (pair.json's record, else its log's), and

@@ -23,6 +23,7 @@ from tuimon.applied import pair_applied
 from tuimon.engine.events import Exited, Lines, Note, SourceEvent, Stderr
 from tuimon.engine.judge.align import PairAligner
 from tuimon.engine.judge.artifacts import compare_artifacts, describe
+from tuimon.engine.judge.byte_rule import hold
 from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.fingerprints import env_diff
 from tuimon.engine.judge.hints import likely_causes
@@ -30,6 +31,7 @@ from tuimon.engine.judge.verdict import Summary, no_step_reason
 from tuimon.engine.launch.runner import TICK, LaunchError, Run, RunSpec, exit_text
 from tuimon.engine.sources.replicas import ReplicaWatch
 from tuimon.engine.sources.side_state import SideState
+from tuimon.readers import PatternError, Reading
 from tuimon.readers.cut import LineCutter
 from tuimon.steplog import End, Header, Record, Step, Text, parse_line
 from tuimon.store import SIDES, PairDoc, PairWriter, RunDoc, SavedLogs, StoreError
@@ -567,6 +569,7 @@ class PairSession:
         self.summary = self.aligner.summary(
             complete=complete, reason=reason, interrupted=self.interrupted
         )
+        self._hold_to_bytes()
         ends = [self.sides[k].end for k in SIDES]
         if ends[0] is not None and ends[1] is not None:
             self.artifacts = compare_artifacts(ends[0].artifacts, ends[1].artifacts)
@@ -588,6 +591,27 @@ class PairSession:
         self.ended = True
         self._flush(done=True, message=message)
         return self.summary
+
+    def _hold_to_bytes(self) -> None:
+        """The verdict held to the bytes the pair saved of each side (`byte_rule.hold`), as
+        a replay of the saved pair holds it: the same bytes, the same verdict."""
+        if self.writer is None:
+            return
+        logs = [self.writer.path / f"{side}.jsonl" for side in SIDES]
+        if not all(log.is_file() for log in logs):
+            return
+        devices = (self.sides["a"].device or "", self.sides["b"].device or "")
+        try:
+            reading = Reading.from_dict(self.options.meta.get("reading"))
+        except PatternError:  # the live pair read with it, so it compiled: never here
+            reading = Reading()
+        hold(
+            self.summary,
+            *logs,
+            reading=reading,
+            select=self.aligner.select,
+            devices=devices if all(devices) else None,
+        )
 
     def _run_doc(self, s: SideState) -> RunDoc:
         end = None if s.end is None else {"status": s.end.status, "steps": s.end.steps}
