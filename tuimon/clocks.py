@@ -2,15 +2,22 @@
 (every reader, `tuimon.steplog` and the judge of text lines ask here); nothing of the package
 imported, so anything may use it.
 
-The rule is by principle, on the name's leaf (`time/fps` -> `fps`) and its unit:
+The rule is by principle: a clock needs a clock unit, or a clock name as its whole leaf (the
+name's last part, `time/fps` -> `fps`) or as the leaf's last word; a name that only contains a
+clock word is a metric (`Duration Loss`, `time_loss`):
+- a clock name: `time`, `eta`, `elapsed`, `timestamp`, `runtime`, `duration`, `latency`,
+  `wall`, `dt`, `data` (data-loading time), `maintenance` ... as the leaf or its last word
+  (`iter_time`, `time/time_elapsed`; a statistic after it is no word: `time_avg`), or first
+  before `per` (`time_per_step`);
+- a clock unit: the last word (`step_ms`, `total_sec`), the first before `per`
+  (`ms_per_iter`, `sec_per_tick`), a unit per thing (`sec/tick`, `sec/kimg`, `s/it`) or in
+  brackets (`time(s)`, `Duration [ms]`);
+- a clock section: every leaf under `Timing/`, `timers/` is a clock (`Timing/total_sec`);
 - a rate is a clock: `*_per_second`, `*/s`, `fps`, `tok/s`, `it/s`, `mfu`, `tflops`,
   `throughput`, `speed`, utilisation;
 - a counter is never a clock, whatever its prefix: `total_*`, `num_*`, `*tokens*`,
-  `consumed_*`, `*flops*` / `*flos*`, `*count*`, `*steps*` (a changed token count is a changed
-  data pipeline);
-- a time is a clock: `time`, `timestamp`, `runtime`, `elapsed`, `duration`, `eta`,
-  `remaining`, `latency`, `wall`, `dt`, `data` (data-loading time), a time unit as the last
-  word (`step_ms`, `fwd_s`) or first (`ms_per_iter`).
+  `consumed_*`, `*flops*` / `*flos*`, `*count*`, `*steps*`, `tick`, `kimg` (a changed token
+  count is a changed data pipeline).
 
 In printed text (`mask_clocks`), the same names before a number, numbers with a time or rate
 unit (`0.12s`, `77ms`, `3.4it/s`), dates, times of day and durations (`12:01:33`, `0:01:23`)
@@ -30,13 +37,27 @@ TIME_KEYS = frozenset({"t", "time", "timestamp", "_timestamp", "_runtime", "wall
 CLOCK_NAMES = TIME_KEYS | {
     "dt", "mfu", "lap", "duration", "runtime", "throughput", "it/s", "s/it", "eta", "wps",
     "tps", "ips", "fps", "sps", "ups", "tflops", "gb_free", "remaining", "data", "speed",
-    "passed", "left", "time_left",
+    "passed", "left", "time_left", "maintenance",
 }  # fmt: skip
 """Whole names that are clocks, throughput or work done per second."""
 _UNITS = frozenset(
     {"ms", "us", "ns", "µs", "sec", "secs", "second", "seconds", "min", "mins", "minutes",
-     "hr", "hrs", "hours"}
+     "hr", "hrs", "hours", "days"}
 )  # fmt: skip
+_UNIT = r"(?:s|ms|us|ns|µs|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?|days?)"
+_UNIT_PER = re.compile(rf"(?:^|[/_.\s]){_UNIT}/[a-z]\w*$", re.IGNORECASE)
+"""A time unit per thing as the name's tail: `sec/tick`, `sec/kimg`, `s/it`, `ms/step`."""
+_UNIT_BRACKETED = re.compile(rf"\S\s*[(\[]\s*{_UNIT}\s*[)\]]$", re.IGNORECASE)
+"""A time unit in brackets after a name: `time(s)`, `Duration [ms]`."""
+_SECTIONS = frozenset({"timing", "timings", "timer", "timers"})
+"""Sections whose every leaf (but a counter) is a clock: `Timing/total_sec`."""
+_CLOCK_WORDS = frozenset(n for n in CLOCK_NAMES if len(n) > 1 and n != "data")
+"""Clock names that make a clock as a leaf's last word (`eval_eta`, `step_throughput`)."""
+_STATS = frozenset(
+    {"avg", "mean", "max", "min", "std", "median", "ema", "smooth", "smoothed", "last", "sum",
+     "p50", "p90", "p95", "p99"}
+)  # fmt: skip
+"""Words after a name that say which statistic of it is shown (`iter_time_avg`)."""
 _TIMES = frozenset(
     {"time", "times", "timestamp", "timestamps", "runtime", "elapsed", "duration", "wall",
      "walltime", "latency", "dt", "eta", "remaining", "clock", "lap", "timer", "timing",
@@ -66,29 +87,50 @@ def leaf(name: str) -> str:
 @lru_cache(maxsize=8192)
 def is_clock(name: str) -> bool:
     """True for a clock or a rate (`t`, `time`, `train_runtime`, `eval_samples_per_second`,
-    `step_time_ms`, `ms_per_iter`, `time/fps`, `mfu` ...), which depends on the machine, not
-    on the computation; False for a counter (`throughput/total_tokens`,
-    `total_training_Gflops`, `num_tokens`), which is judged. Cached per name (bounded).
-    `--judge NAME` judges a clock anyway."""
+    `step_time_ms`, `ms_per_iter`, `time/fps`, `mfu`, `sec/kimg`, `Timing/total_sec` ...),
+    which depends on the machine, not on the computation; False for a counter
+    (`throughput/total_tokens`, `total_training_Gflops`, `num_tokens`), which is judged, and
+    for a name that only contains a clock word (`Duration Loss`, `time_loss`). Cached per name
+    (bounded). `--judge NAME` judges a clock anyway."""
     lower = name.lower()
-    if lower in CLOCK_NAMES and (len(name) > 1 or name == "t"):  # `T` is a metric's name
+    if lower in CLOCK_NAMES or _UNIT_PER.search(lower) or _UNIT_BRACKETED.search(lower):
         return True
     last = leaf(name)
     low = last.lower()
-    if (low in CLOCK_NAMES and (len(last) > 1 or last == "t")) or _RATE_TAIL.search(low):
-        return True
+    if (low in CLOCK_NAMES and len(low) > 1) or _RATE_TAIL.search(low):
+        return True  # one letter is a clock only as the whole name (`t`, not `loss.T`)
     words = [w.lower() for w in _WORDS.split(last) if w]
     if any(w in _RATES for w in words):
         return True
-    if any(w.startswith(_COUNTERS) or w.endswith(("tokens", "flops", "flos")) for w in words):
-        return bool(set(words) & _TIMES) and not any(
-            w in ("tokens", "token", "flops", "flos", "num", "consumed") for w in words
-        )
-    if any(w in _TIMES or w.endswith(("time", "timestamp")) for w in words):
+    if _counter(words):
+        return False
+    sections = {part.lower() for part in re.split(r"[/.]", name)[:-1]}
+    return bool(sections & _SECTIONS) or _clock_words(words) or low in ("data", "data_time")
+
+
+def _counter(words: list[str]) -> bool:
+    """A counter's words (`total_tokens`, `num_steps`, `consumed_samples`): never a clock,
+    unless a clock name or unit ends it (`total_time`, `total_sec`)."""
+    if not any(w.startswith(_COUNTERS) or w.endswith(("tokens", "flops", "flos")) for w in words):
+        return False
+    strong = any(w in ("tokens", "token", "flops", "flos", "num", "consumed") for w in words)
+    return strong or not _clock_words(words)
+
+
+def _clock_words(words: list[str]) -> bool:
+    """A leaf's words that make a clock: a clock name or a unit as the last word (a statistic
+    after it aside: `iter_time_avg`), or first before `per` (`time_per_step`,
+    `ms_per_iter`); a clock word elsewhere names a metric (`time_loss`)."""
+    while len(words) > 1 and words[-1] in _STATS:
+        words = words[:-1]
+    if not words:
+        return False
+    end = words[-1]
+    if end in _TIMES or end.endswith(("time", "timestamp")) or end in _CLOCK_WORDS:
         return True
-    if len(words) > 1 and (words[-1] in _UNITS or (words[0] in _UNITS and words[1] == "per")):
-        return True
-    return low in ("data", "data_time")
+    if len(words) > 1 and (end in _UNITS or (end in ("s", "h") and set(words) & _TIMES)):
+        return True  # `step_ms`, `total_sec`; `time_this_iter_s` (not `loss_s`)
+    return len(words) > 2 and words[1] == "per" and (words[0] in _TIMES or words[0] in _UNITS)
 
 
 def is_media(value: object) -> bool:
@@ -106,6 +148,8 @@ _CLOCK_SPANS = re.compile(
     r"(?:Z|[+-]\d{2}:?\d{2})?"
     r"|\b\d{1,3}(?::\d{2}){1,2}(?:[.,]\d+)?\b"
     r"|\b\d+\s*days?,\s*\d+:\d{2}:\d{2}"
+    # a duration in units: 1h 02m 03s, 5m 12s, 2d 03h
+    r"|\b\d+[dhms](?:\s\d+[hms])+\b"
     # month names (Jan 01, 01-Jan-2023)
     r"|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*[ -]+\d{1,2}\b"
     # a number with a time or rate unit: 0.12s, 77 ms, 3.4it/s, 12.3 samples/sec, 5 tok/s
@@ -117,7 +161,8 @@ _CLOCK_SPANS = re.compile(
     rf"|(?<![\w.]){_NUM}[kKMGT]\s?[A-Za-z]*/s\b",
 )
 _NAMED = re.compile(
-    r"(?P<name>[A-Za-z_][\w./-]*(?:[ ][A-Za-z_][\w./-]*)?)\s*(?:[:=]\s*|\s)"
+    r"(?P<name>[A-Za-z_][\w./-]*(?:[ ][A-Za-z_][\w./-]*)?(?:\s?[(\[][A-Za-z%µ/]{1,8}[)\]])?)"
+    r"\s*(?:[:=]\s*|\s)"
     rf"(?P<value>{_NUM})(?P<avg>\s*\(\s*{_NUM}\s*\))?"
 )
 NUMBER = re.compile(rf"(?<![\w.]){_NUM}(?![\w]|\.\d)")
