@@ -19,6 +19,7 @@ from tuimon.readers.account import NOTE
 from tuimon.readers.literal import literal_row
 from tuimon.readers.reading import NATIVE, Reading
 from tuimon.readers.rows import (
+    Levels,
     StreamMerger,
     as_int,
     as_number,
@@ -26,6 +27,7 @@ from tuimon.readers.rows import (
     renamed,
     row_step,
     step_key,
+    step_path,
 )
 from tuimon.readers.table import ROW, TableRows
 from tuimon.readers.text import (
@@ -131,6 +133,8 @@ class LineParser:
         """JSON objects without a step key numbered so far (`_numbered`)."""
         self._content_key: str | None = None
         """The step key found by content in the first JSON row (`content_key`)."""
+        self._levels = Levels()
+        """Two-level steps of JSON rows and tables, told by their counters (`Levels`)."""
         self.tables = TableRows(self.key)
         """Tables of numbers under a header of names (`tuimon.readers.table`)."""
         self.first_key: str | None = None
@@ -146,6 +150,7 @@ class LineParser:
         last line without its newline that is not a whole object (`...}`) may be cut short
         (`loss 0.12` of `loss 0.1234`): a step it would give is skipped as unreadable."""
         record, complete = self._parse(line)
+        self.levels = self.levels or self._levels.on
         cut = not line.endswith(b"\n") and not line.rstrip().endswith(b"}")
         if isinstance(record, Step) and cut:
             return Text(f"{_cut(line, 200)} [cut short?]", CUT_TAIL), False
@@ -174,7 +179,8 @@ class LineParser:
                             return self._renamed(record), kind == "step"
                     elif (step := self._row(obj)) is not None:  # a row
                         if not self.json_rows:
-                            self.first_key = step_key(obj, self.key) or (
+                            path = step_path(obj, self.key)
+                            self.first_key = ".".join(path) if path else (
                                 f"{self._content_key} (by content: a counter's name)"
                             )
                         self.json_rows = True
@@ -204,7 +210,7 @@ class LineParser:
             if self.tables.note and not self._notes_told:
                 self._notes.append(self.tables.note)
             self.first_key = self.first_key or self.tables.note
-            step = row_step(row, self.rename, self.tables.step)
+            step = row_step(row, self.rename, self.tables.step, self._levels)
             if step is not None:
                 return step
         if self._block is not None:
@@ -319,14 +325,14 @@ class LineParser:
     def _row(self, obj: dict[str, Any]) -> Step | None:
         """A JSON row's step: by a step key, or by the key found by content in the stream's
         first row (`content_key`)."""
-        step = row_step(obj, self.rename, self.key)
+        step = row_step(obj, self.rename, self.key, self._levels)
         if step is not None or self.key is not None or "type" in obj:
             return step
         if self._content_key is None and not self.json_rows:
             self._content_key = content_key(obj)
         if self._content_key is None:
             return None
-        return row_step(obj, self.rename, self._content_key)
+        return row_step(obj, self.rename, self._content_key, self._levels)
 
     def _numbered(self, obj: dict[str, Any]) -> Step | None:
         """A JSON object without a step key, in a stream where no object has had one (DETR's

@@ -30,10 +30,11 @@ from tuimon.steplog import (
 
 STEP_KEYS = (
     "step", "_step", "global_step", "iteration", "iter", "current_steps", "num_updates",
-    "it", "s", "epoch",
+    "it", "s", "tick", "epoch",
 )  # fmt: skip
 """Keys that give a row its step, in order of preference: the first that holds an integer
-(`epoch` only as an integer, not HF's 0.37; `--step-key` names another)."""
+(`epoch` only as an integer, not HF's 0.37; `--step-key` names another). A row without one
+at its top level takes the first found in its nested objects (`step_path`)."""
 COUNTERS = frozenset(STEP_KEYS[:7])
 """Step keys that are never metrics, even when another key is the step."""
 CLOCK_FIELDS = ("t", "_runtime", "time", "elapsed", "wall_s")
@@ -92,6 +93,39 @@ def as_number(value: Any) -> float | Unreadable | None:
 _NONFINITE_WORDS = frozenset({"nan", "inf", "-inf", "infinity", "-infinity"})
 
 
+NESTED_DEPTH = 3
+"""Levels of nested objects searched for a step key (`step_path`)."""
+
+
+def step_path(row: Mapping[str, Any], forced: str | None = None) -> tuple[str, ...] | None:
+    """Where a row's step is: the keys down to it, `("step",)` at the top level, else the
+    first step key of its nested objects, level by level (`{"data": {"epoch": 27, "iter":
+    1634}}` -> `("data", "iter")`); `forced` (`--step-key`) may name a nested one with dots
+    (`data.iter`). None when the row has none."""
+    if (key := step_key(row, forced)) is not None:
+        return (key,)
+    if forced is not None:
+        *outer, last = forced.split(".")
+        inner = _nested(row, tuple(outer))
+        return (*outer, last) if outer and inner and step_key(inner, last) else None
+    level: list[tuple[tuple[str, ...], Mapping[str, Any]]] = [((), row)]
+    for _ in range(NESTED_DEPTH):
+        level = [((*path, str(k)), v) for path, m in level for k, v in m.items()
+                 if isinstance(v, Mapping) and not is_media(v)]  # fmt: skip
+        for path, inner in level:
+            if (key := step_key(inner)) is not None:
+                return (*path, key)
+    return None
+
+
+def _nested(row: Mapping[str, Any], path: tuple[str, ...]) -> Mapping[str, Any] | None:
+    """The object at `path` in a row, or None."""
+    inner: Any = row
+    for key in path:
+        inner = inner.get(key) if isinstance(inner, Mapping) else None
+    return inner if isinstance(inner, Mapping) else None
+
+
 def step_key(row: Mapping[str, Any], forced: str | None = None) -> str | None:
     """The key that holds this row's step (only `forced` when given), or None."""
     if forced is not None:
@@ -102,6 +136,51 @@ def step_key(row: Mapping[str, Any], forced: str | None = None) -> str | None:
                 continue  # a float epoch is progress through the data, not a step
             return key
     return None
+
+
+LEVEL = 10**9
+"""A two-level step (epoch, iteration) is `epoch * LEVEL + iteration`: one integer that sorts
+and aligns as the pair, shown as both (`tuimon.readers.text.step_text`)."""
+LEVELS_NOTE = "steps are two-level (epoch, iteration): step = epoch * 1e9 + iteration"
+INNER_KEYS = ("batch", "batch_idx", "batch_id", "batch_nb", "batch_num")
+"""Counters within an epoch that are no step key alone: with an integer `epoch` they make
+the row's step two-level (`Levels`)."""
+
+
+class Levels:
+    """Two-level steps of rows, told by the data: once a row's counter falls while its
+    integer `epoch` rises (the counter starts again each epoch: `epoch, iter`, `epoch,
+    step`), or from a row whose step is its epoch beside a batch counter (`INNER_KEYS`:
+    `epoch, batch`), every step is `epoch * LEVEL + counter` (a row without an epoch takes
+    the last one, an epoch row without the counter the epoch's last one). Rows before keep
+    their one-level step, so a log and any beginning of it read alike (live, cut or whole).
+    One per log read, fed its rows in order."""
+
+    def __init__(self) -> None:
+        self.on = False
+        """The counter was seen to start again: steps are two-level from there on."""
+        self._last: tuple[int, int] | None = None
+
+    def step(self, row: Mapping[str, Any], key: str, step: int) -> int:
+        """The step of a row whose one-level step is `step` under `key`."""
+        if key == "epoch":
+            epoch: int | None = step
+            inner = next((n for k in INNER_KEYS if (n := as_int(row.get(k))) is not None), None)
+            self.on = self.on or inner is not None  # a batch counter is within its epoch
+        else:
+            epoch, inner = as_int(row.get("epoch")), step
+        if epoch is not None and inner is not None and 0 <= inner < LEVEL and 0 <= epoch < 2**33:
+            before = self._last
+            self.on = self.on or (before is not None and epoch > before[0] and inner < before[1])
+            self._last = (epoch, inner)
+        last = self._last
+        if not self.on or last is None:
+            return step
+        if epoch is None or epoch < 0 or epoch >= 2**33:
+            epoch = last[0]
+        if inner is None or not 0 <= inner < LEVEL:
+            inner = last[1] if last[0] == epoch else 0
+        return epoch * LEVEL + inner
 
 
 MAX_ITEMS = 1024
@@ -150,15 +229,27 @@ def numbers(name: str, value: Any, depth: int = 0) -> Iterator[tuple[str, float 
 
 
 def row_step(
-    row: Mapping[str, Any], rename: Mapping[str, str] | None = None, key: str | None = None
+    row: Mapping[str, Any],
+    rename: Mapping[str, str] | None = None,
+    key: str | None = None,
+    levels: Levels | None = None,
 ) -> Step | None:
     """The `Step` a row stands for (its step under `key` when given), or None when it has
-    no step key."""
-    key = step_key(row, key)
-    if key is None:
+    no step key. A step found in a nested object (`step_path`) leaves the other values of
+    the row metrics under their dotted names (`data.loss.T`), its counters aside. `levels`:
+    the log's `Levels`, which makes the step two-level when the counter restarts."""
+    path = step_path(row, key)
+    if path is None:
         return None
-    step = as_int(row[key])
+    *outer, key = path
+    within = _nested(row, tuple(outer))
+    assert within is not None
+    step = as_int(within[key])
     assert step is not None
+    if levels is not None:
+        step = levels.step(within, key, step)
+    prefix = "".join(f"{k}." for k in outer)
+    apart = {prefix + k for k in (key, *COUNTERS)} if outer else frozenset()
     metrics: dict[str, float] = {}
     clocks: dict[str, float] = {}
     bad: list[str] = []
@@ -166,6 +257,8 @@ def row_step(
         if name == key or name in _SKIP or name in COUNTERS:
             continue
         for metric, number in numbers(str(name), value):
+            if metric in apart:
+                continue
             if isinstance(number, Unreadable):
                 bad.append(f"{metric}={number}")
             elif is_clock(metric) or is_media(value):

@@ -12,7 +12,18 @@ import io
 import numpy as np
 
 from tuimon.clocks import is_clock
-from tuimon.readers.rows import CLOCK_FIELDS, COUNTERS, STEP_KEYS, as_float, merge, row_step
+from tuimon.readers.account import NOTE
+from tuimon.readers.rows import (
+    CLOCK_FIELDS,
+    COUNTERS,
+    INNER_KEYS,
+    LEVELS_NOTE,
+    STEP_KEYS,
+    Levels,
+    as_float,
+    merge,
+    row_step,
+)
 from tuimon.readers.table import split
 from tuimon.sanitize import clean
 from tuimon.steplog import (
@@ -85,6 +96,7 @@ def read_csv(text: str, key: str | None = None) -> list[Record]:
     rows = list(reader)
     if not cut and (fast := uniform_rows(names, rows, key)) is not None:
         return merge(last_run(fast))
+    levels = Levels()
     for number, cells in enumerate(rows, 2):
         if any("\n" in cell for cell in cells):  # a quote that never closed took the rest in
             lines = sum(cell.count("\n") for cell in cells) + 1
@@ -106,13 +118,15 @@ def read_csv(text: str, key: str | None = None) -> list[Record]:
                 )
             )
             continue
-        step = row_step(row, key=key)
+        step = row_step(row, key=key, levels=levels)
         if step is not None and cut and number == len(rows) + 1:
             records.append(Text(",".join(cells)[:200] + " [cut short?]", UNREADABLE))
         elif step is not None:
             records.append(step)
         elif row:
             records.append(Text(",".join(cells)[:4096], _why(row, names, key)))
+    if levels.on:
+        records.insert(0, Text(NOTE + LEVELS_NOTE))
     return merge(last_run(records))
 
 
@@ -161,6 +175,8 @@ def uniform_rows(names: list[str], rows: list[list[str]], key: str | None) -> li
         return None
     if np.isinf(values).any() or (np.abs(values) >= 2.0**53).any():
         return None  # an infinity or an overflow, a huge integer: `as_number` tells them apart
+    if _restarts(names, values, k):
+        return None  # two-level steps: `read_csv` reads them row by row (`Levels`)
     metric = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and not is_clock(n)]
     clock = [i for i, n in enumerate(names) if i != k and n not in COUNTERS and is_clock(n)]
     mnames, cnames = [names[i] for i in metric], [names[i] for i in clock]
@@ -175,6 +191,21 @@ def uniform_rows(names: list[str], rows: list[list[str]], key: str | None) -> li
                         t=None if t_at is None else c[t_at],
                         clocks=dict(zip(cnames, c, strict=True))))  # fmt: skip
     return out
+
+
+def _restarts(names: list[str], values: np.ndarray, k: int) -> bool:
+    """Whether the steps are two-level (`Levels`): the step column (`k`) starts again while
+    an `epoch` column rises, or the step is the epoch beside a batch counter (`INNER_KEYS`)."""
+    if "epoch" not in names:
+        return False
+    epoch = names.index("epoch")
+    inner = k if k != epoch else next((names.index(n) for n in INNER_KEYS if n in names), None)
+    if inner is None or inner != k:
+        return inner is not None  # a batch counter beside the epoch step: two-level
+    if len(values) < 2:
+        return False
+    rises = values[1:, epoch] > values[:-1, epoch]
+    return bool((rises & (values[1:, inner] < values[:-1, inner])).any())
 
 
 def _misshapen(cells: list[str], width: int, row: dict[str, str]) -> bool:

@@ -18,13 +18,15 @@ from functools import lru_cache
 from typing import Any
 
 from tuimon.clocks import is_clock
+from tuimon.readers.rows import LEVEL as LEVEL
+from tuimon.readers.rows import LEVELS_NOTE as LEVELS_NOTE
 from tuimon.readers.rows import as_int, as_number
 from tuimon.steplog import LOW_BITS, Step, Unreadable, int_text, low_bits
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _NUM = r"[-+]?(?:\d{1,3}(?:_\d{3})+|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b"
 _STEP = re.compile(
-    r"(?<![\w./])(?P<key>global[_ ]step|num_updates|step|iteration|iter|batch_id|it|epoch)\b"
+    r"(?<![\w./])(?P<key>global[_ ]step|num_updates|step|iteration|iter|batch_id|it|tick|epoch)\b"
     r"\s*[:=#]?\s*\[?\s*"
     r"(?P<n>\d+)(?![,.]\d)(?P<of>\s*/\s*\d+)?\b"
     r"|^\s*(?P<key2>s):(?P<n2>\d+)\b",  # llm.c: `s:5000 trl:3.63 lr:0.0006 norm:0.31`
@@ -40,10 +42,6 @@ def _named_step(key: str) -> re.Pattern[str]:
     )
 
 
-LEVEL = 10**9
-"""A two-level step (epoch, iteration) is `epoch * LEVEL + iteration`: one integer that sorts
-and aligns as the pair, shown as both (`step_text`)."""
-LEVELS_NOTE = "steps are two-level (epoch, iteration): step = epoch * 1e9 + iteration"
 _TWO_LEVEL = re.compile(
     # Epoch [7][2750/6207] (mmcv), Epoch: [108]  [ 50/500] (MetricLogger), Train Epoch: 1
     # [640/60000 (1%)] (PyTorch examples), Train: 3 [ 50/625 ( 8%)] (timm), [1,  2000] loss:
@@ -112,7 +110,8 @@ def _n(m: re.Match[str]) -> str:
 
 
 _PAIR = re.compile(
-    r"(?<![\w.])(?P<name>[A-Za-z_][\w./-]*(?: [A-Za-z_][\w./-]*)?)\s*(?:[:=]\s*|\s)"
+    r"(?<![\w.])(?P<name>[A-Za-z_][\w./-]*(?: [A-Za-z_][\w./-]*)?"
+    r"(?:\s?[(\[][A-Za-z%µ/]{1,8}[)\]])?)\s*(?:[:=]\s*|\s)"
     r"(?P<value>" + _NUM + r")(?:(?P<unit>ms|us|µs|s|%)|\s(?P<unit2>sec|secs|seconds|ms|s)\b)?"
     r"(?![\w.]|[,:]\d)"  # not 3,201 or 5:06
     r"(?:\s*\(\s*(?P<avg>" + _NUM + r")\s*\))?",  # a running average: `loss 1.23 (1.45)`
@@ -120,7 +119,7 @@ _PAIR = re.compile(
 )
 _RANK = {
     "global step": 0, "global_step": 0, "num_updates": 0, "step": 1, "iteration": 2, "iter": 2,
-    "batch_id": 2, "it": 3, "s": 3,
+    "batch_id": 2, "it": 3, "s": 3, "tick": 3,
 }  # fmt: skip
 STEP_GROUPS = ("step", "iter", "iteration", "global_step", "epoch")
 """Group names a `--pattern` may use for the step."""
@@ -250,6 +249,7 @@ def _values(
             continue
         unit = (m["unit"] or m["unit2"] or "").lower()
         clock = unit in ("ms", "us", "µs", "s", "sec", "secs", "seconds") or is_clock(name)
+        clock = clock or is_clock(m["name"].strip())  # `sec/tick`, as printed
         (clocks if clock else metrics)[name] = value
         if not clock and (low := low_bits(int_text(m["value"]))) is not None:
             metrics[name + LOW_BITS] = low  # an integer beyond 2**53: judged exactly
