@@ -4,8 +4,10 @@
   merged); the trainer's settings (`logging_steps`, `train_batch_size` ...) as the header.
 - Any other object: a settings block (`hyper`, `config`, `args` ...) and the top-level scalars
   (`n_train`, `n_test`, `time_only` ...) as the header; the steps as a list of per-step objects,
-  or as per-metric arrays beside a step array (`{"steps": [0, 10], "train_loss": [..]}`); arrays
-  may sit in a `metrics` / `history` block. The lab's metrics files are of this kind.
+  or as per-metric arrays beside a step array (`{"steps": [0, 10], "train_loss": [..]}`), else
+  by their position (per-epoch lists); arrays may sit in a `metrics` / `history` block, or in
+  any other block, named by it (`{"training": {"loss": [..]}}` -> `training/loss`). The
+  lab's metrics files are of this kind.
 - A top-level list of per-step objects.
 """
 
@@ -17,7 +19,8 @@ from typing import Any
 
 import orjson
 
-from tuimon.readers.rows import STEP_KEYS, as_float, as_int, merge, row_step
+from tuimon.readers.account import NOTE
+from tuimon.readers.rows import LEVELS_NOTE, STEP_KEYS, Levels, as_float, as_int, merge, row_step
 from tuimon.steplog import NO_STEP_KEY, UNREADABLE, Header, Record, Step, Text
 
 SETTINGS = ("hyper", "hyperparameters", "hparams", "config", "args", "settings", "params")
@@ -58,14 +61,15 @@ def _header(doc: Mapping[str, Any], source: str, skip: frozenset[str]) -> Header
 def _rows(items: list[Any], key: str | None = None) -> list[Record]:
     """The steps of a list of rows; a row with numbers but no step is kept as skipped."""
     out: list[Record] = []
+    levels = Levels()
     for item in items:
         if not isinstance(item, Mapping):
             continue
-        if (step := row_step(item, key=key)) is not None:
+        if (step := row_step(item, key=key, levels=levels)) is not None:
             out.append(step)
         elif any(as_float(v) is not None for v in item.values()):
             out.append(Text(_shown(item), NO_STEP_KEY))
-    return out
+    return [Text(NOTE + LEVELS_NOTE), *out] if levels.on else out
 
 
 def _shown(item: Mapping[str, Any]) -> str:
@@ -86,8 +90,9 @@ def _prefix(name: str) -> str:
     return name.lower().split("_")[0]
 
 
-def _arrays(block: Mapping[str, Any]) -> tuple[list[Record], list[str]]:
-    """Steps from per-metric arrays beside step arrays; notes on arrays that could not be read."""
+def _arrays(block: Mapping[str, Any], prefix: str = "") -> tuple[list[Record], list[str]]:
+    """Steps from per-metric arrays beside step arrays, named `prefix` + the array's name;
+    notes on arrays that could not be read."""
     lists = {k: v for k, v in block.items() if isinstance(v, list)}
     steps = {k: v for k, v in lists.items() if _is_step_array(k, v)}
     series = {k: v for k, v in lists.items() if k not in steps and _is_series(v)}
@@ -100,25 +105,46 @@ def _arrays(block: Mapping[str, Any]) -> tuple[list[Record], list[str]]:
             return [], [f"per-metric arrays of lengths {sorted(lengths)} and no step array"]
         n = lengths.pop()
         steps = {"(position)": list(range(n))}
-        notes.append("no step array: array positions 0..n-1 taken as the steps")
+        where = f"{prefix}*: " if prefix else ""
+        notes.append(f"{where}no step array: array positions 0..n-1 taken as the steps")
     rows: dict[tuple[str, int], dict[str, Any]] = {}
     for name, values in series.items():
         fits = [k for k, v in steps.items() if len(v) == len(values)]
         if not fits:
-            notes.append(f"not read: {name} ({len(values)} values, no step array of that length)")
+            notes.append(
+                f"not read: {prefix}{name} ({len(values)} values, no step array of that length)"
+            )
             continue
         key = next((k for k in fits if _prefix(k) == _prefix(name)), None)
         fits.sort(key=lambda k: (k.lower() not in STEP_ARRAYS, k.lower().startswith("epoch")))
         key = key or fits[0]
         for i, (step, value) in enumerate(zip(steps[key], values, strict=True)):
             if value is not None:
-                rows.setdefault((key, i), {"step": as_int(step)})[name] = value
+                rows.setdefault((key, i), {"step": as_int(step)})[prefix + name] = value
     order = sorted(rows, key=lambda ki: (as_int(steps[ki[0]][ki[1]]), ki[0] != "steps", ki))
     out: list[Record] = []
     for k in order:
         if (step := row_step(rows[k])) is not None:
             out.append(step)
     return out, notes
+
+
+def _blocks(
+    doc: Mapping[str, Any], prefix: str = "", depth: int = 0
+) -> list[tuple[str, Mapping[str, Any]]]:
+    """The objects of a document that may hold per-metric arrays, with the prefix of their
+    names: the document and its `SERIES` blocks as they are (`metrics`, `history`), any
+    other object but settings by its key (`{"training": {"loss": [..]}, "validation":
+    {"loss": [..]}}` -> `training/loss`, `validation/loss`), two levels down at most."""
+    found = [(prefix, doc)]
+    if depth >= 2:
+        return found
+    for key, value in doc.items():
+        if not isinstance(value, Mapping) or key in SETTINGS or key in ENVS:
+            continue
+        inner = prefix if key in SERIES and not depth else f"{prefix}{key}/"
+        found += _blocks(value, inner, depth + 1)
+    return found
 
 
 def read_document(doc: Any, key: str | None = None) -> list[Record]:
@@ -132,7 +158,6 @@ def read_document(doc: Any, key: str | None = None) -> list[Record]:
         header = _header(doc, "trainer_state.json", RESULTS | {"log_history"})
         return [header, *merge(_rows(doc["log_history"], key))]
     header = _header(doc, "json document", frozenset())
-    blocks = [doc] + [doc[k] for k in SERIES if isinstance(doc.get(k), Mapping)]
     listed = [*SERIES, *(k for k, v in doc.items() if k not in SERIES and isinstance(v, list))]
     for name in listed:  # rows under a known key first, then under any key (`iterations`)
         if isinstance(doc.get(name), list):
@@ -141,8 +166,8 @@ def read_document(doc: Any, key: str | None = None) -> list[Record]:
                 return [header, *merge(steps)]
     records: list[Record] = []
     notes: list[str] = []
-    for block in blocks:
-        found, said = _arrays(block)
+    for prefix, block in _blocks(doc):
+        found, said = _arrays(block, prefix)
         records += found
         notes += said
     if not any(isinstance(r, Step) for r in records):
