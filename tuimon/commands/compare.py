@@ -110,12 +110,14 @@ def _print_text(
     """The verdict, coverage, each metric's largest difference, what else differs, the
     replicas inside each side (a saved pair of `--nproc` runs)."""
     from tuimon.engine.judge.artifacts import lines as artifact_lines
-    from tuimon.report.wording import account_lines, headline, metric_max_line
+    from tuimon.report.wording import account_lines, bytes_line, headline, metric_max_line
     from tuimon.sanitize import clean
 
     summary, doc = judged.summary, judged.doc
     print(headline(summary))
     print(f"  {summary.coverage_line()}")
+    if checked := bytes_line(summary):
+        print(f"  {checked}")
     for line in account_lines(summary):
         print(line)
     for name, m in summary.metric_max.items():

@@ -154,10 +154,22 @@ def headline(summary: Summary) -> str:
     s = summary
     verdict = f"{s.verdict} (interrupted)" if s.interrupted else s.verdict
     lines = (s.text or {}).get("compared", 0)
+    checked = s.bytes or {}
+    if (first_line := bytes_first(s)) is not None:
+        text = f"{verdict}: first divergent {_line_pair(first_line)}"
+        if after := checked.get("after_step"):
+            text += f", {after}"
+        text += (
+            f": {clean(first_line['what'], 120)} (`{clean(first_line['text_a'], 80)}` against "
+            f"`{clean(first_line['text_b'], 80)}`)"
+        )
+        if s.reason:
+            text += f" [{clean(s.reason, 300)}]"
+        return text
     if s.steps_compared == 0 and lines and text_first(s) is None:
         text = f"{verdict}: no step records; {lines} text lines with numbers compared"
-        if s.first_divergent_step is None and s.complete:
-            text += ", all equal"
+        if s.first_divergent_step is None and s.complete and checked.get("applied"):
+            text += f", equal {equal_phrase(s)}"
     elif s.steps_compared == 0 and not lines:
         text = f"{verdict}: no step logged by both runs"
         if s.reason == "no step logged by both runs":
@@ -176,7 +188,7 @@ def headline(summary: Summary) -> str:
             f"`{clean(first['text_b'], 80)}`"
         )
     elif s.first_divergent_step is None and s.complete:
-        text = f"{verdict}: {s.steps_compared} steps bitwise equal"
+        text = f"{verdict}: {s.steps_compared} steps {equal_phrase(s)}"
     elif s.first_divergent_step is None:  # no claim of equality where coverage is missing
         text = (
             f"{verdict}: no difference in {s.values_compared} values compared "
@@ -207,6 +219,54 @@ def headline(summary: Summary) -> str:
     if s.reason:
         text += f" [{clean(s.reason, 300)}]"
     return text
+
+
+def equal_phrase(summary: Summary) -> str:
+    """How equal an equal pair is: `bitwise equal`, or `equal as printed (4 decimals: a
+    difference under 5e-05 would not show)` for a log written rounded (`precision`)."""
+    precision = summary.precision or {}
+    if not precision or precision.get("kind") == "bitwise":
+        return "bitwise equal"
+    return f"equal {precision.get('phrase', 'as printed')}"
+
+
+def bytes_first(summary: Summary) -> dict[str, Any] | None:
+    """The first lines whose difference no rule explains, when they are where the runs part
+    (no step or text line of a reader names an earlier difference), else None."""
+    first = (summary.bytes or {}).get("first")
+    if not first or summary.first_divergent_step is not None or text_first(summary):
+        return None
+    return first
+
+
+def _line_pair(first: Mapping[str, Any]) -> str:
+    a, b = first.get("line_a"), first.get("line_b")
+    if a == b:
+        return f"line {a:,} of a and b"
+    return f"line {a:,} of a, line {b:,} of b"
+
+
+def bytes_line(summary: Summary) -> str | None:
+    """What the byte rule found, for people: `bytes: 302 lines, 0 shared byte for byte; 302
+    differ (set aside: clocks 300, run header/end records 2)`; None before it ran."""
+    from tuimon.engine.judge.byte_rule import REASONS
+
+    found = summary.bytes or {}
+    if not found:
+        return None
+    if not found.get("applied"):
+        return f"bytes: not compared ({clean(str(found.get('why_not')), 120)})"
+    total = found["shared_lines"] + found["compared"]
+    parts = [f"bytes: {total:,} lines, {found['shared_lines']:,} shared byte for byte"]
+    if found["differ"]:
+        aside = sorted(found["set_aside"].items())
+        why = ", ".join(f"{REASONS.get(r, r)} {n:,}" for r, n in aside)
+        parts.append(f"{found['differ']:,} differ" + (f" (set aside: {why})" if why else ""))
+    if found["only_a"] or found["only_b"]:
+        parts.append(f"on one side only: a {found['only_a']:,}, b {found['only_b']:,}")
+    if precision := (summary.precision or {}).get("phrase"):
+        parts.append(f"values compared {precision}")
+    return "; ".join(parts)
 
 
 def text_first(summary: Summary) -> dict[str, Any] | None:

@@ -10,7 +10,8 @@ other. Where two lines differ, each differing span must be explained by a rule t
 - `ignored`: a value under a name `--ignore` (or not `--only`) names;
 - `record`: a tuimon step log's header or end record (the environment, shown, not judged);
 - `device`: the pair's device names (`cuda` in run a's line where run b's says `cpu`);
-- `redraw`: a progress bar redrawn with carriage returns, compared as a terminal shows it.
+- `redraw`: a progress bar redrawn with carriage returns, compared as a terminal shows it;
+- `media`: the fields of a W&B media object (an image's size, hash and path), named, not judged.
 
 A span no rule explains makes the pair DIVERGED at that line; lines one log has and the other
 lacks (after its last line) make it INCOMPLETE. The counts it gives are counted here, so what
@@ -26,6 +27,8 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import IO, Any
+
+import orjson
 
 from tuimon.clocks import is_clock, mask_clocks
 from tuimon.engine.judge import precision
@@ -51,11 +54,13 @@ LINES = 4096
 needs no line-by-line look)."""
 LOOKAHEAD = 16
 """Lines looked ahead for a line one log holds and the other lacks."""
+HEAD = 1 << 16
+"""Bytes of the first log read for a table's header (a comment line may come first)."""
 SHOWN = 200
 """Characters of a line kept for the report."""
 
-CLOCK, TOLERANCE, IGNORED, RECORD, DEVICE, REDRAW = (
-    "clock", "tolerance", "ignored", "record", "device", "redraw"
+CLOCK, TOLERANCE, IGNORED, RECORD, DEVICE, REDRAW, MEDIA = (
+    "clock", "tolerance", "ignored", "record", "device", "redraw", "media"
 )  # fmt: skip
 REASONS = {
     CLOCK: "clocks",
@@ -64,6 +69,7 @@ REASONS = {
     RECORD: "run header/end records",
     DEVICE: "device names",
     REDRAW: "progress-bar redraws",
+    MEDIA: "media files' metadata",
 }
 """Why a differing span is set aside, as the verdict names it."""
 
@@ -168,22 +174,6 @@ class ByteCheck:
             "first_only": self.first_only.to_dict() if self.first_only else None,
         }
 
-    def line(self) -> str:
-        """One line for people: what the bytes hold, what differs and why it may."""
-        if not self.applied:
-            return f"bytes: not compared ({self.why_not})"
-        total = self.shared_lines + self.compared
-        parts = [f"bytes: {total:,} lines, {self.shared_lines:,} shared byte for byte"]
-        if self.differ:
-            why = ", ".join(f"{REASONS[r]} {n:,}" for r, n in sorted(self.set_aside.items()))
-            explained = self.differ - (1 if self.first else 0)
-            parts.append(f"{self.differ:,} differ" + (f" (set aside: {why})" if why else ""))
-            if self.first is not None and explained >= 0:
-                parts.append(f"first unexplained: line {self.first.line_a} of a")
-        if self.one_sided:
-            parts.append(f"on one side only: a {self.only_a:,}, b {self.only_b:,}")
-        return "; ".join(parts)
-
 
 def check(a: Path, b: Path, rules: Rules | None = None) -> ByteCheck:
     """The byte rule over two log files (plain, gzip or xz)."""
@@ -211,7 +201,7 @@ class _Checker:
             self.out.applied = False
             self.out.why_not = "binary data: judged by its records"
             return self.out
-        self.header = table_header(self._first.decode("utf-8", "replace").strip())
+        self.header = _header(self._first.decode("utf-8", "replace").splitlines())
         self._compare(_lines(head_a, self.files[0]), _lines(head_b, self.files[1]))
         return self.out
 
@@ -224,7 +214,7 @@ class _Checker:
         while True:
             x, y = fa.read(BLOCK), fb.read(BLOCK)
             if first:
-                self._first = x[: x.find(b"\n") + 1 or len(x)]
+                self._first = x[:HEAD]
                 first = False
             if x == y and len(x) == BLOCK:
                 shared += len(x)
@@ -374,8 +364,9 @@ class _Checker:
                 reasons.add(REDRAW)
                 a, b = a2, b2
         sa, sb = a.strip(), b.strip()
-        if sa[:1] == "{" and sb[:1] == "{":
-            what = self._json(a, b, reasons)
+        ja, jb = sa.lstrip("#").lstrip(), sb.lstrip("#").lstrip()
+        if ja[:1] == "{" and jb[:1] == "{" and len(sa) - len(ja) == len(sb) - len(jb):
+            what = self._json(ja, jb, reasons)
         elif self.header is not None and (cells := self._cells(a, b)) is not None:
             what = self._table(*cells, reasons)
         else:
@@ -393,11 +384,15 @@ class _Checker:
             return None
         if len(ta) != len(tb):
             return "the lines hold other fields"
+        media = _media(a) | _media(b) if '"_type"' in a or '"_type"' in b else set()
         for (pa, va, ka), (pb, vb, kb) in zip(ta, tb, strict=True):
             if va == vb:
                 continue
             if pa != pb or ka != kb or ka in ("key", "punct"):
                 return f"`{_cut(va)}` against `{_cut(vb)}`"
+            if media and any(pa == m or pa.startswith(m + ".") for m in media):
+                reasons.add(MEDIA)
+                continue
             why = self._value(pa, va, vb, quoted=ka == "string")
             if why is None:
                 return f"{pa or 'a value'}: {_cut(va)} against {_cut(vb)}"
@@ -538,9 +533,10 @@ def hold(
     `summary.bytes` and `summary.precision`). Every path that ends a pair (compare, a saved
     pair's judgement, a live pair at its end) calls this once, on the files it judged.
 
-    A pair already DIVERGED at a step keeps that step (the difference is named). Otherwise a
-    difference no rule explains makes it DIVERGED at its line, and lines on one side only make
-    an IDENTICAL or CLOSE pair INCOMPLETE."""
+    Only a claim of equality is held to the bytes: a pair already DIVERGED at a step keeps
+    that step (the difference is named), an INCOMPLETE one stays so. An IDENTICAL or CLOSE pair
+    with a difference no rule explains is DIVERGED at its line; with lines on one side only,
+    INCOMPLETE."""
     reading = reading or Reading()
     folder = a.is_dir() or b.is_dir()
     if summary.verdict == DIVERGED:
@@ -560,12 +556,14 @@ def hold(
     summary.bytes = found.to_dict()
     if not found.applied:
         return
+    if summary.verdict not in (IDENTICAL, CLOSE):
+        return  # INCOMPLETE claims no equality: what the bytes hold is told, not turned
     if found.first is not None:
         summary.verdict = DIVERGED
         line = found.first.line_a or 0
         summary.bytes["after_step"] = after_step(a, reading, "a", line, summary.step_levels)
         summary.first_divergent_lines = {"a": found.first.line_a, "b": found.first.line_b}
-    elif found.one_sided and summary.verdict in (IDENTICAL, CLOSE):
+    elif found.one_sided:
         first = found.first_only
         where = (
             f"line {first.line_a} of a: `{_cut(first.text_a)}`"
@@ -578,6 +576,41 @@ def hold(
         summary.verdict = INCOMPLETE
         summary.complete = False
         summary.reason = "; ".join(filter(None, (summary.reason, why)))
+
+
+def _header(lines: list[str]) -> tuple[str, list[str]] | None:
+    """A table's header: the first of a log's first lines that names columns and is followed
+    by a row of them (a comment or a JSON line may come before it)."""
+    for i, line in enumerate(lines[:20]):
+        found = table_header(line.strip())
+        if found is not None and i + 1 < len(lines) and row_cells(lines[i + 1], found):
+            return found
+    return None
+
+
+def _media(line: str) -> set[str]:
+    """The paths of a JSON line's media objects (a mapping with a string `_type`)."""
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return set()
+    found: set[str] = set()
+
+    def walk(value: Any, path: str, depth: int) -> None:
+        if depth > 16:
+            return
+        if isinstance(value, dict):
+            if isinstance(value.get("_type"), str) and path:
+                found.add(path)
+                return
+            for k, v in value.items():
+                walk(v, f"{path}.{k}" if path else str(k), depth + 1)
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                walk(v, f"{path}.{i}" if path else str(i), depth + 1)
+
+    walk(obj, "", 0)
+    return found
 
 
 def _float32(path: Path) -> bool:
