@@ -187,7 +187,7 @@ MAX_ITEMS = 1024
 """Items of a list value judged one by one; the rest is said (unreadable), never dropped."""
 
 
-CONTENT_WORDS = ("step", "iter", "update", "epoch", "batch")
+CONTENT_WORDS = ("step", "iter", "update", "tick", "epoch", "batch")
 """Words in a field's name that make an integer field the step when no step key is there
 (`training_iteration`, `timesteps_total`, `num_updates`), best first."""
 

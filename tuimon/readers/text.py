@@ -228,10 +228,13 @@ def _values(
     text: str, start: int, spans: list[tuple[int, int]], step: int, bare: bool
 ) -> Step | None:
     """The step of a line whose step is known: the `name value` pairs from `start` on (a
-    running average in parentheses, `loss: 1.23 (1.45)`, as `loss_avg`)."""
+    running average in parentheses, `loss: 1.23 (1.45)`, as `loss_avg`). A pair inside a
+    named section is named by it (`tr=[loss=1.2] valid=[loss=1.4]` -> `tr/loss`,
+    `valid/loss`); a name that comes again on the line is never dropped (`loss#2`)."""
     metrics: dict[str, float] = {}
     clocks: dict[str, float] = {}
     bad: list[str] = []
+    sections = _sections(text)
     for m in _PAIR.finditer(text, start):
         if any(start <= m.start("value") < end for start, end in spans):
             continue
@@ -250,6 +253,9 @@ def _values(
         unit = (m["unit"] or m["unit2"] or "").lower()
         clock = unit in ("ms", "us", "µs", "s", "sec", "secs", "seconds") or is_clock(name)
         clock = clock or is_clock(m["name"].strip())  # `sec/tick`, as printed
+        section = next((n for b, e, n in sections if b <= m.start() < e), None)
+        name = f"{section}/{name}" if section else name
+        name = _again(name, metrics, clocks)
         (clocks if clock else metrics)[name] = value
         if not clock and (low := low_bits(int_text(m["value"]))) is not None:
             metrics[name + LOW_BITS] = low  # an integer beyond 2**53: judged exactly
@@ -261,6 +267,31 @@ def _values(
     if not metrics and not bad and not bare:
         return None
     return Step(step=step, metrics=metrics, clocks=clocks, unreadable=tuple(bad))
+
+
+_SECTION = re.compile(r"(?<![\w.])(?P<name>[A-Za-z_][\w.-]*)\s*[:=]?\s*(?P<open>[\[({])")
+_CLOSE = {"[": "]", "(": ")", "{": "}"}
+
+
+def _sections(text: str) -> list[tuple[int, int, str]]:
+    """The named sections of a line: `tr=[...]`, `valid: (...)`, `eval {...}`
+    as (where its inside begins, where it ends, its name)."""
+    found: list[tuple[int, int, str]] = []
+    for m in _SECTION.finditer(text):
+        end = text.find(_CLOSE[m["open"]], m.end())
+        if end > m.end():
+            found.append((m.end(), end, _name(m["name"])))
+    return found
+
+
+def _again(name: str, *seen: dict[str, float]) -> str:
+    """A name not yet used on the line: `name`, else `name#2`, `name#3` ..."""
+    if not any(name in names for names in seen):
+        return name
+    n = 2
+    while any(f"{name}#{n}" in names for names in seen):
+        n += 1
+    return f"{name}#{n}"
 
 
 def step_beyond_int64(text: str, key: str | None = None) -> bool:
