@@ -56,6 +56,12 @@ def run(args: argparse.Namespace) -> int:
         piped = headless and not sys.stdout.isatty()
         speed = math.inf if piped else REPLAY_SPEED
 
+    judge = None
+    if headless:  # flat out, judged in blocks as `compare` judges (no record per step)
+        from tuimon.engine.analyses.compare import judge_pair
+
+        judge = judge_pair
+
     def make(on_batch):  # type: ignore[no-untyped-def]
         return replay_session(
             logs,
@@ -64,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
             tolerance=args.tolerance,
             on_batch=on_batch,
             select=select(args) if args.ignore or args.only else None,
+            judge=judge,
         )
 
     if headless:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from tuimon.steplog import Record
+from tuimon.steplog import End, Header, Record
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,4 +47,31 @@ class Note:
     text: str
 
 
-SourceEvent = Lines | Stderr | Exited | Note
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """A source that judges its steps itself (a saved pair replayed flat out, read in blocks
+    by the judge `compare` uses, no record per step): how far one side is read, and the
+    pair's summary so far; the last one of a side (`done`) brings what the side held besides
+    its steps, and `aligner`, the aligner that judged every step of both (its summary is the
+    pair's)."""
+
+    side: str
+    steps: int
+    """Steps of this side read so far."""
+    step: int | None
+    """The last of them."""
+    summary: Any = None
+    """The pair's summary so far (`Summary`, running)."""
+    done: bool = False
+    header: Header | None = None
+    end: End | None = None
+    texts: int = 0
+    """Records that are neither steps, header nor end (text lines, skipped lines)."""
+    first_text: str | None = None
+    device: str | None = None
+    """The side's device as its header names it (when the view had not read it)."""
+    aligner: Any = None
+    """The `PairAligner` that judged the pair (the last event of the pair)."""
+
+
+SourceEvent = Lines | Stderr | Exited | Note | Judged

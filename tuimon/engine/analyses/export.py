@@ -113,8 +113,8 @@ def _csv(lines: Iterable[bytes], names: list[str], out: IO[bytes]) -> None:
             for i in flags:
                 if cells[i] is not None:
                     cells[i] = "true" if cells[i] else "false"
-            cells[tensors] = _text(" ".join(cells[tensors] or ()))
-            if "\r" in cells[tensors]:
+            cells[tensors] = tensor_names = _text(" ".join(cells[tensors] or ()))
+            if "\r" in tensor_names:
                 _row(writer, text, cells)
             else:
                 writer.writerow(cells)

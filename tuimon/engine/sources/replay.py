@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, Protocol
 
-from tuimon.engine.events import Exited, Lines, SourceEvent, Stderr
+from tuimon.engine.events import Exited, Judged, Lines, SourceEvent, Stderr
+from tuimon.engine.judge.align import PairAligner
 from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.sources.replicas import saved_watch
-from tuimon.engine.sources.saved import SavedPair
+from tuimon.engine.sources.saved import SavedPair, boxed_end, how_it_ended
 from tuimon.engine.sources.session import Batch, PairOptions, PairSession
 from tuimon.steplog import Record, Step
 from tuimon.store import SIDES, SavedLogs
@@ -21,6 +25,42 @@ TICK = 0.125
 """Seconds between two feeds at most 8 a second (half a batch interval): the steps due in
 between go together (one event, one judge of a block), so a paced replay costs per tick, not
 per step."""
+
+
+PROGRESS_EVERY = 0.1
+"""Seconds between two progress events of a pair judged flat out (`PairJudge`)."""
+
+
+class SideRead(Protocol):
+    """A side as a `PairJudge` read it: what it held besides its steps."""
+
+    header: Any
+    end: Any
+    steps: int
+    texts: int
+    first_text: str | None
+
+    @property
+    def tuimon(self) -> bool:
+        """A tuimon step log (its runs write an end record)."""
+
+
+class PairJudge(Protocol):
+    """The judge of two saved logs read in blocks (`tuimon.engine.analyses.compare.judge_pair`,
+    what `compare` runs), handed down by the command: the aligner that judged every step and
+    each side as read; `progress(aligner, sides)` is told after each block."""
+
+    def __call__(
+        self,
+        logs: SavedPair,
+        tolerance: float,
+        select: MetricFilter | None,
+        progress: Callable[[PairAligner, dict[str, Any]], None],
+    ) -> tuple[PairAligner, tuple[Any, Any]]: ...
+
+
+class _Stopped(Exception):
+    """The replay was stopped while its judge read the logs."""
 
 
 class _Clock:
@@ -57,8 +97,20 @@ class ReplaySource:
     changing speed and jumping ahead act on the next lines fed.
     """
 
-    def __init__(self, logs: SavedLogs, *, speed: float = 50.0, realtime: bool = False) -> None:
+    def __init__(
+        self,
+        logs: SavedLogs,
+        *,
+        speed: float = 50.0,
+        realtime: bool = False,
+        judge: PairJudge | None = None,
+    ) -> None:
         self.logs = SavedPair.of(logs)
+        self.judge = judge
+        """Flat out (an infinite speed, not realtime), the pair goes through this judge in a
+        thread instead of record by record (`_run_judged`)."""
+        self.tolerance = 0.0
+        self.select: MetricFilter | None = None
         self.speed = speed
         self.realtime = realtime
         self.paused = False
@@ -67,6 +119,11 @@ class ReplaySource:
         self._resume.set()
         self._stopped = False
         self._stopping = asyncio.Event()
+
+    @property
+    def flat_out(self) -> bool:
+        """Judged by `judge` in blocks: no pace (an infinite speed, not realtime)."""
+        return self.judge is not None and math.isinf(self.speed) and not self.realtime
 
     def pause(self) -> None:
         """Hold the replay."""
@@ -113,6 +170,9 @@ class ReplaySource:
         """Nothing runs in a replay."""
 
     async def run(self, queue: asyncio.Queue[SourceEvent]) -> None:
+        if self.flat_out and self.judge is not None:
+            await self._run_judged(queue, self.judge)
+            return
         cursors = {"a": 0, "b": 0}
         parsed = {s: self.logs.records(s) for s in SIDES}  # the readers': a live pair's account
         steps = sorted({r.step for recs in parsed.values() for r in recs if isinstance(r, Step)})
@@ -185,6 +245,54 @@ class ReplaySource:
             code, status = self.logs.ending.exits[side]
             await queue.put(Exited(side, code, "interrupted" if self._stopped else status))
 
+    async def _run_judged(self, queue: asyncio.Queue[SourceEvent], judge: PairJudge) -> None:
+        """Flat out: the pair read in blocks by `judge` in a thread (no record per step is made
+        or held), each side's progress and the summary so far posted every `PROGRESS_EVERY`
+        seconds, then what each side held besides its steps, the aligner, how each ended."""
+        loop = asyncio.get_running_loop()
+        due = [0.0]
+
+        def progress(aligner: PairAligner, sides: dict[str, Any]) -> None:
+            if self._stopped:
+                raise _Stopped
+            if time.monotonic() < due[0]:
+                return
+            due[0] = time.monotonic() + PROGRESS_EVERY
+            summary = aligner.summary(running=True)
+            for side, log in sides.items():
+                step = aligner.last_step[side] if log.steps else None
+                event = Judged(side, log.steps, step, summary)
+                loop.call_soon_threadsafe(queue.put_nowait, event)
+
+        try:
+            aligner, read = await asyncio.to_thread(
+                judge, self.logs, self.tolerance, self.select, progress
+            )
+        except _Stopped:
+            for side in SIDES:
+                await queue.put(Exited(side, None, "interrupted"))
+            return
+        sides = dict(zip(SIDES, read, strict=True))
+        box = self.logs.pair_dir
+        for i, (side, log) in enumerate(sides.items()):
+            end = boxed_end(log.end, box or getattr(self.logs, side).parent)
+            step = aligner.last_step[side] if log.steps else None
+            last = i == len(sides) - 1
+            device = self.logs.device(side, log.header)
+            done = Judged(side, log.steps, step, done=True, header=log.header, end=end)
+            more = {"texts": log.texts, "first_text": log.first_text, "device": device}
+            await queue.put(replace(done, **more, aligner=aligner if last else None))
+        if "ending" not in self.logs.__dict__:  # from the ends read, not every record again
+            ends = {s: log.end for s, log in sides.items()}
+            tuimon = [s for s, log in sides.items() if log.tuimon]
+            self.logs.ending = how_it_ended(self.logs, ends, tuimon)
+        for side in SIDES:
+            err = self.logs.stderr(side)
+            if err is not None:
+                await queue.put(Stderr(side, err.read_bytes()[-20000:]))
+            code, status = self.logs.ending.exits[side]
+            await queue.put(Exited(side, code, "interrupted" if self._stopped else status))
+
 
 def replay_session(
     logs: SavedLogs,
@@ -194,21 +302,25 @@ def replay_session(
     tolerance: float | None = None,
     on_batch: Callable[[Batch], None] | None = None,
     select: MetricFilter | None = None,
+    judge: PairJudge | None = None,
 ) -> PairSession:
     """A session that replays saved logs (nothing is written); its source has the controls.
-    The pair's own tolerance and `--ignore`/`--only` choice unless others are given."""
+    The pair's own tolerance and `--ignore`/`--only` choice unless others are given. `judge`:
+    flat out, the pair is judged in blocks by it (`ReplaySource._run_judged`), unless its
+    sides have ranks to check step by step (`saved_watch`)."""
     if tolerance is None:
         tolerance = logs.doc.tolerance or 0.0
-    source = ReplaySource(logs, speed=speed, realtime=realtime)
-    pair = source.logs
+    pair = SavedPair.of(logs)
+    replicas = saved_watch(pair.pair_dir, pair.doc.more.get("nproc"), pair.reading)
+    source = ReplaySource(
+        pair, speed=speed, realtime=realtime, judge=judge if replicas is None else None
+    )
+    source.tolerance, source.select = tolerance, select or pair.select
+    quick = source.flat_out  # the judge reads the logs: the view does not read them first
     session = PairSession(
         source,
-        (pair.side_state("a"), pair.side_state("b")),
-        options=PairOptions(
-            tolerance=tolerance,
-            select=select or pair.select,
-            replicas=saved_watch(pair.pair_dir, pair.doc.more.get("nproc"), pair.reading),
-        ),
+        (pair.side_state("a", quick=quick), pair.side_state("b", quick=quick)),
+        options=PairOptions(tolerance=tolerance, select=select or pair.select, replicas=replicas),
         on_batch=on_batch,
     )
     session.pair_path = pair.pair_dir
