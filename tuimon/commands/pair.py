@@ -391,8 +391,8 @@ def against_plan(args: argparse.Namespace) -> tuple[PairPlan, Path | None]:
     check_storable(args)
     try:
         saved = resolve_saved(args.against, args.side, reading(args), args.emb)
-    except ReplayError as exc:
-        raise UsageError(f"--against: {exc}") from None
+    except ReplayError as exc:  # a saved side that cannot be read: one line, before any run
+        raise ReplayError(f"--against: {exc}") from None
     template = args.command[1:] if args.command[:1] == ["--"] else args.command
     if taken := take_saved_settings(args, saved.settings(), reference=not template):
         say(f"as the saved run: {' '.join(taken)}")

@@ -11,9 +11,6 @@ from typing import Any
 from tuimon.commands.options import add_judging, reading
 from tuimon.sanitize import json_text
 
-FIRST = 5
-"""Records shown as read."""
-
 
 def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -32,14 +29,14 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tuimon.errors import UsageError
+    from tuimon.errors import TuimonError
     from tuimon.readers import ReaderError
     from tuimon.readers.readout import describe
 
     try:
         found = describe(args.log, reading(args))
-    except ReaderError as exc:
-        raise UsageError(str(exc)) from None
+    except ReaderError as exc:  # a file that is not a log: one line, exit 2
+        raise TuimonError(str(exc)) from None
     if args.json:
         sys.stdout.write(json_text(found) + "\n")
     else:

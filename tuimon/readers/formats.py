@@ -21,6 +21,7 @@ from typing import IO
 
 import orjson
 
+from tuimon.readers.binary import why_binary
 from tuimon.readers.capped import open_capped, open_regular
 from tuimon.readers.cut import lines_of
 from tuimon.readers.documents import cut_document, read_document
@@ -31,7 +32,7 @@ from tuimon.readers.reading import Reading
 from tuimon.readers.rows import renamed, step_key
 from tuimon.readers.tabular import csv_columns, read_csv
 from tuimon.readers.tensorboard import event_dirs, read_events
-from tuimon.steplog import Record, Step, Text
+from tuimon.steplog import Record, Step
 
 HELP = "see docs/reading-logs.md; --pattern REGEX reads other printed lines"
 _CORRUPT = (EOFError, lzma.LZMAError, gzip.BadGzipFile)
@@ -187,10 +188,6 @@ BY_NAME = {f.name: f for f in FORMATS}
 FORMATS_TRIED = ", ".join(f.name for f in FORMATS)
 
 
-_CONTROL = (*range(1, 9), 11, 12, *range(14, 27), *range(28, 32), 127)
-"""Control bytes a text log has no use for (tab, newlines, carriage return and escape aside)."""
-
-
 def _binary(head: bytes) -> bool:
     """Bytes that are no text log: a NUL, or more than 10% control bytes that text has not."""
     if b"\x00" in head:
@@ -217,6 +214,8 @@ def read_path(path: Path, reading: Reading, side: str) -> Loaded:
     for entry in FORMATS:
         if entry.file is not None and (loaded := entry.file(path, data, reading)) is not None:
             return as_asked(loaded, reading, side)
+    if (why := why_binary(data)) is not None:  # not a log: said, never read as text
+        raise ReaderError(f"{path}: unreadable: {why}, not a log tuimon reads")
     return _line_log(data, reading, side)
 
 
@@ -322,8 +321,6 @@ def _json_document(path: Path, data: bytes, reading: Reading) -> Loaded | None:
 
 def _line_log(data: bytes, reading: Reading, side: str) -> Loaded:
     """A log of lines: a tuimon step log, JSON Lines, a table or printed text (`LineParser`)."""
-    if _binary(data[:65536]):  # not a log: nothing in it is judged as text either
-        return Loaded(TEXT.name, [Text("tuimon: binary data (NUL or control bytes): not read")])
     lines = lines_of(data)
     parser = LineParser(reading, side)
     records = parser.feed(lines) + parser.close()  # as a live stream is read: the same rows
