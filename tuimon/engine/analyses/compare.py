@@ -901,8 +901,13 @@ class Judged:
     logs: tuple[SideLog, SideLog]
 
 
+Progress = Callable[[PairAligner, dict[str, SideLog]], None]
+"""Told after each block judged (the aligner, each side as far as it is read): a replay's
+progress (`judge_pair`); it may raise to stop the reading."""
+
+
 def _read_both(
-    logs: SavedLogs, aligner: PairAligner, keep: bool
+    logs: SavedLogs, aligner: PairAligner, keep: bool, progress: Progress | None = None
 ) -> tuple[tuple[SideLog, SideLog], ColumnMatcher | None]:
     """Stream both logs through a `ColumnMatcher`, a block of each side in turn; two CSVs
     read into columns are matched whole (`_judge_tables`: no matcher, None)."""
@@ -946,6 +951,8 @@ def _read_both(
                 matcher.repeated = True  # the record-by-record path (`_by_records`)
             if cols is not None and not matcher.repeated and not keep:
                 matcher.add(side, cols)
+            if progress is not None:
+                progress(aligner, sides)
     return (sides["a"], sides["b"]), matcher
 
 
@@ -1015,24 +1022,14 @@ def judge(
 ) -> Judged:
     """Compare two logs at once; `keep` also keeps every aligned step and the raw lines."""
     aligner = PairAligner(tolerance, select)
-    gc.disable()  # parsing makes many short-lived dicts and no cycles: no collector passes
-    try:
-        sides, matcher = _read_both(logs, aligner, keep)
-    finally:
-        gc.enable()
+    sides, matcher = _streamed(logs, aligner, keep)
     empty = [(side, log) for side, log in zip(SIDES, sides, strict=True) if not log.steps]
     if aligner.text.compared and logs.reading.step_key is None:  # text logs: lines judged
         empty = []
     if len(empty) == 2 and logs.pair_dir is None:  # two files with no step: not logs it reads
         side, log = empty[0]
         raise CompareError(_no_steps(log, logs.reading, aligner.accounts[side]))
-    aligned: list[AlignedStep] = []
-    if keep or (matcher is not None and matcher.repeated):  # record by record, in order
-        accounts, text = aligner.accounts, aligner.text
-        aligned, aligner = _by_records(logs, tolerance, select)
-        aligner.accounts, aligner.text = accounts, text
-    elif matcher is not None:
-        matcher.finish()
+    aligned, aligner = _settled(logs, aligner, matcher, keep)
     reason, interrupted = _how_it_ended(logs, sides)
     if empty:  # a run that logged no step (a saved pair, or one file): INCOMPLETE, as live
         nothing = (no_step_reason(side, log.texts, log.first_text) for side, log in empty)
@@ -1041,6 +1038,55 @@ def judge(
     summary.first_divergent_lines = first_lines(logs, aligner, summary, sides)
     hold(summary, logs.a, logs.b, reading=logs.reading, select=select, devices=_devices(sides))
     return Judged(summary, aligned, _doc(logs, sides, summary, whole=keep), sides)
+
+
+def _devices(sides: tuple[SideLog, SideLog]) -> tuple[str, str] | None:
+    """The two sides' devices, as their step logs' headers name them (None when one does not)."""
+    named = [str(log.header.env.get("device") or "") if log.header else "" for log in sides]
+    return (named[0], named[1]) if all(named) else None
+
+
+def judge_pair(
+    logs: SavedLogs,
+    tolerance: float,
+    select: MetricFilter | None = None,
+    progress: Progress | None = None,
+) -> tuple[PairAligner, tuple[SideLog, SideLog]]:
+    """Both logs judged as `judge` judges them (the block readers, the worker processes, the
+    prefix the logs share parsed once), for a replay that shows the verdict without reading
+    a record per step: the aligner that judged every step, and each side's header, end
+    record, text lines and steps counted (`SideLog`). `progress` is told after each block.
+    Two logs with no step are not refused here: the replay says so as a live pair does."""
+    aligner = PairAligner(tolerance, select)
+    sides, matcher = _streamed(logs, aligner, False, progress)
+    return _settled(logs, aligner, matcher, False)[1], sides
+
+
+def _streamed(
+    logs: SavedLogs, aligner: PairAligner, keep: bool, progress: Progress | None = None
+) -> tuple[tuple[SideLog, SideLog], ColumnMatcher | None]:
+    """`_read_both` with the cyclic collector off."""
+    gc.disable()  # parsing makes many short-lived dicts and no cycles: no collector passes
+    try:
+        return _read_both(logs, aligner, keep, progress)
+    finally:
+        gc.enable()
+
+
+def _settled(
+    logs: SavedLogs, aligner: PairAligner, matcher: ColumnMatcher | None, keep: bool
+) -> tuple[list[AlignedStep], PairAligner]:
+    """The steps still held by the matcher judged; a log whose steps repeat (or a pair kept
+    whole) judged again record by record, in order (its accounts and text as streamed)."""
+    aligned: list[AlignedStep] = []
+    if keep or (matcher is not None and matcher.repeated):  # record by record, in order
+        accounts, text = aligner.accounts, aligner.text
+        aligned, judged = _by_records(logs, aligner.tolerance, aligner.select)
+        judged.accounts, judged.text = accounts, text
+        return aligned, judged
+    if matcher is not None:
+        matcher.finish()
+    return aligned, aligner
 
 
 def _devices(sides: tuple[SideLog, SideLog]) -> tuple[str, str] | None:

@@ -18,8 +18,8 @@ from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.verdict import Summary, no_step_reason
 from tuimon.engine.sources.side_state import SideState
 from tuimon.errors import ReplayError, StoreError
-from tuimon.readers import PatternError, ReaderError, Reading, read_blocks, read_log
-from tuimon.steplog import End, Header, Record, Step, Text
+from tuimon.readers import PatternError, ReaderError, Reading, open_log, read_blocks, read_log
+from tuimon.steplog import End, Header, Record, Step, Text, parse_line
 from tuimon.store import SIDES, PairDoc, SavedLogs, is_pair_dir, pair_file, special
 from tuimon.store.aligned import AlignedStep
 
@@ -129,6 +129,25 @@ class SavedPair(SavedLogs):
         """A side's header record, if its log has one."""
         return next((r for r in self.records(side)[:5] if isinstance(r, Header)), None)
 
+    def head(self, side: str) -> Header | None:
+        """A side's header without reading its log when its records are not held: a tuimon
+        step log's first line as written (None for any other log: `SavedPair.side_state`
+        with `quick`)."""
+        if self.held:
+            return self.header(side)
+        path: Path = getattr(self, side)
+        if not self.reading.as_written(side) or not path.is_file():
+            return None
+        try:
+            with open_log(path) as fh:
+                first = fh.readline(1 << 20)
+        except (OSError, EOFError, ValueError):  # the judge tells it
+            return None
+        if b'"header"' not in first or b"tuimon.steplog" not in first:
+            return None
+        record = parse_line(first)
+        return record if isinstance(record, Header) else None
+
     def end(self, side: str) -> End | None:
         """A side's end record, if its log has one."""
         return next((r for r in reversed(self.records(side)[-5:]) if isinstance(r, End)), None)
@@ -214,12 +233,14 @@ class SavedPair(SavedLogs):
         hold(summary, self.a, self.b, reading=self.reading, select=self.select, devices=devices)
         return summary
 
-    def side_state(self, side: str, *, final: bool = False) -> SideState:
+    def side_state(self, side: str, *, final: bool = False, quick: bool = False) -> SideState:
         """A side's state: its device and command (pair.json's record, else its log's), and
-        with `final` how far it ran and how it ended (what a replay reaches at its end)."""
-        run, header = self.doc.run(side), self.header(side)
-        device = run.device or (header.env.get("device") if header else None) or "?"
-        state = SideState(side, str(device), run.command or str(getattr(self, side)))
+        with `final` how far it ran and how it ended (what a replay reaches at its end).
+        `quick`: its log is not read (only a step log's header line, `head`)."""
+        run = self.doc.run(side)
+        header = self.head(side) if quick and not final else self.header(side)
+        state = SideState(side, self.device(side, header), run.command or str(getattr(self, side)))
+
         if not final:
             return state
         steps, end = self.steps(side), self.end(side)
@@ -233,6 +254,11 @@ class SavedPair(SavedLogs):
         state.records = len(steps)
         state.header, state.end = header, end
         return state
+
+    def device(self, side: str, header: Header | None) -> str:
+        """A side's device: pair.json's record, else its log's header's, else `?`."""
+        device = self.doc.run(side).device or (header.env.get("device") if header else None)
+        return str(device or "?")
 
     def window(self, step: int, max_lines: int = 2000) -> dict[str, list[Record]]:
         """Each side's records around `step` (about half before it)."""
@@ -258,6 +284,14 @@ def _feed(
         else:
             aligner.note_other(side, record, (seen + len(steps), last))
     return aligner.feed_batch(side, steps), (seen + len(steps), last)
+
+
+def boxed_end(end: End | None, box: Path) -> End | None:
+    """An end record as `_boxed` leaves it (its artifacts, files inside ``box``)."""
+    if end is None:
+        return None
+    record = _boxed([end], box)[0]
+    return record if isinstance(record, End) else end
 
 
 def _boxed(records: list[Record], box: Path) -> list[Record]:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tuimon.applied import pair_applied
-from tuimon.engine.events import Exited, Lines, Note, SourceEvent, Stderr
+from tuimon.engine.events import Exited, Judged, Lines, Note, SourceEvent, Stderr
 from tuimon.engine.judge.align import PairAligner
 from tuimon.engine.judge.artifacts import compare_artifacts, describe
 from tuimon.engine.judge.byte_rule import hold
@@ -401,6 +401,8 @@ class PairSession:
             self._stderr_text(event.side, self._err_split[event.side].feed(event.data))
         elif isinstance(event, Note):
             self.say(f"{event.side}: {event.text}")
+        elif isinstance(event, Judged):
+            self._judged(state, event)
         else:
             self._stderr_text(event.side, self._err_split[event.side].flush())
             state.exit_code = event.code
@@ -430,17 +432,7 @@ class PairSession:
             before = state.records + len(steps)  # every step this side gave, fed or not yet
             last = steps[-1].step if steps else (state.step if state.records else None)
             self.aligner.note_other(state.side, record, (before, last))
-            if isinstance(record, Header):
-                state.header = record
-                total = record.hyper.get("steps")
-                if isinstance(total, int):
-                    state.total = total
-            elif isinstance(record, End):
-                state.end = record
-            else:
-                state.texts += 1
-                if isinstance(record, Text):
-                    self._first_text.setdefault(state.side, record.text)
+            self._other(state, record)
         if not steps:
             return
         if self.options.replicas:
@@ -458,6 +450,43 @@ class PairSession:
         if len(rates) > 1 and rates[-1][0] > rates[0][0]:
             state.rate = (rates[-1][1] - rates[0][1]) / (rates[-1][0] - rates[0][0])
         self._unfed[state.side] += steps
+
+    def _other(self, state: SideState, record: Header | End | Text) -> None:
+        """What a record that is not a step tells of its side (its header, end, text)."""
+        if isinstance(record, Header):
+            state.header = record
+            total = record.hyper.get("steps")
+            if isinstance(total, int):
+                state.total = total
+        elif isinstance(record, End):
+            state.end = record
+        else:
+            state.texts += 1
+            if isinstance(record, Text):
+                self._first_text.setdefault(state.side, record.text)
+
+    _judged_summary: Summary | None = None
+    """The pair's summary so far, from a source that judges its steps itself (`Judged`)."""
+
+    def _judged(self, state: SideState, event: Judged) -> None:
+        """A side as far as a source that judges its steps itself has read it; its last
+        event brings the side's header, end and text (counted by that judge) and the aligner
+        that judged the pair, which this session's summary comes from from then on."""
+        if state.status in ("starting", "stalled"):
+            state.status = "running"
+        state.records, state.step = event.steps, event.step
+        self._judged_summary = event.summary or self._judged_summary
+        if not event.done:
+            return
+        state.device = event.device or state.device
+        for record in (event.header, event.end):
+            if record is not None:
+                self._other(state, record)
+        state.texts += event.texts
+        if event.first_text is not None:
+            self._first_text.setdefault(state.side, event.first_text)
+        if event.aligner is not None:
+            self.aligner, self._judged_summary = event.aligner, None
 
     def _feed(self) -> None:
         """Judge the steps taken since the last batch, a side's at once (the aligner's cost is
@@ -528,7 +557,7 @@ class PairSession:
         if self.options.replicas and not done:
             self._messages += self.options.replicas.poll()
         if not done:
-            self.summary = self.aligner.summary(running=True)
+            self.summary = self._judged_summary or self.aligner.summary(running=True)
         for side, state in self.sides.items():
             state.stderr_tail = list(self._stderr[side])
         batch = Batch(

@@ -1,0 +1,84 @@
+"""A headless replay flat out is judged in blocks by compare's judge (`judge_pair`), never
+record by record: the same report as the paced, record-by-record replay, byte for byte, the
+verdict compare gives, and no record per step made or held."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+from demo_pairs import write_demo
+
+from tuimon.cli import main
+from tuimon.engine.sources.saved import SavedPair
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ["cpu-cpu-threads2-contiguous", "cpu-cpu-b-killed", "cpu-cpu-threads1"]
+
+
+def _plain(folder: Path, steps: int, part: int) -> list[str]:
+    """Two plain JSON Lines logs (no header), side b parting at `part`."""
+    paths = []
+    for side in "ab":
+        rows = [
+            {
+                "step": s,
+                "t": 0.1 * s,
+                "loss": 1.0 / (s + 1) * (1 + 1e-9 * (side == "b" and s >= part)),
+            }
+            for s in range(steps)
+        ]
+        path = folder / f"{side}.jsonl"
+        path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+        paths.append(str(path))
+    return paths
+
+
+def _both(capsys: pytest.CaptureFixture[str], args: list[str]) -> tuple[str, str]:
+    """The report of a replay flat out (headless into a pipe) and of the paced one."""
+    code = main(["replay", *args, "--headless"])
+    fast = capsys.readouterr().out + f"exit {code}"
+    code = main(["replay", *args, "--headless", "--speed", "1e12"])
+    paced = capsys.readouterr().out + f"exit {code}"
+    return fast, paced
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+@pytest.mark.parametrize("as_json", [True, False])
+def test_flat_out_replay_says_what_the_record_by_record_replay_says(capsys, name, as_json):
+    args = [str(ROOT / "sample_logs" / name), *(["--json"] if as_json else [])]
+    fast, paced = _both(capsys, args)
+    assert fast == paced
+
+
+def test_flat_out_replay_of_two_logs_with_text_and_a_divergence(capsys, tmp_path):
+    a, b = write_demo(tmp_path, steps=300, diverge=40, extra={"a": [(7, "hello")]})
+    fast, paced = _both(capsys, [str(a), str(b), "--json"])
+    assert fast == paced
+    (tmp_path / "plain").mkdir()
+    plain = _plain(tmp_path / "plain", 2000, 1500)
+    fast, paced = _both(capsys, [*plain, "--json"])
+    assert fast == paced
+    assert json.loads(fast.splitlines()[0])["first_divergent_step"] == 1500
+
+
+def test_flat_out_replay_gives_compares_verdict_and_reads_no_record(capsys, tmp_path, monkeypatch):
+    paths = _plain(tmp_path, 3000, 2000)
+
+    def no_records(self: SavedPair, side: str) -> list[object]:
+        raise AssertionError("a flat-out replay read every record")
+
+    monkeypatch.setattr(SavedPair, "records", no_records)
+    assert main(["replay", *paths, "--headless", "--json"]) == 1
+    replayed = json.loads(capsys.readouterr().out)
+    assert main(["compare", *paths, "--json"]) == 1
+    compared = json.loads(capsys.readouterr().out)
+    # what a replay's report adds (the session's status, hints) or leaves to compare (the
+    # line of each log where they part, the byte rule's account) aside, the summaries are one
+    for key in ("pair", "saved", "status", "hints", "first_divergent_lines", "bytes", "precision"):
+        replayed.pop(key, None)
+        compared.pop(key, None)
+    assert replayed == compared
+    assert replayed["first_divergent_step"] == 2000
