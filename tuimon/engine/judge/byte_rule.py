@@ -11,7 +11,8 @@ other. Where two lines differ, each differing span must be explained by a rule t
 - `record`: a tuimon step log's header or end record (the environment, shown, not judged);
 - `device`: the pair's device names (`cuda` in run a's line where run b's says `cpu`);
 - `redraw`: a progress bar redrawn with carriage returns, compared as a terminal shows it;
-- `media`: the fields of a W&B media object (an image's size, hash and path), named, not judged.
+- `media`: the fields of a W&B media object (an image's size, hash and path), named, not judged;
+- `mark`: UTF-8's byte-order mark at the start of one log (a Windows tool's), not data.
 
 A span no rule explains makes the pair DIVERGED at that line; lines one log has and the other
 lacks (after its last line) make it INCOMPLETE. The counts it gives are counted here, so what
@@ -41,9 +42,10 @@ from tuimon.engine.judge.line_tokens import (
     row_cells,
     table_header,
     text_tokens,
+    ungroup,
 )
 from tuimon.engine.judge.verdict import CLOSE, DIVERGED, IDENTICAL, INCOMPLETE, Summary
-from tuimon.readers import LineParser, ReaderError, Reading, open_log
+from tuimon.readers import BOM, LineParser, ReaderError, Reading, open_log
 from tuimon.readers.text import last_state, step_text
 from tuimon.steplog import Step
 
@@ -59,8 +61,8 @@ HEAD = 1 << 16
 SHOWN = 200
 """Characters of a line kept for the report."""
 
-CLOCK, TOLERANCE, IGNORED, RECORD, DEVICE, REDRAW, MEDIA = (
-    "clock", "tolerance", "ignored", "record", "device", "redraw", "media"
+CLOCK, TOLERANCE, IGNORED, RECORD, DEVICE, REDRAW, MEDIA, MARK = (
+    "clock", "tolerance", "ignored", "record", "device", "redraw", "media", "mark"
 )  # fmt: skip
 REASONS = {
     CLOCK: "clocks",
@@ -70,6 +72,7 @@ REASONS = {
     DEVICE: "device names",
     REDRAW: "progress-bar redraws",
     MEDIA: "media files' metadata",
+    MARK: "a byte-order mark",
 }
 """Why a differing span is set aside, as the verdict names it."""
 
@@ -193,7 +196,7 @@ class _Checker:
         self.header: tuple[str, list[str]] | None = None
         self.clock_keys: set[str] = set()
         self._mask: re.Pattern[bytes] | None = None
-        self._first = b""
+        self._first = self._first_b = b""
 
     def run(self) -> ByteCheck:
         head_a, head_b = self._shared()
@@ -202,6 +205,14 @@ class _Checker:
             self.out.why_not = "binary data: judged by its records"
             return self.out
         self.header = _header(self._first.decode("utf-8", "replace").splitlines())
+        kinds = _kind(self._first), _kind(self._first_b)
+        if kinds[0] != kinds[1]:
+            self.out.applied = False
+            self.out.why_not = f"written in two formats ({kinds[0]}, {kinds[1]}): judged by records"
+            return self.out
+        if self.out.shared_bytes == 0 and head_a.startswith(BOM) != head_b.startswith(BOM):
+            head_a, head_b = head_a.removeprefix(BOM), head_b.removeprefix(BOM)
+            self.out.set_aside[MARK] = 1
         self._compare(_lines(head_a, self.files[0]), _lines(head_b, self.files[1]))
         return self.out
 
@@ -214,7 +225,7 @@ class _Checker:
         while True:
             x, y = fa.read(BLOCK), fb.read(BLOCK)
             if first:
-                self._first = x[:HEAD]
+                self._first, self._first_b = x[:HEAD], y[:HEAD]
                 first = False
             if x == y and len(x) == BLOCK:
                 shared += len(x)
@@ -441,6 +452,7 @@ class _Checker:
         return None
 
     def _text(self, a: str, b: str, reasons: set[str]) -> str | None:
+        a, b = ungroup(a), ungroup(b)
         ma, mb = mask_clocks(a), mask_clocks(b)
         if (ma != a or mb != b) and ma == mb:
             reasons.add(CLOCK)
@@ -543,6 +555,8 @@ def hold(
         found = ByteCheck(applied=False, why_not="a difference is named at its step")
     elif folder:
         found = ByteCheck(applied=False, why_not="a folder of files: judged by its records")
+    elif reading.rename:
+        found = ByteCheck(applied=False, why_not="--map renames names: judged by the records")
     else:
         rules = Rules(
             tolerance=summary.tolerance,
@@ -576,6 +590,15 @@ def hold(
         summary.verdict = INCOMPLETE
         summary.complete = False
         summary.reason = "; ".join(filter(None, (summary.reason, why)))
+
+
+def _kind(head: bytes) -> str:
+    """What a log's first line is written as: `JSON` (an object), `a table` or `text`."""
+    body = head.removeprefix(BOM).lstrip()
+    if body[:1] in (b"{", b"["):
+        return "JSON"
+    text = body.decode("utf-8", "replace").splitlines()
+    return "a table" if _header(text) is not None else "text"
 
 
 def _header(lines: list[str]) -> tuple[str, list[str]] | None:

@@ -15,7 +15,9 @@ JSON_TOKEN = re.compile(
     r"|[{}\[\]:,]|\s+|.",
     re.S,
 )
-_WORD = re.compile(r"([A-Za-z_][\w./()\-]*)[\s:=|\[]*$")
+_WORD = re.compile(r"([A-Za-z_][\w./()\-]*)[\s:=|\[\"']*$")
+_GROUPED = re.compile(r"(?<![\w.,])[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w,]|\.\d)")
+"""A number written with thousands separators (`105,477`): one number, not two."""
 
 
 def json_tokens(line: str) -> list[tuple[str, str, str]]:
@@ -68,15 +70,22 @@ def leaf_key(path: str) -> str:
     return parts[-1] if parts else path
 
 
+def ungroup(line: str) -> str:
+    """A printed line with its thousands separators written as underscores (`105,477` ->
+    `105_477`), so that a grouped number reads as one number (`tuimon.clocks.NUMBER`)."""
+    return _GROUPED.sub(lambda m: m.group(0).replace(",", "_"), line) if "," in line else line
+
+
 def text_tokens(line: str) -> list[tuple[str, bool]]:
     """A printed line cut into numbers (True) and the text between them (False)."""
     out: list[tuple[str, bool]] = []
     at = 0
     for m in NUMBER.finditer(line):
-        if m.start() > at:
-            out.append((line[at : m.start()], False))
-        out.append((m.group(0), True))
-        at = m.end()
+        start, end = m.span()
+        if start > at:
+            out.append((line[at:start], False))
+        out.append((line[start:end], True))
+        at = end
     if at < len(line):
         out.append((line[at:], False))
     return out

@@ -26,6 +26,7 @@ from tuimon.engine.judge.line_tokens import (
     row_cells,
     table_header,
     text_tokens,
+    ungroup,
 )
 from tuimon.readers import open_log
 
@@ -208,7 +209,7 @@ def _line(line: str, header: tuple[str, list[str]] | None, metrics: dict[str, _M
                 if NUMBER.fullmatch(cell) and not is_clock(name):
                     metrics.setdefault(name, _Metric()).add(cell)
             return
-    tokens = text_tokens(mask_clocks(line))
+    tokens = text_tokens(mask_clocks(ungroup(line)))
     for i, (tok, number) in enumerate(tokens):
         if number:
             name = name_before(tokens, i)
