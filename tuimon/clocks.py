@@ -73,12 +73,16 @@ _RATE_TAIL = re.compile(
     r"images|it|items|ex|examples|seqs|words|updates|steps|batches)_?(ps|s)$",
     re.IGNORECASE,
 )
+_INDEX = re.compile(r"(?:\[\d+\]|\.\d+)+$")
+"""The index of a list's item at the end of a name (`[3]`, `.3`)."""
 _WORDS = re.compile(r"[_\s\-]+|(?<=[a-z])(?=[A-Z])")
 
 
 def leaf(name: str) -> str:
-    """The last part of a nested name (`train/time/fps` -> `fps`; `a.b` -> `b`); a unit
+    """The last part of a nested name (`train/time/fps` -> `fps`; `a.b` -> `b`; an item of a
+    list is named by its list: `epoch_time[3]`, `epoch_time.3` -> `epoch_time`); a unit
     written with a slash (`tok/s`, `it/s`) stays whole."""
+    name = _INDEX.sub("", name) or name
     if re.search(r"/(s|sec|it)$", name, re.IGNORECASE):
         return name.rsplit(".", 1)[-1]
     return re.split(r"[/.]", name)[-1] or name

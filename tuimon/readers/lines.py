@@ -180,9 +180,8 @@ class LineParser:
                     elif (step := self._row(obj)) is not None:  # a row
                         if not self.json_rows:
                             path = step_path(obj, self.key)
-                            self.first_key = ".".join(path) if path else (
-                                f"{self._content_key} (by content: a counter's name)"
-                            )
+                            by_content = f"{self._content_key} (by content: a counter's name)"
+                            self.first_key = ".".join(path) if path else by_content
                         self.json_rows = True
                         if suspect(step):  # an integer beyond 64 bits, read as a float?
                             step = self._row(loads_checked(stripped)) or step
