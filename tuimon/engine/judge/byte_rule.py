@@ -26,6 +26,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from operator import ne
 from pathlib import Path
 from typing import IO, Any
 
@@ -51,7 +52,7 @@ from tuimon.steplog import Step
 
 BLOCK = 1 << 20
 """Bytes compared at a time while the two logs are the same."""
-LINES = 4096
+LINES = 16384
 """Lines compared at a time after the shared part (a block equal once its clocks are masked
 needs no line-by-line look)."""
 LOOKAHEAD = 16
@@ -195,7 +196,7 @@ class _Checker:
         self.out = ByteCheck()
         self.header: tuple[str, list[str]] | None = None
         self.clock_keys: set[str] = set()
-        self._mask: re.Pattern[bytes] | None = None
+        self._masks: list[tuple[re.Pattern[bytes], bytes]] = []
         self._first = self._first_b = b""
 
     def run(self) -> ByteCheck:
@@ -237,7 +238,7 @@ class _Checker:
             return x[cut:], y[cut:]
 
     # -- line against line ------------------------------------------------------------------
-    def _compare(self, lines_a: Iterator[bytes], lines_b: Iterator[bytes]) -> None:
+    def _compare(self, lines_a: Iterator[list[bytes]], lines_b: Iterator[list[bytes]]) -> None:
         out = self.out
         at_a = at_b = out.shared_lines  # lines of each log compared so far
         buf_a: list[bytes] = []
@@ -251,12 +252,12 @@ class _Checker:
                     ("b", buf_b, lines_b, at_b),
                 ):
                     if buf:
-                        self._only(side, buf[0], at + 1, len(buf) + sum(1 for _ in rest))
+                        self._only(side, buf[0], at + 1, len(buf) + sum(map(len, rest)))
                 return
             n = min(len(buf_a), len(buf_b), LINES)
             xa, xb = buf_a[:n], buf_b[:n]
             if xa == xb or self._masked_equal(xa, xb):
-                differ = 0 if xa == xb else sum(x != y for x, y in zip(xa, xb, strict=True))
+                differ = 0 if xa == xb else sum(map(ne, xa, xb))
                 out.compared += n
                 out.differ += differ
                 if differ:
@@ -265,6 +266,7 @@ class _Checker:
                 at_a += n
                 at_b += n
                 continue
+            masks = len(self._masks)
             for _ in range(n):
                 x, y = buf_a[0], buf_b[0]
                 if x == y or self._explain(x, y) is None:
@@ -273,6 +275,8 @@ class _Checker:
                     del buf_a[0], buf_b[0]
                     at_a += 1
                     at_b += 1
+                    if len(self._masks) > masks:
+                        break  # a clock key learned: the rest of the block at once
                     continue
                 if self._cut_short(buf_a, buf_b, lines_a, lines_b, at_a, at_b):
                     return
@@ -309,8 +313,8 @@ class _Checker:
         self,
         buf_a: list[bytes],
         buf_b: list[bytes],
-        lines_a: Iterator[bytes],
-        lines_b: Iterator[bytes],
+        lines_a: Iterator[list[bytes]],
+        lines_b: Iterator[list[bytes]],
         at_a: int,
         at_b: int,
     ) -> bool:
@@ -318,10 +322,10 @@ class _Checker:
         the other's lines from there are lines the cut log lacks."""
         x, y = buf_a[0], buf_b[0]
         if len(buf_a) == 1 and not x.endswith(b"\n") and y.startswith(x):
-            self._only("b", y, at_b + 1, len(buf_b) + sum(1 for _ in lines_b))
+            self._only("b", y, at_b + 1, len(buf_b) + sum(map(len, lines_b)))
             return True
         if len(buf_b) == 1 and not y.endswith(b"\n") and x.startswith(y):
-            self._only("a", x, at_a + 1, len(buf_a) + sum(1 for _ in lines_a))
+            self._only("a", x, at_a + 1, len(buf_a) + sum(map(len, lines_a)))
             return True
         return False
 
@@ -344,23 +348,31 @@ class _Checker:
     def _masked_equal(self, xa: list[bytes], xb: list[bytes]) -> bool:
         """Blocks of JSON lines equal once the values of the keys already found to be clocks
         are masked: no line-by-line look (a run's clock in every line of a long log)."""
-        if self._mask is None:
+        if not self._masks:
             return False
-        sub = self._mask.sub
-        return [sub(rb"\1~", x) for x in xa] == [sub(rb"\1~", y) for y in xb]
+        return self._masked(b"".join(xa)) == self._masked(b"".join(xb))
+
+    def _masked(self, data: bytes) -> bytes:
+        """`data` with each clock key's value written `~` (one pass a key: a mask never
+        crosses a line's end, and its replacement is literal, not a template)."""
+        for pattern, literal in self._masks:
+            data = pattern.sub(literal, data)
+        return data
 
     def _seen_clock(self, key: str) -> None:
-        if key in self.clock_keys or len(self.clock_keys) > 64:
+        if key in self.clock_keys or len(self.clock_keys) > 16:
             return
         self.clock_keys.add(key)
-        alts = b"|".join(re.escape(k.encode()) for k in sorted(self.clock_keys))
-        self._mask = re.compile(rb'("(?:' + alts + rb')"\s*:\s*)(?:"(?:[^"\\]|\\.)*"|[^,}\]\s]+)')
+        name = re.escape(key.encode())
+        pattern = re.compile(rb'"' + name + rb'"\s*:\s*(?:"(?:[^"\\]|\\.)*"|[^,}\]\s]+)')
+        literal = b'"' + key.encode().replace(b"\\", b"\\\\") + b'":~'
+        self._masks.append((pattern, literal))
 
     # -- one pair of lines --------------------------------------------------------------------
     def _explain(self, x: bytes, y: bytes, *, count: bool = True) -> str | None:
         """None when every span in which two lines differ is set aside (counted, with
         `count`); else what differs, in a few words."""
-        if self._mask is not None and self._mask.sub(rb"\1~", x) == self._mask.sub(rb"\1~", y):
+        if self._masks and self._masked(x) == self._masked(y):
             if count:
                 self.out.set_aside[CLOCK] = self.out.set_aside.get(CLOCK, 0) + 1
             return None
@@ -497,30 +509,37 @@ def _common(x: bytes, y: bytes) -> int:
     return lo
 
 
-def _lines(head: bytes, fh: IO[bytes]) -> Iterator[bytes]:
-    """The lines of `head` then of the rest of `fh` (each with its newline, the last maybe
-    without)."""
+def _lines(head: bytes, fh: IO[bytes]) -> Iterator[list[bytes]]:
+    """The lines of `head` then of the rest of `fh`, a block at a time (each line with its
+    newline, the last maybe without)."""
     rest = b""
     chunk = head
     while True:
         data = rest + chunk
-        parts = data.split(b"\n")
-        rest = parts.pop()
-        for p in parts:
-            yield p + b"\n"
+        end = data.rfind(b"\n") + 1
+        rest = data[end:]
+        if end:
+            yield data[:end].splitlines(keepends=True) if b"\r" not in data else _split(data[:end])
         chunk = fh.read(BLOCK)
         if not chunk:
             if rest:
-                yield rest
+                yield [rest]
             return
 
 
-def _fill(buf: list[bytes], it: Iterator[bytes], n: int) -> None:
+def _split(data: bytes) -> list[bytes]:
+    """Lines ended by `\n` only (`splitlines` also ends one at a `\r`)."""
+    parts = data.split(b"\n")
+    parts.pop()
+    return [p + b"\n" for p in parts]
+
+
+def _fill(buf: list[bytes], it: Iterator[list[bytes]], n: int) -> None:
     while len(buf) < n:
-        x = next(it, None)
-        if x is None:
+        block = next(it, None)
+        if block is None:
             return
-        buf.append(x)
+        buf.extend(block)
 
 
 def _shown(line: bytes) -> str:

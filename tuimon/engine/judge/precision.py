@@ -36,6 +36,8 @@ are found in one pass over them (and over `TAIL` bytes from the middle of a long
 file); a log of printed lines is read line by line, its first `LINES`."""
 TAIL = 1 << 18
 LINES = 20_000
+PER_NAME = 256
+"""Values of a name looked at, at most (a metric's precision shows in its first few)."""
 FULL_DIGITS = 15
 """Significant digits from which a value round-trips a float64 as written."""
 SHORT_VALUES = 3
@@ -178,11 +180,18 @@ def _scan(path: Path, metrics: dict[str, _Metric]) -> None:
     if b"\0" in data[:4096]:
         return
     if data.lstrip()[:1] == b"{":
+        values: dict[bytes, list[bytes]] = {}
         for body in (data, more):
             for key, number in _JSON_PAIR.findall(body):
-                name = key.decode("utf-8", "replace")
-                if not is_clock(name) and name != "type":
-                    metrics.setdefault(name, _Metric()).add(number.decode())
+                got = values.setdefault(key, [])
+                if len(got) < PER_NAME:
+                    got.append(number)
+        for key, numbers in values.items():
+            name = key.decode("utf-8", "replace")
+            if not is_clock(name) and name != "type":
+                metric = metrics.setdefault(name, _Metric())
+                for number in numbers:
+                    metric.add(number.decode())
         return
     text = data.decode("utf-8", "replace")
     lines = text.splitlines()[:LINES]
