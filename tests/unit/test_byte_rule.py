@@ -223,3 +223,20 @@ def test_precision_a_trailing_zero_is_fixed_point(tmp_path: Path) -> None:
 
 def test_precision_float32_sources_say_so() -> None:
     assert of_logs([], float32=True).phrase().startswith("as float32")
+
+
+def test_printed_clocks_in_the_shapes_trainers_print(tmp_path: Path) -> None:
+    """A logging time with milliseconds after a comma, a grouped throughput under a clock's
+    name, a clock in a printed Python dict: clocks; the loss beside them is not."""
+
+    def log(ms: int, tps: str, runtime: float, loss: str = "3.24405") -> str:
+        return (
+            f"[titan] 2026-05-18 16:04:46,{ms} - INFO - step: 14  loss:  {loss}  tps: {tps}\n"
+            f"{{'train_runtime': {runtime}, 'train_loss': 0.65, 'epoch': 1.0}}\n"
+        )
+
+    found = byte_rule.check(*_pair(tmp_path, log(338, "7,282", 12.3), log(339, "12,379", 20.9)))
+    assert found.first is None and found.set_aside == {CLOCK: 2}
+    a, b = log(338, "7,282", 12.3), log(338, "7,282", 12.3, loss="3.24406")
+    found = byte_rule.check(*_pair(tmp_path, a, b))
+    assert found.first is not None and "loss" in found.first.what

@@ -16,7 +16,7 @@ JSON_TOKEN = re.compile(
     re.S,
 )
 _WORD = re.compile(r"([A-Za-z_][\w./()\-]*)[\s:=|\[\"']*$")
-_GROUPED = re.compile(r"(?<![\w.,])[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w,]|\.\d)")
+_GROUPED = re.compile(r"(?<![\w.,:])[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w,]|\.\d)")
 """A number written with thousands separators (`105,477`): one number, not two."""
 
 
