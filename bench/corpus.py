@@ -591,9 +591,10 @@ def field(report: dict, name: str) -> Any:
 def byte_rule_miss(report: dict, outside: bool) -> tuple[bool, str]:
     """Whether an IDENTICAL/CLOSE answer left bytes that differ unnamed, and how it was told.
 
-    With tuimon's `bytes` field (the byte rule): a difference no rule explained, a line on one side only,
-    or differing lines with nothing set aside. Without it (or where the rule was not applied):
-    the two files' bytes differ outside the clocks this script itself nudged (`outside`)."""
+    With tuimon's `bytes` field (the byte rule): a difference no rule explained, a line on one
+    side only, or differing lines with nothing set aside. Without it (or where the rule was
+    not applied): the two files' bytes differ outside the clocks this script itself nudged
+    (`outside`)."""
     br = field(report, "bytes")
     if isinstance(br, dict) and br.get("applied", True):
         missed = bool(

@@ -388,7 +388,13 @@ class _Checker:
                 a, b = a2, b2
         sa, sb = a.strip(), b.strip()
         ja, jb = sa.lstrip("#").lstrip(), sb.lstrip("#").lstrip()
-        if ja[:1] == "{" and jb[:1] == "{" and len(sa) - len(ja) == len(sb) - len(jb):
+        if (
+            ja[:1] == "{"
+            and jb[:1] == "{"
+            and len(sa) - len(ja) == len(sb) - len(jb)
+            and _is_json(ja)
+            and _is_json(jb)
+        ):
             what = self._json(ja, jb, reasons)
         elif self.header is not None and (cells := self._cells(a, b)) is not None:
             what = self._table(*cells, reasons)
@@ -609,6 +615,15 @@ def hold(
         summary.verdict = INCOMPLETE
         summary.complete = False
         summary.reason = "; ".join(filter(None, (summary.reason, why)))
+
+
+def _is_json(text: str) -> bool:
+    """Whether a line is one JSON value (a printed Python dict is not: its quotes are ')."""
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 def _kind(head: bytes) -> str:
