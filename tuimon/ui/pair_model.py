@@ -20,7 +20,7 @@ from tuimon.engine.judge.artifacts import lines as artifact_lines
 from tuimon.engine.judge.verdict import Summary
 from tuimon.engine.sources.session import Batch
 from tuimon.engine.sources.side_state import SideState
-from tuimon.report.wording import parting_line
+from tuimon.report.wording import bytes_first, equal_phrase, line_parting, parting_line
 from tuimon.steplog import End, Header, Record, Step, Text
 from tuimon.store import SIDES, PairDoc
 from tuimon.store.aligned import AlignedStep, MetricDiff
@@ -453,8 +453,16 @@ class PairModel:
         step = self.first_divergent_step
         metrics = list(summary.first_divergent_metrics) if summary else []
         tensors = list(summary.first_tensors) if summary else []
+        if summary is not None and (first := bytes_first(summary)) is not None:
+            return f"first divergence: {line_parting(summary, first)}"
         return parting_line(
-            step, metrics, tensors, self.aligned_count, complete=self.done, planned=self.planned()
+            step,
+            metrics,
+            tensors,
+            self.aligned_count,
+            complete=self.done,
+            planned=self.planned(),
+            equal=equal_phrase(summary) if summary is not None else "bitwise equal",
         )
 
 
