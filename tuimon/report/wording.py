@@ -260,6 +260,11 @@ def bytes_line(summary: Summary) -> str | None:
         return f"bytes: not compared ({clean(str(found.get('why_not')), 120)})"
     total = found["shared_lines"] + found["compared"]
     parts = [f"bytes: {total:,} lines, {found['shared_lines']:,} shared byte for byte"]
+    if first := found.get("first"):
+        parts[0] = (
+            f"bytes: read to line {first['line_a']:,} of a, the first no rule explains "
+            f"({found['shared_lines']:,} lines before it shared byte for byte)"
+        )
     if found["differ"]:
         aside = sorted(found["set_aside"].items())
         why = ", ".join(f"{REASONS.get(r, r)} {n:,}" for r, n in aside)
