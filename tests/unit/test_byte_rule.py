@@ -240,3 +240,47 @@ def test_printed_clocks_in_the_shapes_trainers_print(tmp_path: Path) -> None:
     a, b = log(338, "7,282", 12.3), log(338, "7,282", 12.3, loss="3.24406")
     found = byte_rule.check(*_pair(tmp_path, a, b))
     assert found.first is not None and "loss" in found.first.what
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _compare(capsys, *argv: str) -> tuple[int, list[str], dict]:
+    from tuimon.cli import main
+
+    code = main(["compare", *argv])
+    text = capsys.readouterr().out.splitlines()
+    assert main(["compare", "--json", *argv]) == code
+    return code, text, orjson.loads(capsys.readouterr().out.splitlines()[-1])
+
+
+def test_the_reference_workloads_pair_is_bitwise(capsys) -> None:
+    """A saved pair of the reference workload (orjson writes every float's repr): bitwise, and
+    every byte that differs between its logs is a clock or a run's header/end record."""
+    code, text, out = _compare(capsys, str(ROOT / "sample_logs" / "cpu-cpu-threads1"))
+    assert code == 0 and text[0] == "IDENTICAL: 300 steps bitwise equal"
+    assert out["precision"]["kind"] == "bitwise"
+    assert out["bytes"]["set_aside"] == {CLOCK: 300, RECORD: 2} and out["bytes"]["first"] is None
+
+
+def test_a_log_printed_to_4_decimals_is_equal_as_printed(tmp_path: Path, capsys) -> None:
+    a = "".join(f"iter {i}: loss {4.5 - i / 77:.4f}, time {10 + i}.5ms\n" for i in range(40))
+    pa, pb = _pair(tmp_path, a, a.replace("time 13.5ms", "time 31.5ms"))
+    code, text, out = _compare(capsys, str(pa), str(pb))
+    assert code == 0 and "bitwise" not in text[0]
+    assert text[0] == (
+        "IDENTICAL: 40 steps equal as printed (4 decimals: a difference under 5e-05 would not show)"
+    )
+    assert out["precision"]["kind"] == "printed" and out["precision"]["decimals"] == 4
+
+
+def test_a_difference_no_reader_reads_is_diverged_at_its_line(tmp_path: Path, capsys) -> None:
+    rows = [{"step": i, "loss": 1 / (i + 3), "phase": "train"} for i in range(60)]
+    changed = [dict(r) for r in rows]
+    changed[40]["phase"] = "eval"
+    pa, pb = _pair(tmp_path, _jsonl(rows), _jsonl(changed))
+    code, text, out = _compare(capsys, str(pa), str(pb))
+    assert code == 1 and out["verdict"] == "DIVERGED"
+    assert text[0].startswith("DIVERGED: first divergent line 41 of a and b, at step 40: phase")
+    assert out["first_divergent_lines"] == {"a": 41, "b": 41}
+    assert out["bytes"]["after_step"] == "at step 40"

@@ -29,12 +29,13 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tuimon.engine.analyses.compare import read_one
     from tuimon.errors import TuimonError
     from tuimon.readers import ReaderError
     from tuimon.readers.readout import describe
 
-    try:
-        found = describe(args.log, reading(args))
+    try:  # a log of rows read by compare's block readers, any other by the readers' load
+        found = describe(args.log, reading(args), read_one)
     except ReaderError as exc:  # a file that is not a log: one line, exit 2
         raise TuimonError(str(exc)) from None
     if args.json:

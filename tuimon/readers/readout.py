@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -68,11 +70,57 @@ def _json_key(path: Path) -> str | None:
     return None
 
 
-def describe(path: str | Path, reading: Reading | None = None) -> dict[str, Any]:
+@dataclass
+class Read:
+    """A log as read without a record per step (`describe`'s `blocks`): its format, step key
+    (None: as `_step_key` finds it), account, metric and clock names in the order first
+    seen, and its first records as read."""
+
+    format: str
+    step_key: str | None
+    account: Account
+    metrics: list[str]
+    clocks: list[str]
+    records: list[Record]
+
+
+def describe(
+    path: str | Path,
+    reading: Reading | None = None,
+    blocks: Callable[[Path, Reading], Read | None] | None = None,
+) -> dict[str, Any]:
     """How a log is read: format and why, step key, metrics judged, clocks, text lines,
-    skipped lines by reason, the first records (ReaderError when it cannot be read)."""
+    skipped lines by reason, the first records (ReaderError when it cannot be read).
+    `blocks`: the block readers `compare` reads a side with (`compare.read_one`), for a log
+    they read whole as rows; None from it, or without it, the log is loaded record by record."""
     path = Path(path)
     reading = reading or Reading()
+    got = blocks(path, reading) if blocks is not None else None
+    if got is None:
+        got = _loaded(path, reading)
+    account, records = got.account, got.records
+    firsts = [r for r in records if isinstance(r, (Step, Header))][:5]
+    data = account.to_dict()
+    return {
+        "path": str(path),
+        "format": got.format,
+        "why": BY_NAME[got.format].recognised if got.format in BY_NAME else "",
+        "streams": BY_NAME[got.format].streams if got.format in BY_NAME else False,
+        "step_key": got.step_key or _step_key(got.format, records, path, reading),
+        "steps": account.steps,
+        "metrics": got.metrics,
+        "clocks": got.clocks,
+        "text_lines": data["text"] + sum(data["skipped"].values()),
+        "skipped": data["skipped"],
+        "first_skipped": data["first_skipped"],
+        "notes": data["notes"],
+        "account": account.line(),
+        "first": [to_line(r).decode("utf-8", "replace").rstrip("\n") for r in firsts],
+    }
+
+
+def _loaded(path: Path, reading: Reading) -> Read:
+    """A log read whole by the readers' registry (`load`), record by record."""
     loaded = load(path, reading)
     account = Account()
     metrics: dict[str, None] = {}
@@ -82,21 +130,6 @@ def describe(path: str | Path, reading: Reading | None = None) -> dict[str, Any]
         if isinstance(record, Step):
             metrics.update(dict.fromkeys(record.metrics))
             clocks.update(dict.fromkeys(record.clocks))
-    firsts = [r for r in loaded.records if isinstance(r, (Step, Header))][:5]
-    data = account.to_dict()
-    return {
-        "path": str(path),
-        "format": loaded.format,
-        "why": BY_NAME[loaded.format].recognised if loaded.format in BY_NAME else "",
-        "streams": BY_NAME[loaded.format].streams if loaded.format in BY_NAME else False,
-        "step_key": loaded.step_key or _step_key(loaded.format, loaded.records, path, reading),
-        "steps": account.steps,
-        "metrics": list(metrics),
-        "clocks": list(clocks),
-        "text_lines": data["text"] + sum(data["skipped"].values()),
-        "skipped": data["skipped"],
-        "first_skipped": data["first_skipped"],
-        "notes": data["notes"],
-        "account": account.line(),
-        "first": [to_line(r).decode("utf-8", "replace").rstrip("\n") for r in firsts],
-    }
+    return Read(
+        loaded.format, loaded.step_key, account, list(metrics), list(clocks), loaded.records
+    )

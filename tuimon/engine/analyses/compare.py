@@ -52,6 +52,8 @@ from tuimon.readers import (
     to_line,
 )
 from tuimon.readers.columnar import CsvColumns, read_csv_columns, read_csv_pair
+from tuimon.readers.formats import JSON_LINES, STEPLOG
+from tuimon.readers.readout import Read
 from tuimon.readers.rows import COUNTERS, step_key
 from tuimon.readers.tabular import csv_hint
 from tuimon.steplog import (
@@ -1093,6 +1095,68 @@ def _devices(sides: tuple[SideLog, SideLog]) -> tuple[str, str] | None:
     """The two sides' devices, as their step logs' headers name them (None when one does not)."""
     named = [str(log.header.env.get("device") or "") if log.header else "" for log in sides]
     return (named[0], named[1]) if all(named) else None
+
+
+HEAD_LINES = 64
+"""Lines of a log read by its parser as well, when `read_one` reads it: its format, its step
+key and its first records as read, and the order its names come in."""
+
+
+def read_one(path: Path, reading: Reading) -> Read | None:
+    """One log read as `compare` reads a side (`_line_source`, `_BlockReader`: a worker
+    process parses a large log while this one counts it), for `tuimon read`: its account,
+    its metrics and clocks, and from its first lines (`HEAD_LINES`, through the side's
+    `LineParser`, as `load` reads them) its format, step key, first records and the order of
+    its names. None, for the readers' `load` to read it record by record, unless it is a
+    tuimon step log as written or plain JSON Lines of `HEAD_LINES` lines at least whose every
+    line was a row: no text line, nothing skipped, no name its first lines do not have."""
+    side = "a"
+    try:
+        if not path.is_file():
+            return None
+        with _opened(path) as fh:
+            first = fh.readline(1 << 20)
+            head = [first, *islice(fh, HEAD_LINES - 1)]
+        if len(head) < HEAD_LINES:  # a short file (or a document on one line): `load` reads it
+            return None
+        native = reading.as_written(side) and b'"header"' in first and b"tuimon.steplog" in first
+        if not native and _plain_key(path, reading, side) is None:
+            return None
+        parser = LineParser(reading, side)
+        records = parser.feed([line for line in head if line.strip()]) + parser.close()
+        logs = SavedLogs(path, path, reading=reading)
+        aligner = PairAligner(0.0)
+        log = SideLog(path)
+        reader = _BlockReader(side, log, aligner, False, reading)
+        for block in _line_source(
+            logs, side, log, False, reader if _workers(logs, False) else None
+        ):
+            if isinstance(block, (_CsvBlock, _RecordBlock, _Same)):
+                return None
+            reader.block(block)
+        reader.finish()
+    except (CompareError, ReaderError, OSError):
+        return None
+    account = aligner.accounts[side]
+    if (
+        not (log.native or log.plain_key)
+        or reader.sparse
+        or log.texts
+        or account.text
+        or account.reasons()
+        or account.notes
+        or any(isinstance(r, Text) for r in records)
+        or not (parser.tuimon or parser.json_rows)
+    ):
+        return None
+    steps = [r for r in records if isinstance(r, Step)]
+    metrics = dict.fromkeys(name for r in steps for name in r.metrics)
+    clocks = dict.fromkeys(name for r in steps for name in r.clocks)
+    if set(metrics) != aligner.names[side] or set(clocks) != aligner.ignored:
+        return None
+    kind = STEPLOG.name if parser.tuimon else JSON_LINES.name
+    key = None if parser.tuimon else parser.first_key
+    return Read(kind, key, account, list(metrics), list(clocks), records)
 
 
 def first_lines(
