@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import FAKE_TRAINER, TESTS, wait_until
+from helpers import FAKE_TRAINER, TESTS, alive, wait_until
 
 ROOT = TESTS.parent
 
@@ -46,3 +46,48 @@ def test_a_signal_ends_a_headless_sweep_saved_and_exit_3(tmp_path: Path, sig: in
         meta = json.loads((store / job["pair"] / "pair.json").read_text())
         assert meta["status"] == "interrupted"
     assert json.loads(out.decode().strip().splitlines()[-1])["jobs"]
+
+
+def _children(pid: int) -> list[int]:
+    """The pids of a process's children (Linux: /proc/PID/task/*/children)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc (Linux)")
+def test_a_signal_to_compare_leaves_no_reader_behind(tmp_path: Path) -> None:
+    """Two logs large enough for compare's reader processes (`_workers`): SIGTERM to compare
+    ends them with it (they read on and held its stdout open, so its caller waited too)."""
+    import os
+
+    from tuimon.engine.analyses import compare
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("compare reads in worker processes only with more than one CPU")
+    line = b'{"step": %d, "loss": 0.123456789012345, "acc": 0.5}\n'
+    count = compare.WORKERS_FROM // len(line % 0) + 20_000
+    body = b"".join(line % step for step in range(count))
+    (tmp_path / "a.jsonl").write_bytes(body)
+    (tmp_path / "b.jsonl").write_bytes(body.replace(b"0.5}", b"0.6}"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuimon", "compare", "a.jsonl", "b.jsonl", "--json"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    workers: list[int] = []
+    try:
+        wait_until(lambda: bool(workers.extend(_children(proc.pid)) or workers), 30)
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=10)  # its stdout closed: no reader holds it
+        assert proc.returncode in (-signal.SIGTERM, 128 + signal.SIGTERM)
+        wait_until(lambda: not any(alive(pid) for pid in workers), 5)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pid in workers:  # this test's own processes, if the fix fails
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)

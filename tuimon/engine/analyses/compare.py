@@ -350,9 +350,12 @@ def _worker_blocks(
     (`_BlockReader.apply`), so the verdict is the one a single process gives. The pipe holds
     a few blocks: memory stays bounded however far one side runs ahead. `twin`: side a's
     log, read beside this one while they agree (`_SAME`)."""
+    from tuimon.engine.launch.runner import die_with_parent  # only when workers read
+
     ctx = multiprocessing.get_context("fork")
     receive, send = ctx.Pipe(duplex=False)
-    worker = ctx.Process(target=_serve, args=(reader, path, key, send, twin), daemon=True)
+    tie = die_with_parent()  # a signal that ends this process ends the worker too
+    worker = ctx.Process(target=_serve, args=(reader, path, key, send, twin, tie), daemon=True)
     worker.start()
     send.close()
     try:
@@ -374,9 +377,20 @@ def _worker_blocks(
         worker.join()
 
 
-def _serve(reader: _BlockReader, path: Path, key: str | None, send: Any, twin: Path | None) -> None:
+def _serve(
+    reader: _BlockReader,
+    path: Path,
+    key: str | None,
+    send: Any,
+    twin: Path | None,
+    tie: Callable[[], None] | None = None,
+) -> None:
     """The worker of `_worker_blocks`: the log's blocks, prepared, into `send`; `_SAME` for
-    each block that is, from the first on, the `twin` log's block of the same place."""
+    each block that is, from the first on, the `twin` log's block of the same place. `tie`
+    (Linux) has it killed when the process that forked it dies: a SIGTERM to compare left it
+    reading on, holding compare's stdout open."""
+    if tie is not None:
+        tie()
     gc.disable()
     other = _beside(twin, header=key is None)
     try:
