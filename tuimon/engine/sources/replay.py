@@ -7,7 +7,6 @@ import contextlib
 import math
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any, Protocol
 
 from tuimon.engine.events import Exited, Judged, Lines, SourceEvent, Stderr
@@ -16,6 +15,7 @@ from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.sources.replicas import saved_watch
 from tuimon.engine.sources.saved import SavedPair, boxed_end, how_it_ended
 from tuimon.engine.sources.session import Batch, PairOptions, PairSession
+from tuimon.errors import CompareError, ReplayError
 from tuimon.steplog import Record, Step
 from tuimon.store import SIDES, SavedLogs
 
@@ -25,10 +25,6 @@ TICK = 0.125
 """Seconds between two feeds at most 8 a second (half a batch interval): the steps due in
 between go together (one event, one judge of a block), so a paced replay costs per tick, not
 per step."""
-
-
-PROGRESS_EVERY = 0.1
-"""Seconds between two progress events of a pair judged flat out (`PairJudge`)."""
 
 
 class SideRead(Protocol):
@@ -55,12 +51,8 @@ class PairJudge(Protocol):
         logs: SavedPair,
         tolerance: float,
         select: MetricFilter | None,
-        progress: Callable[[PairAligner, dict[str, Any]], None],
+        progress: Callable[[PairAligner, dict[str, Any]], None] | None,
     ) -> tuple[PairAligner, tuple[Any, Any]]: ...
-
-
-class _Stopped(Exception):
-    """The replay was stopped while its judge read the logs."""
 
 
 class _Clock:
@@ -107,8 +99,10 @@ class ReplaySource:
     ) -> None:
         self.logs = SavedPair.of(logs)
         self.judge = judge
-        """Flat out (an infinite speed, not realtime), the pair goes through this judge in a
-        thread instead of record by record (`_run_judged`)."""
+        """Flat out (an infinite speed, not realtime), the pair goes through this judge
+        instead of record by record (`replay_session`, `_run_judged`)."""
+        self.judged: tuple[PairAligner, tuple[SideRead, SideRead]] | None = None
+        """What `judge` gave (`replay_session` runs it)."""
         self.tolerance = 0.0
         self.select: MetricFilter | None = None
         self.speed = speed
@@ -170,8 +164,8 @@ class ReplaySource:
         """Nothing runs in a replay."""
 
     async def run(self, queue: asyncio.Queue[SourceEvent]) -> None:
-        if self.flat_out and self.judge is not None:
-            await self._run_judged(queue, self.judge)
+        if self.judged is not None:
+            await self._run_judged(queue, self.judged)
             return
         cursors = {"a": 0, "b": 0}
         parsed = {s: self.logs.records(s) for s in SIDES}  # the readers': a live pair's account
@@ -245,33 +239,15 @@ class ReplaySource:
             code, status = self.logs.ending.exits[side]
             await queue.put(Exited(side, code, "interrupted" if self._stopped else status))
 
-    async def _run_judged(self, queue: asyncio.Queue[SourceEvent], judge: PairJudge) -> None:
-        """Flat out: the pair read in blocks by `judge` in a thread (no record per step is made
-        or held), each side's progress and the summary so far posted every `PROGRESS_EVERY`
-        seconds, then what each side held besides its steps, the aligner, how each ended."""
-        loop = asyncio.get_running_loop()
-        due = [0.0]
-
-        def progress(aligner: PairAligner, sides: dict[str, Any]) -> None:
-            if self._stopped:
-                raise _Stopped
-            if time.monotonic() < due[0]:
-                return
-            due[0] = time.monotonic() + PROGRESS_EVERY
-            summary = aligner.summary(running=True)
-            for side, log in sides.items():
-                step = aligner.last_step[side] if log.steps else None
-                event = Judged(side, log.steps, step, summary)
-                loop.call_soon_threadsafe(queue.put_nowait, event)
-
-        try:
-            aligner, read = await asyncio.to_thread(
-                judge, self.logs, self.tolerance, self.select, progress
-            )
-        except _Stopped:
-            for side in SIDES:
-                await queue.put(Exited(side, None, "interrupted"))
-            return
+    async def _run_judged(
+        self,
+        queue: asyncio.Queue[SourceEvent],
+        judged: tuple[PairAligner, tuple[SideRead, SideRead]],
+    ) -> None:
+        """Flat out: the pair as its judge read it in blocks (no record per step was made or
+        held): what each side held besides its steps, its steps counted, the aligner that
+        judged them, then how each side ended."""
+        aligner, read = judged
         sides = dict(zip(SIDES, read, strict=True))
         box = self.logs.pair_dir
         for i, (side, log) in enumerate(sides.items()):
@@ -279,9 +255,19 @@ class ReplaySource:
             step = aligner.last_step[side] if log.steps else None
             last = i == len(sides) - 1
             device = self.logs.device(side, log.header)
-            done = Judged(side, log.steps, step, done=True, header=log.header, end=end)
-            more = {"texts": log.texts, "first_text": log.first_text, "device": device}
-            await queue.put(replace(done, **more, aligner=aligner if last else None))
+            done = Judged(
+                side,
+                log.steps,
+                step,
+                done=True,
+                header=log.header,
+                end=end,
+                texts=log.texts,
+                first_text=log.first_text,
+                device=device,
+                aligner=aligner if last else None,
+            )
+            await queue.put(done)
         if "ending" not in self.logs.__dict__:  # from the ends read, not every record again
             ends = {s: log.end for s, log in sides.items()}
             tuimon = [s for s, log in sides.items() if log.tuimon]
@@ -317,6 +303,11 @@ def replay_session(
     )
     source.tolerance, source.select = tolerance, select or pair.select
     quick = source.flat_out  # the judge reads the logs: the view does not read them first
+    if judge is not None and quick:  # judged now: a log it cannot read is refused at once
+        try:
+            source.judged = judge(pair, tolerance, source.select, None)
+        except CompareError as exc:
+            raise ReplayError(str(exc)) from None
     session = PairSession(
         source,
         (pair.side_state("a", quick=quick), pair.side_state("b", quick=quick)),
