@@ -284,3 +284,22 @@ def test_a_difference_no_reader_reads_is_diverged_at_its_line(tmp_path: Path, ca
     assert text[0].startswith("DIVERGED: first divergent line 41 of a and b, at step 40: phase")
     assert out["first_divergent_lines"] == {"a": 41, "b": 41}
     assert out["bytes"]["after_step"] == "at step 40"
+
+
+def test_a_json_document_over_many_lines_is_compared_by_its_paths(tmp_path: Path) -> None:
+    """`json.dump(indent=2)` puts each value of a list on its own line: a clock there is known
+    by its list's name, and a changed metric is named with its path and line."""
+    import json
+
+    def doc(k: float, loss3: float = 0.2) -> str:
+        losses = [1 / (i + 2) for i in range(5)]
+        losses[3] = loss3
+        return json.dumps(
+            {"training": {"loss": losses, "epoch_time": [k * i for i in range(5)]}}, indent=2
+        )
+
+    found = byte_rule.check(*_pair(tmp_path, doc(1.0), doc(1.7), "h.json"))
+    assert found.first is None and found.set_aside == {CLOCK: 4} and found.differ == 4
+    found = byte_rule.check(*_pair(tmp_path, doc(1.0), doc(1.0, loss3=0.5), "h.json"))
+    assert found.first is not None and found.first.line_a == 7
+    assert found.first.what == "training.loss.3: 0.2 against 0.5"

@@ -37,6 +37,7 @@ from tuimon.engine.judge import precision
 from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.line_tokens import (
     json_tokens,
+    json_tokens_at,
     leaf_key,
     name_before,
     record_type,
@@ -57,6 +58,8 @@ LINES = 16384
 needs no line-by-line look)."""
 LOOKAHEAD = 16
 """Lines looked ahead for a line one log holds and the other lacks."""
+DOCUMENT = 256 << 20
+"""Bytes of a JSON document over many lines compared token against token, at most."""
 HEAD = 1 << 16
 """Bytes of the first log read for a table's header (a comment line may come first)."""
 SHOWN = 200
@@ -117,8 +120,8 @@ class LineDifference:
     """Two lines, one of each log (1-based), and what in them no rule explains."""
 
     line_a: int | None
-    line_b: int | None
     text_a: str
+    line_b: int | None
     text_b: str
     what: str
 
@@ -211,6 +214,9 @@ class _Checker:
             self.out.applied = False
             self.out.why_not = f"written in two formats ({kinds[0]}, {kinds[1]}): judged by records"
             return self.out
+        if kinds[0] == "JSON" and not _is_json(_first_line(self._first)):
+            self._document()  # one JSON document over many lines: its paths span lines
+            return self.out
         if self.out.shared_bytes == 0 and head_a.startswith(BOM) != head_b.startswith(BOM):
             head_a, head_b = head_a.removeprefix(BOM), head_b.removeprefix(BOM)
             self.out.set_aside[MARK] = 1
@@ -236,6 +242,49 @@ class _Checker:
             self.out.shared_bytes = shared + cut
             self.out.shared_lines = lines + x.count(b"\n", 0, cut)
             return x[cut:], y[cut:]
+
+    # -- a JSON document ----------------------------------------------------------------------
+    def _document(self) -> None:
+        """Two JSON documents written over many lines (`json.dump(indent=2)`), compared token
+        against token with the path of each value, so a clock in a list on its own line is
+        known by its list's name; the differing lines counted by the line of log a."""
+        out = self.out
+        texts = []
+        for fh in self.files:
+            fh.seek(0)
+            data = fh.read(DOCUMENT + 1)
+            if len(data) > DOCUMENT:
+                out.applied = False
+                out.why_not = f"a JSON document over {DOCUMENT >> 20} MiB: judged by its records"
+                return
+            texts.append(data.removeprefix(BOM).decode("utf-8", "replace"))
+        a, b = texts
+        ta, tb = json_tokens_at(a), json_tokens_at(b)
+        out.compared = a.count("\n") + (0 if a.endswith("\n") else 1) - out.shared_lines
+        reasons: dict[int, set[str]] = {}
+        for (pa, va, ka, at), (pb, vb, kb, bt) in zip(ta, tb, strict=False):
+            if va == vb and ka == kb:
+                continue
+            why = None
+            if pa == pb and ka == kb and ka in ("number", "string"):
+                why = self._value(pa, va, vb, quoted=ka == "string")
+            if why is None:
+                what = f"{pa or 'a value'}: {_cut(va)} against {_cut(vb)}"
+                out.first = LineDifference(*_line_at(a, at), *_line_at(b, bt), what)
+                out.differ = len(reasons) + 1
+                return
+            reasons.setdefault(a.count("\n", 0, at), set()).add(why)
+        if len(ta) != len(tb):
+            at = ta[len(tb)][3] if len(ta) > len(tb) else len(a)
+            bt = tb[len(ta)][3] if len(tb) > len(ta) else len(b)
+            what = "one document goes on where the other ends"
+            out.first = LineDifference(*_line_at(a, at), *_line_at(b, bt), what)
+            out.differ = len(reasons) + 1
+            return
+        out.differ = len(reasons)
+        for why_set in reasons.values():
+            for reason in why_set:
+                out.set_aside[reason] = out.set_aside.get(reason, 0) + 1
 
     # -- line against line ------------------------------------------------------------------
     def _compare(self, lines_a: Iterator[list[bytes]], lines_b: Iterator[list[bytes]]) -> None:
@@ -285,7 +334,7 @@ class _Checker:
                     out.compared += 1
                     out.differ += 1
                     what = self._explain(x, y, count=False) or "the lines differ"
-                    out.first = LineDifference(at_a + 1, at_b + 1, _shown(x), _shown(y), what)
+                    out.first = LineDifference(at_a + 1, _shown(x), at_b + 1, _shown(y), what)
                     return
                 side, k = skip
                 if side == "a":
@@ -302,10 +351,10 @@ class _Checker:
         """`count` lines that only `side` holds, the first of them `line` (1-based `number`)."""
         if side == "a":
             self.out.only_a += count
-            found = LineDifference(number, None, _shown(line), "", "lines only a holds")
+            found = LineDifference(number, _shown(line), None, "", "lines only a holds")
         else:
             self.out.only_b += count
-            found = LineDifference(None, number, "", _shown(line), "lines only b holds")
+            found = LineDifference(None, "", number, _shown(line), "lines only b holds")
         if self.out.first_only is None:
             self.out.first_only = found
 
@@ -617,6 +666,25 @@ def hold(
         summary.reason = "; ".join(filter(None, (summary.reason, why)))
 
 
+def _line_at(text: str, at: int) -> tuple[int, str]:
+    """The line (1-based) of a text that holds offset `at`, and its first characters."""
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at)
+    return text.count("\n", 0, at) + 1, text[start : end if end >= 0 else len(text)][:SHOWN]
+
+
+_DOCUMENT_START = re.compile(r'[\[{]\s*($|["{\[\d-])')
+"""The first line of a JSON document written over many lines (`{`, `[{`, `{"loss": [`)."""
+
+
+def _first_line(head: bytes) -> str:
+    """The first line that holds anything, as text."""
+    for line in head.removeprefix(BOM).decode("utf-8", "replace").splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
 def _is_json(text: str) -> bool:
     """Whether a line is one JSON value (a printed Python dict is not: its quotes are ')."""
     try:
@@ -628,9 +696,10 @@ def _is_json(text: str) -> bool:
 
 def _kind(head: bytes) -> str:
     """What a log's first line is written as: `JSON` (an object), `a table` or `text`."""
-    body = head.removeprefix(BOM).lstrip()
-    if body[:1] in (b"{", b"["):
+    first = _first_line(head)
+    if _is_json(first) or _DOCUMENT_START.match(first):
         return "JSON"
+    body = head.removeprefix(BOM).lstrip()
     text = body.decode("utf-8", "replace").splitlines()
     return "a table" if _header(text) is not None else "text"
 

@@ -23,36 +23,43 @@ _GROUPED = re.compile(r"(?<![\w.,:])[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w,]|\.
 def json_tokens(line: str) -> list[tuple[str, str, str]]:
     """A JSON line's tokens with the dotted path of the value each belongs to: (path, text,
     kind) where kind is `key`, `string`, `number`, `punct` (punctuation and spaces)."""
-    out: list[tuple[str, str, str]] = []
+    return [(path, tok, kind) for path, tok, kind, _ in json_tokens_at(line)]
+
+
+def json_tokens_at(text: str) -> list[tuple[str, str, str, int]]:
+    """`json_tokens` of a JSON text of any length (a document over many lines), each with
+    the offset where it starts."""
+    out: list[tuple[str, str, str, int]] = []
     stack: list[list[Any]] = []  # [kind, current key or index, expecting a key]
-    for m in JSON_TOKEN.finditer(line):
+    for m in JSON_TOKEN.finditer(text):
         tok = m.group(0)
+        at = m.start()
         c = tok[0]
         top = stack[-1] if stack else None
         path = ".".join(str(s[1]) for s in stack if s[1] is not None)
         if c in "{[":
-            out.append((path, tok, "punct"))
+            out.append((path, tok, "punct", at))
             stack.append(["o", None, True] if c == "{" else ["a", 0, False])
         elif c in "}]":
-            out.append((path, tok, "punct"))
+            out.append((path, tok, "punct", at))
             if stack:
                 stack.pop()
         elif c == ",":
-            out.append((path, tok, "punct"))
+            out.append((path, tok, "punct", at))
             if top is not None:
                 if top[0] == "a":
                     top[1] += 1
                 else:
                     top[2] = True
         elif c == ":" or tok.isspace():
-            out.append((path, tok, "punct"))
+            out.append((path, tok, "punct", at))
         elif c == '"' and top is not None and top[0] == "o" and top[2]:
             top[1] = tok[1:-1]
             top[2] = False
-            out.append((path, tok, "key"))
+            out.append((path, tok, "key", at))
         else:
             kind = "string" if c == '"' else "number"
-            out.append((path, tok[1:-1] if c == '"' else tok, kind))
+            out.append((path, tok[1:-1] if c == '"' else tok, kind, at))
     return out
 
 
