@@ -82,3 +82,34 @@ def test_flat_out_replay_gives_compares_verdict_and_reads_no_record(capsys, tmp_
         compared.pop(key, None)
     assert replayed == compared
     assert replayed["first_divergent_step"] == 2000
+
+
+def test_a_paced_replay_reads_its_logs_a_block_at_a_time(tmp_path, monkeypatch):
+    """The view's replay (`stream`): the same report as the replay that reads both logs whole
+    first, without reading them whole (their first rows shown once a block is read)."""
+    import io
+
+    from tuimon.engine.sources.replay import replay_session
+    from tuimon.engine.sources.saved import resolve_logs
+    from tuimon.report.headless import run_headless
+
+    paths = _plain(tmp_path, 30_000, 20_000)  # > 1 MiB a log: read in blocks
+
+    def report(stream: bool) -> str:
+        logs = resolve_logs(paths)
+        out = io.StringIO()
+
+        def make(on_batch):  # type: ignore[no-untyped-def]
+            return replay_session(logs, speed=1e12, on_batch=on_batch, stream=stream)
+
+        code = run_headless([make], as_json=True, out=out)
+        return out.getvalue() + f"exit {code}"
+
+    whole = report(False)
+
+    def no_records(self: SavedPair, side: str) -> list[object]:
+        raise AssertionError("a streamed replay read a log whole")
+
+    monkeypatch.setattr(SavedPair, "records", no_records)
+    assert report(True) == whole
+    assert json.loads(whole.splitlines()[0])["first_divergent_step"] == 20_000

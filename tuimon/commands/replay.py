@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
             on_batch=on_batch,
             select=select(args) if args.ignore or args.only else None,
             judge=judge,
+            stream=not headless,  # the view shows the first rows as soon as they are read
         )
 
     if headless:
