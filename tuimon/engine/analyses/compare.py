@@ -37,8 +37,8 @@ from tuimon.engine.judge.byte_rule import hold
 from tuimon.engine.judge.columns import Columns, MetricFilter, RowTable, sparse
 from tuimon.engine.judge.fingerprints import env_diff
 from tuimon.engine.judge.matcher import ColumnMatcher
-from tuimon.engine.judge.verdict import Summary, no_step_reason
-from tuimon.engine.sources.saved import SavedPair, how_it_ended, resolve_logs
+from tuimon.engine.judge.verdict import Ending, Summary
+from tuimon.engine.sources.saved import SavedPair, resolve_logs, saved_ending
 from tuimon.errors import CompareError, ReplayError, StoreError
 from tuimon.readers import (
     Account,
@@ -1046,11 +1046,10 @@ def judge(
         side, log = empty[0]
         raise CompareError(_no_steps(log, logs.reading, aligner.accounts[side]))
     aligned, aligner = _settled(logs, aligner, matcher, keep)
-    reason, interrupted = _how_it_ended(logs, sides)
-    if empty:  # a run that logged no step (a saved pair, or one file): INCOMPLETE, as live
-        nothing = (no_step_reason(side, log.texts, log.first_text) for side, log in empty)
-        reason = "; ".join(filter(None, (reason, *nothing)))
-    summary = aligner.summary(complete=reason is None, reason=reason, interrupted=interrupted)
+    ending = _ending(logs, sides, aligner)  # a run that logged no step: INCOMPLETE, as live
+    summary = aligner.summary(
+        complete=ending.complete, reason=ending.reason, interrupted=ending.interrupted
+    )
     summary.first_divergent_lines = first_lines(logs, aligner, summary, sides)
     hold(summary, logs.a, logs.b, reading=logs.reading, select=select, devices=_devices(sides))
     return Judged(summary, aligned, _doc(logs, sides, summary, whole=keep), sides)
@@ -1265,13 +1264,16 @@ def _no_steps(log: SideLog, reading: Reading, account: Account) -> str:
     return message
 
 
-def _how_it_ended(logs: SavedLogs, sides: tuple[SideLog, SideLog]) -> tuple[str | None, bool]:
-    """Why the pair is not complete (None when both runs ended normally), and whether it was
-    interrupted (`how_it_ended`, from the end records streamed)."""
-    by_side = list(zip(SIDES, sides, strict=True))
-    ends = {side: log.end for side, log in by_side}
-    ending = how_it_ended(logs, ends, [side for side, log in by_side if log.tuimon])
-    return ending.reason, ending.interrupted
+def _ending(logs: SavedLogs, sides: tuple[SideLog, SideLog], aligner: PairAligner) -> Ending:
+    """How the pair ended (`saved_ending`), from the end records and the lines streamed."""
+    by_side = dict(zip(SIDES, sides, strict=True))
+    return saved_ending(
+        logs,
+        {side: log.end for side, log in by_side.items()},
+        [side for side, log in by_side.items() if log.tuimon],
+        {side: (log.steps, log.texts, log.first_text) for side, log in by_side.items()},
+        aligner.text.compared,
+    )
 
 
 def _doc(

@@ -1,5 +1,5 @@
 """What a pair comes to: the verdicts and their rule, the exit codes, the `Summary` with its
-coverage, and the reasons a pair is not complete.
+coverage, how a pair ended (`how_it_ended`) and the reasons a pair is not complete.
 
 Every path that judges a pair (live, replay, the browser, export, `tuimon compare`) ends here:
 the aligner (`tuimon.engine.judge.align`) counts, and `verdict` names the outcome.
@@ -169,3 +169,110 @@ def verdict(
     if not complete or compared == 0:
         return INCOMPLETE
     return IDENTICAL if equal == compared else CLOSE
+
+
+NO_DOC = "the pair has no pair.json: its monitor did not finish (killed?)"
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnd:
+    """What is known of how one side's run ended: what its monitor recorded (the live session,
+    or the pair.json it wrote), the end record of its log, and what the log held."""
+
+    side: str
+    status: str | None = None
+    """The monitor's word for the run: finished, failed, interrupted, stalled ... (None: no
+    monitor recorded it: a log file read on its own, or a pair without pair.json)."""
+    exit_code: int | None = None
+    end: str | None = None
+    """The status of the log's end record ("ok", "error"; None: no end record)."""
+    cut_short: bool = False
+    """A log that ends with an end record (a tuimon step log) has none, and no monitor says
+    how its run ended: it was cut short."""
+    exit: str | None = None
+    """Its exit in words (`exit 1`, `killed by SIGKILL`): said when its code is not 0."""
+    note: str | None = None
+    """What else is known of its failure (a rank that failed first)."""
+    steps: int | None = None
+    """Step records read (None: not counted: how the runs ended, not what they logged)."""
+    texts: int = 0
+    """Lines that were not step records, and the first of them (a run that logged no step
+    is told by what it printed: `no_step_reason`)."""
+    first_text: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """How a pair ended: each side's exit (code, status), why the pair is not complete (none
+    when both runs ended normally and each logged steps), and whether it was interrupted."""
+
+    exits: dict[str, tuple[int | None, str]]
+    reasons: list[str]
+    interrupted: bool
+
+    @property
+    def reason(self) -> str | None:
+        """The reasons in one line (None: complete)."""
+        return "; ".join(dict.fromkeys(self.reasons)) or None
+
+    @property
+    def complete(self) -> bool:
+        """Both runs ended normally (and logged steps, where counted)."""
+        return not self.reasons
+
+
+def how_it_ended(
+    runs: Sequence[RunEnd],
+    *,
+    interrupted: bool = False,
+    stopped_at: int | None = None,
+    no_doc: bool = False,
+    damaged: bool = False,
+    pair_status: str | None = None,
+    pair_reason: str | None = None,
+    text_compared: int = 0,
+    step_key: bool = False,
+) -> Ending:
+    """How a pair ended, the one rule for the live session and a saved pair (replay, the
+    browser, `compare`): each side in order, its monitor's status first (a side interrupted
+    by `--stop-on-divergence` at `stopped_at` says so), else its end record's status, else a
+    tuimon log without its end record (`cut_short`); "interrupted" (the pair, or a side) when
+    nothing of that says why; then each side that logged no step (where counted, and not in a
+    log of text lines judged line by line: `text_compared` without a `step_key`); the pair's
+    own status (`pair_status`, `pair_reason`: a saved pair.json) when nothing else says why.
+
+    `no_doc`: the pair has no pair.json (its monitor did not finish); `damaged`: its
+    pair.json cannot be read. Then no side's exit is known."""
+    reasons = [NO_DOC] if no_doc else []
+    exits: dict[str, tuple[int | None, str]] = {}
+    for run in runs:
+        side, status = run.side, run.status
+        failed = run.end is not None and run.end != "ok"
+        if status == "interrupted" and stopped_at is not None:
+            reasons.append(
+                f"run {side} stopped at the first divergent step {stopped_at} "
+                "(--stop-on-divergence)"
+            )
+        elif status not in (None, "finished"):
+            interrupted = interrupted or status == "interrupted"
+            said = f" ({run.exit})" if run.exit and run.exit_code not in (None, 0) else ""
+            reasons.append(f"run {side} {status}{said}" + (f": {run.note}" if run.note else ""))
+        elif failed:
+            reasons.append(f"run {side} ended with status {run.end}")
+        elif run.cut_short:
+            reasons.append(f"run {side}'s log has no end record (cut short?)")
+        if no_doc or damaged:
+            exits[side] = (None, "interrupted")
+        elif status is not None:
+            exits[side] = (run.exit_code, status)
+        else:
+            exits[side] = (None, "failed") if failed else (0, "finished")
+    if interrupted and not reasons:
+        reasons.append("interrupted")
+    if not text_compared or step_key:  # a log of text lines is judged line by line
+        reasons += [
+            no_step_reason(run.side, run.texts, run.first_text) for run in runs if run.steps == 0
+        ]
+    if pair_status not in (None, "finished") and not reasons:
+        reasons.append(pair_reason or str(pair_status))
+    return Ending(exits, reasons, interrupted)

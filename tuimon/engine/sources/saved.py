@@ -8,14 +8,14 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 from functools import cached_property
 from pathlib import Path
 
 from tuimon.engine.judge.align import PairAligner
 from tuimon.engine.judge.byte_rule import hold
 from tuimon.engine.judge.columns import MetricFilter
-from tuimon.engine.judge.verdict import Summary, no_step_reason
+from tuimon.engine.judge.verdict import Ending, RunEnd, Summary, how_it_ended
 from tuimon.engine.sources.side_state import SideState
 from tuimon.errors import ReplayError, StoreError
 from tuimon.readers import PatternError, ReaderError, Reading, open_log, read_blocks, read_log
@@ -36,51 +36,41 @@ def saved_select(doc: PairDoc) -> MetricFilter:
     return MetricFilter(ignore=ignore, only=only)
 
 
-@dataclass
-class Ending:
-    """How a saved pair ended: each side's exit (code, status) and why the pair is not
-    complete (none when both runs ended normally)."""
-
-    exits: dict[str, tuple[int | None, str]]
-    reasons: list[str]
-    interrupted: bool
-
-    @property
-    def reason(self) -> str | None:
-        """The reasons in one line (None: complete)."""
-        return "; ".join(dict.fromkeys(self.reasons)) or None
-
-
-def how_it_ended(
-    logs: SavedLogs, ends: Mapping[str, End | None], tuimon: Iterable[str] = ()
+def saved_ending(
+    logs: SavedLogs,
+    ends: Mapping[str, End | None],
+    tuimon: Iterable[str] = (),
+    counts: Mapping[str, tuple[int, int, str | None]] | None = None,
+    text_compared: int = 0,
 ) -> Ending:
-    """How a saved pair ended, the one rule: its pair.json (missing or damaged: its monitor
-    did not finish), then each log's end record (`ends`). `tuimon`: the sides whose log is a
-    tuimon step log, which ends with an end record (two logs without one were cut short)."""
-    reasons = []
-    if logs.no_doc:
-        reasons.append("the pair has no pair.json: its monitor did not finish (killed?)")
-    interrupted = logs.doc.status == "interrupted"
-    exits: dict[str, tuple[int | None, str]] = {}
+    """How a saved pair ended (`how_it_ended`, the one rule, live and saved), from what it
+    holds: its pair.json (missing or damaged: its monitor did not finish), then each log's
+    end record (`ends`). `tuimon`: the sides whose log is a tuimon step log, which ends with
+    an end record (two logs without one were cut short). `counts`: once the logs are read,
+    each side's step records, its other lines and the first of them (a side that logged no
+    step is then a reason); `text_compared`: the text lines judged by position."""
+    doc, runs = logs.doc, []
     for side in SIDES:
-        run, end = logs.doc.run(side), ends.get(side)
-        failed = end is not None and end.status != "ok"
-        if run.status not in (None, "finished"):
-            interrupted = interrupted or run.status == "interrupted"
-            reasons.append(f"run {side} {run.status}")
-        elif end is not None and failed:
-            reasons.append(f"run {side} ended with status {end.status}")
-        elif end is None and side in tuimon and logs.pair_dir is None:
-            reasons.append(f"run {side}'s log has no end record (cut short?)")
-        if logs.damaged is not None or logs.no_doc:
-            exits[side] = (None, "interrupted")
-        elif run.status is not None:
-            exits[side] = (run.exit_code, run.status)
-        else:
-            exits[side] = (None, "failed") if failed else (0, "finished")
-    if interrupted and not reasons:
-        reasons.append("interrupted")
-    return Ending(exits, reasons, interrupted)
+        run, end = doc.run(side), ends.get(side)
+        steps, texts, first = counts[side] if counts is not None else (None, 0, None)
+        runs.append(
+            RunEnd(side, run.status, run.exit_code, None if end is None else end.status,
+                   cut_short=end is None and side in tuimon and logs.pair_dir is None,
+                   steps=steps, texts=texts, first_text=first)
+        )  # fmt: skip
+    stopped = doc.more.get("stopped_on_divergence")
+    reason = doc.summary.get("reason") if isinstance(doc.summary, dict) else None
+    return how_it_ended(
+        runs,
+        interrupted=doc.status == "interrupted",
+        stopped_at=stopped if type(stopped) is int else None,
+        no_doc=logs.no_doc,
+        damaged=logs.damaged is not None,
+        pair_status=doc.status,
+        pair_reason=str(reason) if reason else None,
+        text_compared=text_compared,
+        step_key=logs.reading.step_key is not None,
+    )
 
 
 class SavedPair(SavedLogs):
@@ -208,24 +198,27 @@ class SavedPair(SavedLogs):
 
     @cached_property
     def ending(self) -> Ending:
-        """How the pair ended (`how_it_ended`)."""
-        tuimon = [s for s in SIDES if (h := self.header(s)) and h.format.startswith("tuimon")]
-        return how_it_ended(self, {s: self.end(s) for s in SIDES}, tuimon)
+        """How the pair's runs ended (`saved_ending`; what they logged is not counted: the
+        summary's part)."""
+        return saved_ending(self, {s: self.end(s) for s in SIDES}, self._tuimon())
+
+    def _tuimon(self) -> list[str]:
+        """The sides whose log is a tuimon step log."""
+        return [s for s in SIDES if (h := self.header(s)) and h.format.startswith("tuimon")]
 
     def summary(self) -> Summary:
         """The judgement of the pair: its aligned steps, and why it is not complete (how it
         ended, a side that logged no step)."""
-        aligner, ending = self.judged[1], self.ending
-        reasons = list(ending.reasons)
-        if not aligner.text.compared or self.reading.step_key is not None:
-            for side in SIDES:
-                if not aligner.accounts[side].steps:
-                    texts = [r for r in self.records(side) if isinstance(r, Text)]
-                    first = texts[0].text if texts else None
-                    reasons.append(no_step_reason(side, len(texts), first))
-        if self.doc.status not in (None, "finished") and not reasons:
-            reasons.append(str(self.doc.summary.get("reason") or self.doc.status))
-        reason = "; ".join(dict.fromkeys(reasons)) or None
+        aligner = self.judged[1]
+        counts = {}
+        for side in SIDES:
+            steps, texts = aligner.accounts[side].steps, []
+            if not steps:  # what it printed instead (`no_step_reason`)
+                texts = [r.text for r in self.records(side) if isinstance(r, Text)]
+            counts[side] = steps, len(texts), texts[0] if texts else None
+        ends = {s: self.end(s) for s in SIDES}
+        ending = saved_ending(self, ends, self._tuimon(), counts, aligner.text.compared)
+        reason = ending.reason
         summary = aligner.summary(
             complete=reason is None, reason=reason, interrupted=ending.interrupted
         )

@@ -27,7 +27,7 @@ from tuimon.engine.judge.byte_rule import hold
 from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.fingerprints import env_diff
 from tuimon.engine.judge.hints import likely_causes
-from tuimon.engine.judge.verdict import Summary, no_step_reason
+from tuimon.engine.judge.verdict import Ending, RunEnd, Summary, how_it_ended
 from tuimon.engine.launch.runner import TICK, LaunchError, Run, RunSpec, exit_text
 from tuimon.engine.sources.replicas import ReplicaWatch
 from tuimon.engine.sources.side_state import SideState
@@ -531,26 +531,21 @@ class PairSession:
                 self._say(f"run {side} stalled: no output for {timeout:g} s" + (
                     f" ({lag}: a rank may wait in a collective)" if lag else ""))  # fmt: skip
 
-    def _complete(self) -> tuple[bool, str | None]:
-        if self.interrupted:
-            return False, "interrupted"
-        for side, s in self.sides.items():
-            if s.status == "interrupted" and self.stopped_at is not None:
-                return False, (
-                    f"run {side} stopped at the first divergent step {self.stopped_at} "
-                    "(--stop-on-divergence)"
-                )
-            if s.status != "finished":
-                rank = self.options.replicas.failed.get(side) if self.options.replicas else None
-                return False, f"run {side} {s.status}" + (
-                    f" ({exit_text(s.exit_code)})" if s.exit_code not in (None, 0) else ""
-                ) + (f": {rank}" if rank else "")
-            if s.end is not None and s.end.status != "ok":
-                return False, f"run {side} ended with status {s.end.status}"
-            text_log = self.aligner.text.compared > 0  # a log of text: its lines were judged
-            if not s.records and not text_log:  # nothing judged: say what the lines were
-                return False, no_step_reason(side, s.texts, self._first_text.get(side))
-        return True, None
+    def _ending(self) -> Ending:
+        """How the pair ended (`how_it_ended`, the one rule, live and saved)."""
+        failed = self.options.replicas.failed if self.options.replicas else {}
+        runs = [
+            RunEnd(side, s.status, s.exit_code, None if s.end is None else s.end.status,
+                   exit=exit_text(s.exit_code), note=failed.get(side), steps=s.records,
+                   texts=s.texts, first_text=self._first_text.get(side))
+            for side, s in self.sides.items()
+        ]  # fmt: skip
+        return how_it_ended(
+            runs,
+            interrupted=self.interrupted,
+            stopped_at=self.stopped_at,
+            text_compared=self.aligner.text.compared,
+        )
 
     def _flush(self, *, done: bool = False, message: str | None = None) -> None:
         self._feed()
@@ -594,9 +589,9 @@ class PairSession:
         self._feed()
         if self.options.replicas:
             self._messages += self.options.replicas.poll(final=True)
-        complete, reason = self._complete()
+        ending = self._ending()
         self.summary = self.aligner.summary(
-            complete=complete, reason=reason, interrupted=self.interrupted
+            complete=ending.complete, reason=ending.reason, interrupted=ending.interrupted
         )
         self._hold_to_bytes()
         ends = [self.sides[k].end for k in SIDES]
