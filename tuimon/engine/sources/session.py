@@ -617,18 +617,23 @@ class PairSession:
         return self.summary
 
     def _hold_to_bytes(self) -> None:
-        """The verdict held to the bytes the pair saved of each side (`byte_rule.hold`), as
-        a replay of the saved pair holds it: the same bytes, the same verdict."""
-        if self.writer is None:
-            return
-        logs = [self.writer.path / f"{side}.jsonl" for side in SIDES]
-        if not all(log.is_file() for log in logs):
-            return
+        """The verdict held to the bytes of each side's log (`byte_rule.hold`): those a live
+        pair saved, or those a replay reads; `compare` and a replay of the saved pair hold it
+        to the same bytes, so they give the same verdict."""
+        saved = getattr(self.source, "logs", None)  # a replay: the logs it reads
         devices = (self.sides["a"].device or "", self.sides["b"].device or "")
-        try:
-            reading = Reading.from_dict(self.options.meta.get("reading"))
-        except PatternError:  # the live pair read with it, so it compiled: never here
-            reading = Reading()
+        if isinstance(saved, SavedLogs):
+            logs, reading = [saved.a, saved.b], saved.reading
+        elif self.writer is not None:
+            logs = [self.writer.path / f"{side}.jsonl" for side in SIDES]
+            try:
+                reading = Reading.from_dict(self.options.meta.get("reading"))
+            except PatternError:  # the live pair read with it, so it compiled: never here
+                reading = Reading()
+        else:
+            return
+        if not all(log.exists() for log in logs):
+            return
         hold(
             self.summary,
             *logs,
