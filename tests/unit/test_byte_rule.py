@@ -303,3 +303,17 @@ def test_a_json_document_over_many_lines_is_compared_by_its_paths(tmp_path: Path
     found = byte_rule.check(*_pair(tmp_path, doc(1.0), doc(1.0, loss3=0.5), "h.json"))
     assert found.first is not None and found.first.line_a == 7
     assert found.first.what == "training.loss.3: 0.2 against 0.5"
+
+
+def test_replay_and_compare_hold_the_same_bytes_to_the_same_verdict(tmp_path: Path, capsys) -> None:
+    from tuimon.cli import main
+
+    rows = [{"step": i, "loss": 1 / (i + 3), "phase": "train"} for i in range(30)]
+    changed = [dict(r) for r in rows]
+    changed[20]["phase"] = "eval"
+    pa, pb = _pair(tmp_path, _jsonl(rows), _jsonl(changed))
+    code, _, out = _compare(capsys, str(pa), str(pb))
+    assert main(["replay", "--headless", "--json", str(pa), str(pb)]) == code == 1
+    replayed = orjson.loads(capsys.readouterr().out.splitlines()[-1])
+    assert replayed["verdict"] == out["verdict"] == "DIVERGED"
+    assert replayed["bytes"] == out["bytes"] and replayed["precision"] == out["precision"]
