@@ -6,17 +6,20 @@ import asyncio
 import contextlib
 import math
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any, Protocol
 
 from tuimon.engine.events import Exited, Judged, Lines, SourceEvent, Stderr
 from tuimon.engine.judge.align import PairAligner
 from tuimon.engine.judge.columns import MetricFilter
+from tuimon.engine.judge.verdict import Ending
 from tuimon.engine.sources.replicas import saved_watch
 from tuimon.engine.sources.saved import SavedPair, boxed_end, saved_ending
 from tuimon.engine.sources.session import Batch, PairOptions, PairSession
 from tuimon.errors import CompareError, ReplayError
-from tuimon.steplog import Record, Step
+from tuimon.readers import ReaderError, read_blocks
+from tuimon.steplog import End, Header, Record, Step
 from tuimon.store import SIDES, SavedLogs
 
 YIELD_EVERY = 64
@@ -96,11 +99,15 @@ class ReplaySource:
         speed: float = 50.0,
         realtime: bool = False,
         judge: PairJudge | None = None,
+        stream: bool = False,
     ) -> None:
         self.logs = SavedPair.of(logs)
         self.judge = judge
         """Flat out (an infinite speed, not realtime), the pair goes through this judge
         instead of record by record (`replay_session`, `_run_judged`)."""
+        self.stream = stream
+        """Paced, the logs are read a block at a time as they are shown (`_Streamed`), not
+        whole before the first step (`_Whole`)."""
         self.judged: tuple[PairAligner, tuple[SideRead, SideRead]] | None = None
         """What `judge` gave (`replay_session` runs it)."""
         self.tolerance = 0.0
@@ -167,25 +174,23 @@ class ReplaySource:
         if self.judged is not None:
             await self._run_judged(queue, self.judged)
             return
-        cursors = {"a": 0, "b": 0}
-        parsed = {s: self.logs.records(s) for s in SIDES}  # the readers': a live pair's account
-        steps = sorted({r.step for recs in parsed.values() for r in recs if isinstance(r, Step)})
-        times = {
-            r.step: r.t for recs in parsed.values() for r in recs if isinstance(r, Step) and r.t
-        }
+        feed: _Whole | _Streamed = _Streamed(self.logs) if self.stream else _Whole(self.logs)
+        times = feed.times
         clock = _Clock(self.speed, self.realtime, times)
         fed: int | None = None  # the last step whose lines were put
-        for step in steps:
+        last: int | None = None
+        async for step in feed.steps():
+            last = step
             if self._stopped:
                 break
             if self.jump_to is not None and step < self.jump_to:
                 if step % YIELD_EVERY == 0:  # fast-forward in chunks, letting the view breathe
-                    await self._feed_until(step, parsed, cursors, queue)
+                    await feed.feed_until(step, queue)
                     await asyncio.sleep(0)
                 continue
             self.jump_to = None
             if self.paused or clock.pace != (self.speed, self.realtime):
-                await self._feed_until(step, parsed, cursors, queue)
+                await feed.feed_until(step, queue)
                 fed = step
                 await self._resume.wait()  # a pause or a new speed starts a new clock
                 clock = _Clock(self.speed, self.realtime, times, start_at=step)
@@ -193,50 +198,22 @@ class ReplaySource:
             delay = clock.delay(step)
             if delay > 0:  # the steps due so far go in one event, then wait (TICK at least)
                 if fed != step:
-                    await self._feed_until(step, parsed, cursors, queue)
+                    await feed.feed_until(step, queue)
                     fed = step
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), max(delay, TICK))
             elif clock.shown % YIELD_EVERY == 0:
-                await self._feed_until(step, parsed, cursors, queue)
+                await feed.feed_until(step, queue)
                 fed = step
                 await asyncio.sleep(0)
-        if steps and not self._stopped:
-            await self._feed_until(steps[-1], parsed, cursors, queue)
-        await self._end(parsed, cursors, queue)
-
-    async def _feed_until(
-        self,
-        step: int,
-        parsed: dict[str, list[Record]],
-        cursors: dict[str, int],
-        queue: asyncio.Queue[SourceEvent],
-    ) -> None:
-        """Put each side's lines up to (and with) the record of `step`."""
+        if last is not None and not self._stopped:
+            await feed.feed_until(last, queue)
+        await feed.rest(queue, self._stopped)
         for side in SIDES:
-            recs, lines = parsed[side], self.logs.lines(side)
-            begin = end = cursors[side]
-            while end < len(lines) and not (isinstance(rec := recs[end], Step) and rec.step > step):
-                end += 1
-            if end > begin:
-                cursors[side] = end
-                await queue.put(Lines(side, lines[begin:end], recs[begin:end]))
-
-    async def _end(
-        self,
-        parsed: dict[str, list[Record]],
-        cursors: dict[str, int],
-        queue: asyncio.Queue[SourceEvent],
-    ) -> None:
-        """The lines left after the last step, the saved stderr, then how each side ended."""
-        for side in SIDES:
-            rest = self.logs.lines(side)[cursors[side] :]
-            if rest and not self._stopped:
-                await queue.put(Lines(side, rest, parsed[side][cursors[side] :]))
             err = self.logs.stderr(side)
             if err is not None:
                 await queue.put(Stderr(side, err.read_bytes()[-20000:]))
-            code, status = self.logs.ending.exits[side]
+            code, status = feed.ending().exits[side]
             await queue.put(Exited(side, code, "interrupted" if self._stopped else status))
 
     async def _run_judged(
@@ -280,6 +257,149 @@ class ReplaySource:
             await queue.put(Exited(side, code, "interrupted" if self._stopped else status))
 
 
+class _Whole:
+    """A saved pair's records read whole (`SavedPair.records`), fed a step at a time."""
+
+    def __init__(self, logs: SavedPair) -> None:
+        self.logs = logs
+        self.parsed = {s: logs.records(s) for s in SIDES}  # the readers': a live pair's account
+        self.cursors = dict.fromkeys(SIDES, 0)
+        recs = self.parsed.values()
+        self.times = {r.step: r.t for rs in recs for r in rs if isinstance(r, Step) and r.t}
+
+    async def steps(self) -> AsyncIterator[int]:
+        """Every step either side logged, rising."""
+        for step in sorted(
+            {r.step for rs in self.parsed.values() for r in rs if isinstance(r, Step)}
+        ):
+            yield step
+
+    async def feed_until(self, step: int, queue: asyncio.Queue[SourceEvent]) -> None:
+        """Put each side's lines up to (and with) the record of `step`."""
+        for side in SIDES:
+            recs, lines = self.parsed[side], self.logs.lines(side)
+            begin = end = self.cursors[side]
+            while end < len(lines) and not (isinstance(rec := recs[end], Step) and rec.step > step):
+                end += 1
+            if end > begin:
+                self.cursors[side] = end
+                await queue.put(Lines(side, lines[begin:end], recs[begin:end]))
+
+    async def rest(self, queue: asyncio.Queue[SourceEvent], stopped: bool) -> None:
+        """The lines left after the last step."""
+        for side in SIDES:
+            rest = self.logs.lines(side)[self.cursors[side] :]
+            if rest and not stopped:
+                await queue.put(Lines(side, rest, self.parsed[side][self.cursors[side] :]))
+
+    def ending(self) -> Ending:
+        return self.logs.ending
+
+
+class _Streamed:
+    """A saved pair's records read a block at a time as they are shown (`read_blocks`, in a
+    thread; a log that is not lines, or a small one, whole): memory holds the blocks not fed
+    yet, and the first rows are on screen once the first block of each side is read. The
+    next step is the lower of the two sides' next step records."""
+
+    def __init__(self, logs: SavedPair) -> None:
+        self.logs = logs
+        self.times: dict[int, float] = {}
+        self.held: dict[str, list[Record]] = {s: [] for s in SIDES}
+        self.blocks: dict[str, Iterator[list[Record]] | None] = {}
+        self.header: dict[str, Header | None] = dict.fromkeys(SIDES)
+        self.end: dict[str, End | None] = dict.fromkeys(SIDES)
+        self.seen = dict.fromkeys(SIDES, 0)
+        """Records read so far (a header among a side's first five is its header)."""
+
+    async def _more(self, side: str) -> bool:
+        """Read a side's next block; False at its end."""
+        if side not in self.blocks:
+            self.blocks[side] = await asyncio.to_thread(self._open, side)
+        it = self.blocks[side]
+        block = await asyncio.to_thread(next, it, None) if it is not None else None
+        if block is None:
+            self.blocks[side] = None
+            return False
+        path: Path = getattr(self.logs, side)
+        box = self.logs.pair_dir or path.parent
+        block = [(boxed_end(r, box) or r) if isinstance(r, End) else r for r in block]
+        for record in block:
+            if isinstance(record, Step):
+                if record.t:
+                    self.times[record.step] = record.t
+            elif isinstance(record, Header) and self.seen[side] < 5:
+                self.header[side] = self.header[side] or record
+            elif isinstance(record, End):
+                self.end[side] = record
+            self.seen[side] += 1
+        self.held[side] += block
+        return True
+
+    def _open(self, side: str) -> Iterator[list[Record]]:
+        """A side's blocks of records: as `read_blocks` reads them, or the whole log."""
+        try:
+            blocks = read_blocks(getattr(self.logs, side), self.logs.reading, side)
+        except ReaderError as exc:
+            raise ReplayError(str(exc)) from None
+        if blocks is None:
+            return iter([self.logs.records(side)])
+        return _translated(blocks)
+
+    async def _next(self, side: str) -> int | None:
+        """The step of a side's next step record (None at its end)."""
+        while True:
+            step = next((r.step for r in self.held[side] if isinstance(r, Step)), None)
+            if step is not None or not await self._more(side):
+                return step
+
+    async def steps(self) -> AsyncIterator[int]:
+        """The lower of the two sides' next steps, until both end."""
+        while True:
+            ahead = [s for s in [await self._next(side) for side in SIDES] if s is not None]
+            if not ahead:
+                return
+            yield min(ahead)
+
+    async def feed_until(self, step: int, queue: asyncio.Queue[SourceEvent]) -> None:
+        """Put each side's records up to (and with) the record of `step`."""
+        for side in SIDES:
+            while True:
+                recs = self.held[side]
+                end = 0
+                while end < len(recs) and not (isinstance(r := recs[end], Step) and r.step > step):
+                    end += 1
+                if end:
+                    self.held[side] = recs[end:]
+                    await queue.put(Lines(side, [], recs[:end]))
+                if end < len(recs) or not await self._more(side):
+                    break
+
+    async def rest(self, queue: asyncio.Queue[SourceEvent], stopped: bool) -> None:
+        """The records left after the last step (read to the end)."""
+        for side in SIDES:
+            while not stopped and await self._more(side):
+                pass
+            if self.held[side] and not stopped:
+                await queue.put(Lines(side, [], self.held[side]))
+            self.held[side] = []
+
+    def ending(self) -> Ending:
+        """How the pair ended, from the end records read (the records are not read again)."""
+        if "ending" not in self.logs.__dict__:
+            tuimon = [s for s, h in self.header.items() if h and h.format.startswith("tuimon")]
+            self.logs.ending = saved_ending(self.logs, self.end, tuimon)
+        return self.logs.ending
+
+
+def _translated(blocks: Iterator[list[Record]]) -> Iterator[list[Record]]:
+    """Blocks whose reader errors are `ReplayError`s (one line, as `read_records` says)."""
+    try:
+        yield from blocks
+    except ReaderError as exc:
+        raise ReplayError(str(exc)) from None
+
+
 def replay_session(
     logs: SavedLogs,
     *,
@@ -289,6 +409,7 @@ def replay_session(
     on_batch: Callable[[Batch], None] | None = None,
     select: MetricFilter | None = None,
     judge: PairJudge | None = None,
+    stream: bool = False,
 ) -> PairSession:
     """A session that replays saved logs (nothing is written); its source has the controls.
     The pair's own tolerance and `--ignore`/`--only` choice unless others are given. `judge`:
@@ -299,10 +420,14 @@ def replay_session(
     pair = SavedPair.of(logs)
     replicas = saved_watch(pair.pair_dir, pair.doc.more.get("nproc"), pair.reading)
     source = ReplaySource(
-        pair, speed=speed, realtime=realtime, judge=judge if replicas is None else None
+        pair,
+        speed=speed,
+        realtime=realtime,
+        judge=judge if replicas is None else None,
+        stream=stream,
     )
     source.tolerance, source.select = tolerance, select or pair.select
-    quick = source.flat_out  # the judge reads the logs: the view does not read them first
+    quick = source.flat_out or stream  # the judge or the feed reads the logs: not read first
     if judge is not None and quick:  # judged now: a log it cannot read is refused at once
         try:
             source.judged = judge(pair, tolerance, source.select, None)
