@@ -4,11 +4,13 @@ headless as in the TUI."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -91,3 +93,66 @@ def test_a_signal_to_compare_leaves_no_reader_behind(tmp_path: Path) -> None:
         for pid in workers:  # this test's own processes, if the fix fails
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _hung_up(argv: list[str], cwd: Path, ready: Callable[[], bool]) -> int:
+    """Run tuimon on a terminal of its own (a pty) until `ready()`, then hang the terminal up
+    (its window closed: the kernel's SIGHUP, and one sent) and return tuimon's exit code."""
+    import os
+    import pty
+    import select
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: tuimon, the pty its controlling terminal
+        os.chdir(cwd)
+        os.environ["TERM"] = "xterm-256color"
+        os.execv(sys.executable, [sys.executable, "-m", "tuimon", *argv])
+    status = None
+    try:
+        deadline = time.monotonic() + 60
+        while not ready():
+            assert time.monotonic() < deadline, "tuimon never got going"
+            if select.select([fd], [], [], 0.05)[0]:
+                with contextlib.suppress(OSError):
+                    os.read(fd, 1 << 16)  # what it draws, never left to fill the pty
+        os.close(fd)  # the hang-up
+        os.kill(pid, signal.SIGHUP)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(status)
+            time.sleep(0.05)
+        raise AssertionError("tuimon did not end after the hang-up")
+    finally:
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+
+
+@pytest.mark.parametrize("how", ["pair --headless", "watch --headless", "watch"])
+def test_a_hang_up_saves_the_partial_pair_and_exits_3(tmp_path: Path, how: str) -> None:
+    """The survival table: SIGHUP to tuimon, or its terminal closing, stops the pair and saves
+    it as interrupted, exit 3, headless as in the TUI (a write to the hung-up terminal, EIO,
+    was an internal error, exit 2, and the pair was never saved; the TUI's input thread
+    failing on it ended the app before the save)."""
+    store = tmp_path / "store"
+    if how.startswith("pair"):
+        argv = ["pair", "--headless", "--store", str(store), "--", sys.executable, FAKE_TRAINER,
+                "--side", "{side}", "--steps", "100000", "--sleep", "0.01"]  # fmt: skip
+
+        def ready() -> bool:
+            return sum(f.stat().st_size for f in store.glob("*/a.jsonl")) > 2000
+    else:
+        for side in "ab":
+            rows = [json.dumps({"step": s, "loss": 1 / (s + 1)}) for s in range(5)]
+            (tmp_path / f"{side}.jsonl").write_text("\n".join(rows) + "\n")
+        argv = ["watch", "a.jsonl", "b.jsonl", "--store", str(store), *how.split()[1:]]
+
+        def ready() -> bool:
+            return sum(f.stat().st_size for f in store.glob("*/b.jsonl")) > 100
+
+    assert _hung_up(argv, tmp_path, ready) == 3
+    (saved,) = store.glob("*/pair.json")
+    assert json.loads(saved.read_text())["status"] == "interrupted"

@@ -2,7 +2,8 @@
 the verdict's code, whatever the reader of stdout or stderr did.
 
 When the reader of a pipe goes (`| head`, `2>&1 | head -1`), the next write raises
-BrokenPipeError (Python ignores SIGPIPE). `guarded` swaps `sys.stdout` and `sys.stderr` for
+BrokenPipeError (Python ignores SIGPIPE); once the terminal has hung up (its window closed, an
+ssh link dropped), EIO. `guarded` swaps `sys.stdout` and `sys.stderr` for
 `Guarded` streams for the length of a command: the first failed write points the stream's file
 descriptor at /dev/null, and every later write succeeds without a trace, so the command goes on
 to its verdict and its exit code (and Python's final flush cannot fail either). A stream that
@@ -18,7 +19,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-GONE = (errno.EPIPE, errno.EBADF, errno.ECONNRESET)
+GONE = (errno.EPIPE, errno.EBADF, errno.ECONNRESET, errno.EIO)
+"""A reader gone: a closed pipe or socket, a closed descriptor, a terminal that hung up (EIO)."""
 
 
 class Guarded:

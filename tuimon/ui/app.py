@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+from rich.console import RenderableType
 from textual import events
 from textual.app import App
 from textual.binding import Binding
@@ -72,6 +73,9 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
         self.signalled: int | None = None
         """The signal that ended the app (SIGTERM, SIGINT, SIGHUP), if one did."""
         self._caught: list[int] = []
+        self._hung_up = False
+        """The terminal hung up (its SIGHUP, or Textual failing to read it): nothing can be
+        drawn, so no later signal ends the app before its pairs are saved."""
         self.summary_lines: list[str] = []
         """What the shell shows after the app exits (the pair view's summary, as headless)."""
         self.confirm_lines: list[str] | None = None
@@ -140,16 +144,32 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
         """A signal to tuimon: stop each live pair as quitting does (process groups terminated,
         killed after the grace, the partial pair saved as interrupted), then exit, restoring the
         terminal. A second signal exits without waiting for the save."""
+        if self._hung_up:  # the terminal is gone: `_exit_once_saved` ends the process
+            return
         again = self.signalled is not None
         self.signalled = sig
         code = 128 + sig
         if sig == signal.SIGHUP and not terminal_alive():  # nothing to restore; drawing blocks
+            self._hung_up = True
             threading.Thread(target=self._exit_once_saved, args=(code,), daemon=True).start()
+            if again:
+                return  # the pairs are already stopping: the thread waits for their saves
         if not again:
             views = [s for s in self.screen_stack if isinstance(s, (PairScreen, SweepScreen))]
             if any([view.stop_now() for view in views]):
                 return  # the pair view exits once the partial pair is saved
         self.exit(code, return_code=code)
+
+    def panic(self, *renderables: RenderableType) -> None:
+        """Textual's end on an error nobody caught; its input thread calls it when reading the
+        terminal fails, as it does once the terminal has hung up. Then this is the hang-up
+        (its SIGHUP may come before or after): the live pairs are stopped and saved as on the
+        signal (`on_signal`), never dropped by an app that ends first."""
+        if not self._hung_up and not self.is_headless and not terminal_alive():
+            self.on_signal(signal.SIGHUP)
+        if self._hung_up:
+            return  # `_exit_once_saved` ends the process once every pair is saved
+        super().panic(*renderables)
 
     def _exit_once_saved(self, code: int) -> None:
         """(thread) The terminal is gone: exit as soon as every pair is saved (or given up)."""
