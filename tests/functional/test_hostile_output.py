@@ -192,7 +192,8 @@ def test_every_json_output_escapes_c1_bidi_and_format_characters(tmp_path: Path,
     out = capsys.readouterr().out
     assert not any(c in out for c in raw)
     assert set(names) <= set(json.dumps(json.loads(out), ensure_ascii=False).split('"'))
-    assert json.loads(json_text({"k\U000e0041": "\u2029"}, indent=True)) == {"k\U000e0041": "\u2029"}
+    tagged = {"k\U000e0041": "\u2029"}  # a tag character (past U+FFFF), a paragraph separator
+    assert json.loads(json_text(tagged, indent=True)) == tagged
 
     assert main(["read", str(tmp_path / f"no{OSC52}\x9b.jsonl")]) == 2
     err = capsys.readouterr().err
