@@ -317,3 +317,18 @@ def test_replay_and_compare_hold_the_same_bytes_to_the_same_verdict(tmp_path: Pa
     replayed = orjson.loads(capsys.readouterr().out.splitlines()[-1])
     assert replayed["verdict"] == out["verdict"] == "DIVERGED"
     assert replayed["bytes"] == out["bytes"] and replayed["precision"] == out["precision"]
+
+
+def test_names_msgspec_will_not_take_are_read_all_the_same(tmp_path: Path, capsys) -> None:
+    """Metric names holding a tab, a backslash, a quote or ESC: compare reads them (by orjson
+    where the typed rows cannot name them) and judges them as a live pair does."""
+    names = ["lo\tss", "a\\b", 'q"x', "e\x1bz"]
+    rows = [{"step": i, **{n: 1 / (i + 2 + j) for j, n in enumerate(names)}} for i in range(3000)]
+    changed = [dict(r) for r in rows]
+    changed[2500]["a\\b"] = 0.5
+    pa, pb = _pair(tmp_path, _jsonl(rows), _jsonl(rows))
+    code, _, out = _compare(capsys, str(pa), str(pb))
+    assert code == 0 and out["steps_compared"] == 3000 and out["values_compared"] == 12000
+    pa, pb = _pair(tmp_path, _jsonl(rows), _jsonl(changed))
+    code, _, out = _compare(capsys, str(pa), str(pb))
+    assert code == 1 and out["first_divergent_step"] == 2500

@@ -519,7 +519,7 @@ class _BlockReader:
                 pass
             if got.args is not None and self.shape is None:
                 plan = self._plan(tuple(rows[0]), key or "step")
-                self.shape = _Shape(plan) if plan is not None else None
+                self.shape = _shape(plan) if plan is not None else None
             elif got.args is None and key is None and not got.slow and whole:
                 got.rows = rows
         if got.args is not None and not whole:
@@ -840,6 +840,15 @@ class _Plan:
 _INT53 = Annotated[int, msgspec.Meta(gt=-(2**53), lt=2**53)]
 """An integer a float64 holds exactly (a larger one is judged record by record, `_numbers`)."""
 _INT64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+
+
+def _shape(plan: _Plan) -> _Shape | None:
+    """The typed rows of a plan; None where msgspec will not name a field so (a name holding
+    a tab, a backslash, a quote or a control character): its blocks are read by orjson."""
+    try:
+        return _Shape(plan)
+    except (ValueError, TypeError):
+        return None
 
 
 class _Shape:
