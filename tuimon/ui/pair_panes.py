@@ -26,7 +26,6 @@ from tuimon.ui.pager import Pager, export_rows
 from tuimon.ui.pair_info import info_lines
 from tuimon.ui.pair_model import PairFeed, PairModel, PairRows
 from tuimon.ui.panes import SideHeader, StepPane
-from tuimon.ui.replay_controls import ReplayControls
 from tuimon.ui.saved import window
 from tuimon.ui.text import clean
 from tuimon.ui.workers import ReportsWorkerErrors, read_then_show
@@ -106,10 +105,13 @@ class PairPanes(ReportsWorkerErrors, Horizontal):
     class Followed(Message):
         """Following new lines started or stopped."""
 
+    class FindDivergence(Message):
+        """The first divergence is asked for and not known yet: the screen has a replay's
+        controls look for it (`ReplayControls.find_and_jump`), or says what is known."""
+
     def __init__(
         self,
         feed: PairFeed,
-        replay: ReplayControls,
         *,
         logs: Callable[[], SavedLogs | None],
         doc: Callable[[], dict[str, Any] | None],
@@ -118,7 +120,6 @@ class PairPanes(ReportsWorkerErrors, Horizontal):
     ) -> None:
         super().__init__(id=id)
         self.feed = feed
-        self.replay = replay
         self.logs_on_disk = logs
         self.pair_doc = doc
         self._series = series
@@ -271,8 +272,7 @@ class PairPanes(ReportsWorkerErrors, Horizontal):
                     markup=False,
                 )
             return
-        if not self.replay.find_and_jump():
-            self.notify(self.model.first_line(), markup=False, timeout=3)
+        self.post_message(self.FindDivergence())
 
     def action_follow(self) -> None:
         """Pause or resume following new lines."""

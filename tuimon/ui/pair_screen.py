@@ -162,7 +162,6 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         self.curves = CurvesView(self.feed, id="curves")
         self.panes = PairPanes(
             self.feed,
-            self.replay,
             logs=self.logs_on_disk,
             doc=self.pair_doc,
             series=lambda: self.panel.series,
@@ -427,6 +426,12 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
     @on(PairPanes.Followed)
     def _followed(self) -> None:
         self.update_subtitle()
+
+    @on(PairPanes.FindDivergence)
+    def _find_divergence(self) -> None:
+        """The panes do not know the first divergence yet: a replay looks for it."""
+        if not self.replay.find_and_jump():
+            self.notify(self.model.first_line(), markup=False, timeout=3)
 
     # -- actions ------------------------------------------------------------------------------
 

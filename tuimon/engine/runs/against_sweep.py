@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuimon.engine.judge.emb_check import seed_of
+from tuimon.engine.runs.sweep import Sweep, SweepError
 from tuimon.engine.sources.saved_side import SavedSide, resolve_saved
 from tuimon.errors import ReplayError, UsageError
 from tuimon.readers import Reading
@@ -72,8 +73,6 @@ def _header_seed(saved: SavedSide) -> int | None:
 
 
 def _from_sweep(text: str, side: str, reading: Reading, store: Path) -> dict[int, SavedSide]:
-    from tuimon.engine.runs.sweep import Sweep, SweepError
-
     try:
         sweep = Sweep.load(store, text)
     except SweepError as exc:

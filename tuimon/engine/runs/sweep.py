@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -44,8 +44,19 @@ from tuimon.store import (
     write_json_atomic,
 )
 
-if TYPE_CHECKING:
-    from tuimon.engine.runs.against_sweep import SavedSweep
+
+class AgainstSaved(Protocol):
+    """What a sweep asks of `sweep --against` (`tuimon.engine.runs.against_sweep.SavedSweep`,
+    which loads a saved sweep with `Sweep.load`: the import goes that way only)."""
+
+    def plan_for(self, plan: PairPlan) -> PairPlan:
+        """A job's plan: its seed's saved run as side b."""
+        ...
+
+    def to_dict(self) -> dict[str, Any]:
+        """The sweep record's `against`."""
+        ...
+
 
 SWEEP_FORMAT = "tuimon.engine.runs.sweep/1"
 SWEEPS_DIR = "sweeps"
@@ -263,7 +274,7 @@ class Sweep:
         """`--attach`: a job's session factory (follows files); None: launch its runs."""
         self.on_change: Callable[[int], None] = lambda index: None
         """Called with a job's index when it starts, ends, or (live) moves on."""
-        self.against: SavedSweep | None = None
+        self.against: AgainstSaved | None = None
         """`sweep --against`: each seed's saved run, side b of its pair."""
         self.against_source: str | None = None
         """What a saved record's `--against` named (such a sweep is not resumed)."""
