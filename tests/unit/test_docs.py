@@ -113,3 +113,11 @@ def test_the_code_names_no_readme_section() -> None:
         text = re.sub(r'"\s*\n\s*"', "", file.read_text())
         for m in re.finditer(r"README(?:,|:)? ?['\"]?([A-Z`][^'\")\n]*)", text):
             assert m[1].strip() in readme, f"{file.relative_to(ROOT)}: README {m[1]!r}"
+
+
+def test_the_docs_say_the_verdict_rule_word_for_word() -> None:
+    """`PRECEDENCE` (the rule `verdict` applies, in words) is what the verdicts page says."""
+    from tuimon.engine.judge.verdict import PRECEDENCE
+
+    page = " ".join((DOCS / "verdicts-and-divergence.md").read_text().split())
+    assert PRECEDENCE in page

@@ -27,11 +27,6 @@ from tuimon.store.files import (
     write_json_atomic,
 )
 
-try:  # POSIX: a running pair holds an flock on its lock file (released when the monitor dies)
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no lock, a pair never reads as running
-    fcntl = None  # type: ignore[assignment]
-
 
 def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -31,11 +31,6 @@ from tuimon.store.files import (
     is_running,
 )
 
-try:  # POSIX: a running pair holds an flock on its lock file (released when the monitor dies)
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no lock, a pair never reads as running
-    fcntl = None  # type: ignore[assignment]
-
 
 @dataclass(frozen=True)
 class PairInfo:

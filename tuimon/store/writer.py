@@ -37,11 +37,6 @@ _MAX_DEVICE = 32
 _MAX_LABEL = 64
 _MKDIR_TRIES = 1000
 
-try:  # POSIX: a running pair holds an flock on its lock file (released when the monitor dies)
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no lock, a pair never reads as running
-    fcntl = None  # type: ignore[assignment]
-
 
 def _sanitise_device(device: str) -> str:
     text = _DEVICE_BAD.sub("-", str(device)).strip("-")[:_MAX_DEVICE].strip("-")

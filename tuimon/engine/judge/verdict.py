@@ -17,12 +17,13 @@ from tuimon.steplog import jsonable
 IDENTICAL, CLOSE, DIVERGED, INCOMPLETE = "IDENTICAL", "CLOSE", "DIVERGED", "INCOMPLETE"
 VERDICTS = (IDENTICAL, CLOSE, DIVERGED, INCOMPLETE)
 PRECEDENCE = (
-    "DIVERGED as soon as a difference beyond tolerance was seen (even if a run was cut short); "
-    "otherwise INCOMPLETE unless both runs ended normally, every aligned step compared at least "
-    "one shared value and both sides logged the same steps; then IDENTICAL when bitwise equal, "
-    "else CLOSE"
+    "DIVERGED as soon as a difference beyond tolerance was seen (a fact even if a run was cut "
+    "short); otherwise INCOMPLETE unless both runs ended normally, every aligned step compared "
+    "at least one shared value and both sides logged the same steps; then IDENTICAL when "
+    "bitwise equal, else CLOSE"
 )
-"""The verdict rule, the same for headless, the TUI, pair.json, the browser and the docs."""
+"""The rule `verdict` applies, in words: docs/verdicts-and-divergence.md says it word for word
+(tests/unit/test_docs.py checks that it does). Nothing prints it."""
 NO_STEP = "no step logged by both runs"
 
 
