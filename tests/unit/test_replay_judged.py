@@ -113,3 +113,32 @@ def test_a_paced_replay_reads_its_logs_a_block_at_a_time(tmp_path, monkeypatch):
     monkeypatch.setattr(SavedPair, "records", no_records)
     assert report(True) == whole
     assert json.loads(whole.splitlines()[0])["first_divergent_step"] == 20_000
+
+
+def test_the_view_says_the_verdict_judged_in_full_while_it_replays(tmp_path, monkeypatch):
+    """The view's replay judges the pair in full beside its paced feed (compare's judge, in a
+    thread): the verdict and the first divergence are said long before the feed gets there,
+    and a jump to the first divergence takes the step from it."""
+    import asyncio
+
+    import tuimon.engine.sources.replay as replay
+    from tuimon.engine.analyses.compare import judge_pair
+    from tuimon.engine.sources.saved import resolve_logs
+
+    monkeypatch.setattr(replay, "AHEAD_AFTER", 0.0)
+    paths = _plain(tmp_path, 30_000, 20_000)
+    said: list[str] = []
+
+    def on_batch(batch):  # type: ignore[no-untyped-def]
+        said.append(batch.message or "")
+        if session.judged_ahead is not None:
+            session.stop()
+
+    session = replay.replay_session(
+        resolve_logs(paths), speed=50, on_batch=on_batch, stream=True, judge=judge_pair
+    )
+    asyncio.run(asyncio.wait_for(session.run(), 60))
+    assert session.judged_ahead is not None
+    assert session.judged_ahead.first_divergent_step == 20_000
+    assert any(m.startswith("judged in full: DIVERGED, first divergent step 20000") for m in said)
+    assert session.sides["a"].records < 20_000  # the feed was nowhere near it

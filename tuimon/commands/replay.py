@@ -56,11 +56,9 @@ def run(args: argparse.Namespace) -> int:
         piped = headless and not sys.stdout.isatty()
         speed = math.inf if piped else REPLAY_SPEED
 
-    judge = None
-    if headless:  # flat out, judged in blocks as `compare` judges (no record per step)
-        from tuimon.engine.analyses.compare import judge_pair
-
-        judge = judge_pair
+    # flat out (headless), the pair is judged in blocks as `compare` judges it, no record per
+    # step; in the view, the same judge runs beside the paced feed (the verdict said at once)
+    from tuimon.engine.analyses.compare import judge_pair as judge
 
     def make(on_batch):  # type: ignore[no-untyped-def]
         return replay_session(

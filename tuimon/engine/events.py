@@ -72,6 +72,9 @@ class Judged:
     """The side's device as its header names it (when the view had not read it)."""
     aligner: Any = None
     """The `PairAligner` that judged the pair (the last event of the pair)."""
+    ahead: bool = False
+    """The pair judged in full while a paced feed shows it (a replay's view): its `summary`
+    is said at once; nothing else changes (the feed still brings the steps)."""
 
 
 SourceEvent = Lines | Stderr | Exited | Note | Judged

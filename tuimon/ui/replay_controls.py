@@ -115,6 +115,9 @@ class ReplayControls:
         session = screen.session
         if session is None or session.controls is None or session.logs is None:
             return False
+        if session.judged_ahead is not None:  # judged in full already (`Judged.ahead`)
+            self.jump(session.judged_ahead.first_divergent_step)
+            return True
         logs, tolerance = session.logs, session.options.tolerance
         read_then_show(
             self.node,

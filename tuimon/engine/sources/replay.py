@@ -30,6 +30,10 @@ between go together (one event, one judge of a block), so a paced replay costs p
 per step."""
 
 
+AHEAD_AFTER = 1.0
+"""Seconds after its first step that a paced view's replay starts judging the pair in full."""
+
+
 class SideRead(Protocol):
     """A side as a `PairJudge` read it: what it held besides its steps."""
 
@@ -109,6 +113,8 @@ class ReplaySource:
         """Paced, the logs are read a block at a time as they are shown (`_Streamed`), not
         whole before the first step (`_Whole`)."""
         self.judged: tuple[PairAligner, tuple[SideRead, SideRead]] | None = None
+        self.ahead: tuple[PairAligner, tuple[SideRead, SideRead]] | None = None
+        """What `judge` gave while a paced feed showed the pair (`_judge_ahead`)."""
         """What `judge` gave (`replay_session` runs it)."""
         self.tolerance = 0.0
         self.select: MetricFilter | None = None
@@ -175,6 +181,8 @@ class ReplaySource:
             await self._run_judged(queue, self.judged)
             return
         feed: _Whole | _Streamed = _Streamed(self.logs) if self.stream else _Whole(self.logs)
+        ahead: asyncio.Task[None] | None = None
+        started = 0.0
         times = feed.times
         clock = _Clock(self.speed, self.realtime, times)
         fed: int | None = None  # the last step whose lines were put
@@ -183,6 +191,12 @@ class ReplaySource:
             last = step
             if self._stopped:
                 break
+            if ahead is None and self.stream and self.judge is not None:
+                # the pair judged in full beside the feed, once its first rows are on screen
+                # (the two would share the CPU before they are shown)
+                started = started or time.monotonic()
+                if time.monotonic() - started >= AHEAD_AFTER:
+                    ahead = asyncio.create_task(self._judge_ahead(queue, self.judge))
             if self.jump_to is not None and step < self.jump_to:
                 if step % YIELD_EVERY == 0:  # fast-forward in chunks, letting the view breathe
                     await feed.feed_until(step, queue)
@@ -215,6 +229,26 @@ class ReplaySource:
                 await queue.put(Stderr(side, err.read_bytes()[-20000:]))
             code, status = feed.ending().exits[side]
             await queue.put(Exited(side, code, "interrupted" if self._stopped else status))
+        if ahead is not None and not ahead.done():
+            ahead.cancel()  # its thread reads on until its end; nobody waits for it
+
+    async def _judge_ahead(self, queue: asyncio.Queue[SourceEvent], judge: PairJudge) -> None:
+        """The pair judged in full by `judge` in a thread while the feed shows it: the verdict
+        and the first divergence said at once (`Judged.ahead`), and the first divergence kept
+        for a jump to it (`judged`). A log it cannot read: the feed tells it."""
+        try:
+            got = await asyncio.to_thread(judge, self.logs, self.tolerance, self.select, None)
+        except (CompareError, ReplayError, OSError):
+            return
+        aligner, read = got
+        self.ahead = got
+        ends = {s: log.end for s, log in zip(SIDES, read, strict=True)}
+        tuimon = [s for s, log in zip(SIDES, read, strict=True) if log.tuimon]
+        ending = saved_ending(self.logs, ends, tuimon)
+        summary = aligner.summary(
+            complete=ending.reason is None, reason=ending.reason, interrupted=ending.interrupted
+        )
+        await queue.put(Judged("a", 0, None, summary, ahead=True))
 
     async def _run_judged(
         self,
@@ -428,7 +462,7 @@ def replay_session(
     )
     source.tolerance, source.select = tolerance, select or pair.select
     quick = source.flat_out or stream  # the judge or the feed reads the logs: not read first
-    if judge is not None and quick:  # judged now: a log it cannot read is refused at once
+    if judge is not None and source.flat_out:  # judged now: a log it cannot read is refused at once
         try:
             source.judged = judge(pair, tolerance, source.select, None)
         except CompareError as exc:

@@ -465,6 +465,9 @@ class PairSession:
             if isinstance(record, Text):
                 self._first_text.setdefault(state.side, record.text)
 
+    judged_ahead: Summary | None = None
+    """The pair's summary judged in full ahead of a paced replay (`Judged.ahead`)."""
+
     _judged_summary: Summary | None = None
     """The pair's summary so far, from a source that judges its steps itself (`Judged`)."""
 
@@ -472,6 +475,11 @@ class PairSession:
         """A side as far as a source that judges its steps itself has read it; its last
         event brings the side's header, end and text (counted by that judge) and the aligner
         that judged the pair, which this session's summary comes from from then on."""
+        if event.ahead:
+            self.judged_ahead = event.summary
+            if event.summary is not None:
+                self._say(ahead_line(event.summary))
+            return
         if state.status in ("starting", "stalled"):
             state.status = "running"
         state.records, state.step = event.steps, event.step
@@ -683,3 +691,17 @@ class PairSession:
             doc.more["replicas"] = self.options.replicas.to_dict()
         doc.more["hints"] = [h.to_dict() for h in likely_causes(doc.to_json())]
         return doc
+
+
+def ahead_line(summary: Summary) -> str:
+    """The status line of a pair judged in full ahead of its paced replay: the verdict, the
+    first divergent step and what parted there."""
+    line = f"judged in full: {summary.verdict}"
+    if summary.first_divergent_step is not None:
+        names = summary.first_divergent_metrics
+        more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+        line += f", first divergent step {summary.first_divergent_step}"
+        line += f" ({', '.join(names[:3])}{more})" if names else ""
+    if summary.reason:
+        line += f" [{summary.reason}]"
+    return line + f" · {summary.steps_compared:,} steps compared"
