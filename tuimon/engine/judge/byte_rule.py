@@ -12,7 +12,11 @@ other. Where two lines differ, each differing span must be explained by a rule t
 - `device`: the pair's device names (`cuda` in run a's line where run b's says `cpu`);
 - `redraw`: a progress bar redrawn with carriage returns, compared as a terminal shows it;
 - `media`: the fields of a W&B media object (an image's size, hash and path), named, not judged;
-- `mark`: UTF-8's byte-order mark at the start of one log (a Windows tool's), not data.
+- `mark`: UTF-8's byte-order mark at the start of one log (a Windows tool's), not data;
+- `counter`: under `--step-key NAME`, the log's other step counters (`step` when aligned by
+  `iter`): they number records, the named key aligns them.
+
+Under a tolerance, parameter digests that differ are within it (the verdict is CLOSE at most).
 
 A span no rule explains makes the pair DIVERGED at that line; lines one log has and the other
 lacks (after its last line) make it INCOMPLETE. The counts it gives are counted here, so what
@@ -23,9 +27,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from itertools import chain
 from operator import ne
 from pathlib import Path
 from typing import IO, Any
@@ -49,7 +54,7 @@ from tuimon.engine.judge.line_tokens import (
 from tuimon.engine.judge.verdict import CLOSE, DIVERGED, IDENTICAL, INCOMPLETE, Summary
 from tuimon.readers import BOM, LineParser, ReaderError, Reading, open_log
 from tuimon.readers.text import last_state, step_text
-from tuimon.steplog import Step
+from tuimon.steplog import STEP_KEYS, Step
 
 BLOCK = 1 << 20
 """Bytes compared at a time while the two logs are the same."""
@@ -65,8 +70,8 @@ HEAD = 1 << 16
 SHOWN = 200
 """Characters of a line kept for the report."""
 
-CLOCK, TOLERANCE, IGNORED, RECORD, DEVICE, REDRAW, MEDIA, MARK = (
-    "clock", "tolerance", "ignored", "record", "device", "redraw", "media", "mark"
+CLOCK, TOLERANCE, IGNORED, RECORD, DEVICE, REDRAW, MEDIA, MARK, COUNTER = (
+    "clock", "tolerance", "ignored", "record", "device", "redraw", "media", "mark", "counter"
 )  # fmt: skip
 REASONS = {
     CLOCK: "clocks",
@@ -77,6 +82,7 @@ REASONS = {
     REDRAW: "progress-bar redraws",
     MEDIA: "media files' metadata",
     MARK: "a byte-order mark",
+    COUNTER: "step counters besides --step-key",
 }
 """Why a differing span is set aside, as the verdict names it."""
 
@@ -91,6 +97,8 @@ class Rules:
     """False for a name the user set aside (`MetricFilter.judged`)."""
     judge_clocks: tuple[str, ...] = ()
     devices: tuple[str, str] | None = None
+    step_key: str | None = None
+    """`--step-key NAME`: the step; the log's other step counters only count records."""
 
     def clock(self, name: str) -> bool:
         return is_clock(name) and not any(fnmatchcase(name, g) for g in self.judge_clocks)
@@ -301,7 +309,7 @@ class _Checker:
                     ("b", buf_b, lines_b, at_b),
                 ):
                     if buf:
-                        self._only(side, buf[0], at + 1, len(buf) + sum(map(len, rest)))
+                        self._only(side, chain(buf, chain.from_iterable(rest)), at + 1)
                 return
             n = min(len(buf_a), len(buf_b), LINES)
             xa, xb = buf_a[:n], buf_b[:n]
@@ -338,25 +346,38 @@ class _Checker:
                     return
                 side, k = skip
                 if side == "a":
-                    self._only("a", buf_a[0], at_a + 1, k)
+                    self._only("a", buf_a[:k], at_a + 1)
                     del buf_a[:k]
                     at_a += k
                 else:
-                    self._only("b", buf_b[0], at_b + 1, k)
+                    self._only("b", buf_b[:k], at_b + 1)
                     del buf_b[:k]
                     at_b += k
                 break
 
-    def _only(self, side: str, line: bytes, number: int, count: int) -> None:
-        """`count` lines that only `side` holds, the first of them `line` (1-based `number`)."""
+    def _only(self, side: str, lines: Iterable[bytes], number: int) -> None:
+        """Lines only `side` holds, the first of them line `number` (1-based) of its log; a
+        tuimon step log's header or end record one run wrote and the other did not (a log
+        written with --no-header) is a record set aside, not a line missing."""
+        count = 0
+        for offset, line in enumerate(lines):
+            if b'"type"' in line[:64] and _is_record(line):
+                self.out.set_aside[RECORD] = self.out.set_aside.get(RECORD, 0) + 1
+                continue
+            count += 1
+            if self.out.first_only is None:
+                text = _shown(line)
+                self.out.first_only = LineDifference(
+                    number + offset if side == "a" else None,
+                    text if side == "a" else "",
+                    number + offset if side == "b" else None,
+                    text if side == "b" else "",
+                    f"lines only {side} holds",
+                )
         if side == "a":
             self.out.only_a += count
-            found = LineDifference(number, _shown(line), None, "", "lines only a holds")
         else:
             self.out.only_b += count
-            found = LineDifference(None, "", number, _shown(line), "lines only b holds")
-        if self.out.first_only is None:
-            self.out.first_only = found
 
     def _cut_short(
         self,
@@ -371,10 +392,10 @@ class _Checker:
         the other's lines from there are lines the cut log lacks."""
         x, y = buf_a[0], buf_b[0]
         if len(buf_a) == 1 and not x.endswith(b"\n") and y.startswith(x):
-            self._only("b", y, at_b + 1, len(buf_b) + sum(map(len, lines_b)))
+            self._only("b", chain(buf_b, chain.from_iterable(lines_b)), at_b + 1)
             return True
         if len(buf_b) == 1 and not y.endswith(b"\n") and x.startswith(y):
-            self._only("a", x, at_a + 1, len(buf_a) + sum(map(len, lines_a)))
+            self._only("a", chain(buf_a, chain.from_iterable(lines_a)), at_a + 1)
             return True
         return False
 
@@ -487,6 +508,10 @@ class _Checker:
             return IGNORED
         if not quoted and self.rules.close(x, y):
             return TOLERANCE
+        if self.rules.tolerance and _digest(name):
+            return TOLERANCE  # parameters apart within it: a CLOSE pair's digests differ
+        if self.rules.step_key and name in STEP_KEYS and name != self.rules.step_key:
+            return COUNTER
         if mask_clocks(x) == mask_clocks(y):
             return CLOCK
         if self._devices(x, y):
@@ -637,6 +662,7 @@ def hold(
             judged=select.judged if select is not None else None,
             judge_clocks=reading.judge,
             devices=devices,
+            step_key=reading.step_key,
         )
         found = check(a, b, rules)
     float32 = _float32(a) or _float32(b)
@@ -675,6 +701,20 @@ def _line_at(text: str, at: int) -> tuple[int, str]:
 
 _DOCUMENT_START = re.compile(r'[\[{]\s*($|["{\[\d-])')
 """The first line of a JSON document written over many lines (`{`, `[{`, `{"loss": [`)."""
+
+
+def _is_record(line: bytes) -> bool:
+    """A tuimon step log's header or end record."""
+    try:
+        row = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(row, dict) and row.get("type") in ("header", "end")
+
+
+def _digest(name: str) -> bool:
+    """A parameter digest (`param_digest`, `param_digests.W_E`)."""
+    return name.startswith("param_digest")
 
 
 def _first_line(head: bytes) -> str:
