@@ -22,6 +22,7 @@ from tuimon.engine.launch.runner import RunSpec
 from tuimon.engine.sources.saved_side import SAVED_SIDE, SavedSide
 from tuimon.engine.sources.session import LiveSource, PairSession
 from tuimon.errors import EmbCheckError
+from tuimon.readers import read_bytes
 
 SAVED_EMB = f"emb-{SAVED_SIDE}.npy"
 """The saved W_E, copied into the new pair (a pair is a closed box)."""
@@ -37,10 +38,23 @@ class AgainstSource(LiveSource):
     async def run(self, queue: asyncio.Queue[SourceEvent]) -> None:
         saved = self.saved
         if saved.lines:
-            await queue.put(Lines(SAVED_SIDE, saved.lines, saved.records))
+            await queue.put(Lines(SAVED_SIDE, _as_written(saved), saved.records))
         code, status, _ = saved.ending()
         await queue.put(Exited(SAVED_SIDE, code, status))
         await super().run(queue)
+
+
+def _as_written(saved: SavedSide) -> list[bytes]:
+    """The saved log's own bytes, for the new pair to hold as they were (its byte rule then
+    reads what the saved run wrote, as `compare` of the two logs does); the lines it was read
+    as where its file cannot be read so (a folder, binary events)."""
+    try:
+        data = read_bytes(saved.log) if saved.log.is_file() else b""
+    except (OSError, ValueError):
+        data = b""
+    if not data or b"\0" in data[:4096]:
+        return saved.lines
+    return [data]
 
 
 def copy_saved_emb(saved: SavedSide, pair_dir: Path | None) -> Path | None:
