@@ -142,3 +142,28 @@ def test_the_view_says_the_verdict_judged_in_full_while_it_replays(tmp_path, mon
     assert session.judged_ahead.first_divergent_step == 20_000
     assert any(m.startswith("judged in full: DIVERGED, first divergent step 20000") for m in said)
     assert session.sides["a"].records < 20_000  # the feed was nowhere near it
+
+
+def test_a_streamed_replay_jumps_to_a_step_past_the_blocks_read(tmp_path):
+    """A jump (the first divergence) fast-forwards a streamed replay through blocks not read
+    yet: the steps it passes are fed in chunks and it paces again from that step."""
+    import asyncio
+
+    from tuimon.engine.sources.replay import replay_session
+    from tuimon.engine.sources.saved import resolve_logs
+
+    paths = _plain(tmp_path, 30_000, 20_000)
+    reached: list[int] = []
+
+    def on_batch(batch):  # type: ignore[no-untyped-def]
+        step = batch.sides["a"].step
+        reached.append(step if step is not None else -1)
+        if step is not None and step >= 20_000:
+            session.stop()
+
+    session = replay_session(resolve_logs(paths), speed=50, on_batch=on_batch, stream=True)
+    assert session.controls is not None
+    session.controls.jump(20_000)
+    asyncio.run(asyncio.wait_for(session.run(), 60))
+    assert max(reached) >= 20_000
+    assert session.sides["a"].records >= 20_000  # every step before it was fed on the way

@@ -7,6 +7,7 @@ import contextlib
 import math
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
+from itertools import islice
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -345,6 +346,9 @@ class _Streamed:
         self.end: dict[str, End | None] = dict.fromkeys(SIDES)
         self.seen = dict.fromkeys(SIDES, 0)
         """Records read so far (a header among a side's first five is its header)."""
+        self.passed = dict.fromkeys(SIDES, 0)
+        """Held records at or before the last step given (`steps`), fed or not: a jump passes
+        steps without feeding them."""
 
     async def _more(self, side: str) -> bool:
         """Read a side's next block; False at its end."""
@@ -381,33 +385,46 @@ class _Streamed:
         return _translated(blocks)
 
     async def _next(self, side: str) -> int | None:
-        """The step of a side's next step record (None at its end)."""
+        """The step of a side's next step record past the steps given (None at its end)."""
         while True:
-            step = next((r.step for r in self.held[side] if isinstance(r, Step)), None)
+            recs = self.held[side]
+            at = self.passed[side]
+            step = next((r.step for r in islice(recs, at, None) if isinstance(r, Step)), None)
             if step is not None or not await self._more(side):
                 return step
 
+    async def _past(self, side: str, step: int) -> int:
+        """The index of a side's first held record past `step` (its next step record after
+        it; reading on as needed), from the records already passed."""
+        end = self.passed[side]
+        while True:
+            recs = self.held[side]
+            while end < len(recs) and not (isinstance(r := recs[end], Step) and r.step > step):
+                end += 1
+            if end < len(recs) or not await self._more(side):
+                return end
+
     async def steps(self) -> AsyncIterator[int]:
-        """The lower of the two sides' next steps, until both end."""
+        """The lower of the two sides' next steps, until both end; each side's records up to
+        it are passed, whether fed (`feed_until`) or not (a jump)."""
         while True:
             ahead = [s for s in [await self._next(side) for side in SIDES] if s is not None]
             if not ahead:
                 return
-            yield min(ahead)
+            step = min(ahead)
+            yield step
+            for side in SIDES:
+                self.passed[side] = await self._past(side, step)
 
     async def feed_until(self, step: int, queue: asyncio.Queue[SourceEvent]) -> None:
         """Put each side's records up to (and with) the record of `step`."""
         for side in SIDES:
-            while True:
+            end = await self._past(side, step)
+            if end:
                 recs = self.held[side]
-                end = 0
-                while end < len(recs) and not (isinstance(r := recs[end], Step) and r.step > step):
-                    end += 1
-                if end:
-                    self.held[side] = recs[end:]
-                    await queue.put(Lines(side, [], recs[:end]))
-                if end < len(recs) or not await self._more(side):
-                    break
+                self.held[side] = recs[end:]
+                self.passed[side] = max(0, self.passed[side] - end)
+                await queue.put(Lines(side, [], recs[:end]))
 
     async def rest(self, queue: asyncio.Queue[SourceEvent], stopped: bool) -> None:
         """The records left after the last step (read to the end)."""
@@ -416,7 +433,7 @@ class _Streamed:
                 pass
             if self.held[side] and not stopped:
                 await queue.put(Lines(side, [], self.held[side]))
-            self.held[side] = []
+            self.held[side], self.passed[side] = [], 0
 
     def ending(self) -> Ending:
         """How the pair ended, from the end records read (the records are not read again)."""
