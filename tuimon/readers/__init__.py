@@ -24,7 +24,6 @@ from tuimon.readers.account import Account
 from tuimon.readers.cut import LineCutter
 from tuimon.readers.formats import (
     _CORRUPT,
-    _DOCUMENT,
     BY_NAME,
     FORMATS,
     FORMATS_TRIED,
@@ -39,7 +38,6 @@ from tuimon.readers.formats import (
 )
 from tuimon.readers.lines import BOM, LineParser
 from tuimon.readers.reading import Reading, parse_map
-from tuimon.readers.tabular import csv_columns
 from tuimon.readers.tensorboard import MissingExtra
 from tuimon.readers.text import PatternError
 from tuimon.steplog import (
@@ -66,6 +64,7 @@ __all__ = [
     "PatternError",
     "ReaderError",
     "Reading",
+    "head_format",
     "line_parser",
     "load",
     "locate",
@@ -205,18 +204,32 @@ def log_lines(path: str | Path, reading: Reading | None = None, side: str = "a")
     return read_log(path, reading, side)[0]
 
 
+HEAD_LINES = 16
+"""Lines of a file's start read to name the format of lines it is (`head_format`)."""
+
+
+def head_format(head: bytes) -> Format | None:
+    """The registry entry that reads a file beginning with `head` (its first bytes, a BOM
+    removed), told as a growing file is: the first entry whose `head` takes it (a TensorBoard
+    event file, a JSON document, a CSV), else the format of lines that reads its first lines
+    (`LineParser.format`); None for bytes that are no text (a NUL in the first 64)."""
+    for entry in FORMATS:
+        if entry.head is not None and entry.head(head):
+            return entry
+    if b"\x00" in head[:64]:
+        return None
+    parser = LineParser()
+    first = LineCutter().feed(head[: 1 << 16])[:HEAD_LINES]
+    parser.feed([line for line in first if line.strip()])
+    return parser.format
+
+
 def streamable(head: bytes) -> bool:
-    """True when a log file that begins with `head` can be followed line by line (JSON Lines,
-    text); False for documents rewritten as a whole (JSON, CSV) and binary event files."""
-    if b"brain.Event:" in head or b"\x00" in head[:64]:
-        return False
-    body = head.lstrip()
-    first = body.split(b"\n", 1)[0].strip()
-    if (body[:1] == b"[" and _DOCUMENT.match(body)) or (
-        body[:1] == b"{" and not first.endswith(b"}")
-    ):
-        return False  # a JSON document (a `[11/19 08:55:03] INFO` line is not one)
-    return csv_columns(first.decode("utf-8", "replace")) is None
+    """True when a log file that begins with `head` is followed line by line: what the
+    registry entry that reads it says (`Format.streams`, `head_format`); False for bytes that
+    are no text."""
+    entry = head_format(head)
+    return entry is not None and entry.streams
 
 
 BLOCK = 1 << 20

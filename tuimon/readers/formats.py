@@ -14,8 +14,6 @@ from __future__ import annotations
 import gzip
 import lzma
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -25,7 +23,14 @@ from tuimon.readers.binary import why_binary
 from tuimon.readers.capped import open_capped, open_regular
 from tuimon.readers.cut import lines_of
 from tuimon.readers.documents import cut_document, read_document
+from tuimon.readers.entry import Format as Format
+from tuimon.readers.entry import Loaded as Loaded
 from tuimon.readers.folder import json_files, read_folder
+from tuimon.readers.line_formats import JSON_LINES as JSON_LINES
+from tuimon.readers.line_formats import LINE_FORMATS
+from tuimon.readers.line_formats import STEPLOG as STEPLOG
+from tuimon.readers.line_formats import TABLE as TABLE
+from tuimon.readers.line_formats import TEXT as TEXT
 from tuimon.readers.lines import BOM, LineParser, load_document
 from tuimon.readers.per_metric import is_sacred, mlflow_metrics, read_mlflow, read_sacred
 from tuimon.readers.reading import Reading
@@ -40,38 +45,6 @@ _CORRUPT = (EOFError, lzma.LZMAError, gzip.BadGzipFile)
 
 class ReaderError(Exception):
     """A file no reader can read (one line for the user)."""
-
-
-@dataclass
-class Loaded:
-    """A file read: its format, its records, and its lines when they are a step log as they
-    stand (else None: `log_lines` writes the records as step-log lines)."""
-
-    format: str
-    records: list[Record]
-    raw: list[bytes] | None = None
-    step_key: str | None = None
-    """The step key the reader found (`tuimon read`), where it names one."""
-
-    @property
-    def steps(self) -> list[Step]:
-        return [r for r in self.records if isinstance(r, Step)]
-
-
-@dataclass(frozen=True)
-class Format:
-    """One format: its name (what `tuimon read` and `--json` say), how it is recognised,
-    who writes it, and whether a live run or `watch` can stream it line by line."""
-
-    name: str
-    recognised: str
-    writers: str
-    streams: bool
-    folder: Callable[[Path], Loaded | None] | None = None
-    """For a format that is a folder: its reader (None when the folder is not one)."""
-    file: Callable[[Path, bytes, Reading], Loaded | None] | None = None
-    """For a format told by a file's whole content: its reader (None when the file is not
-    one). Files no entry takes are lines, read by `LineParser` (the formats without one)."""
 
 
 def _tensorboard_folder(path: Path) -> Loaded | None:
@@ -103,6 +76,25 @@ def _csv_file(path: Path, data: bytes, reading: Reading) -> Loaded | None:
     return Loaded(CSV.name, read_csv(data.decode("utf-8", "replace"), reading.step_key))
 
 
+def _tensorboard_head(head: bytes) -> bool:
+    return b"brain.Event:" in head
+
+
+def _document_head(head: bytes) -> bool:
+    """A JSON document's start: `[` opening rows, or a first line that opens an object and
+    does not close it (a `[11/19 08:55:03] INFO` line is not one)."""
+    body = head.lstrip()
+    first = body.split(b"\n", 1)[0].strip()
+    return bool(body[:1] == b"[" and _DOCUMENT.match(body)) or (
+        body[:1] == b"{" and not first.endswith(b"}")
+    )
+
+
+def _csv_head(head: bytes) -> bool:
+    first = head.lstrip().split(b"\n", 1)[0].strip()
+    return csv_columns(first.decode("utf-8", "replace")) is not None
+
+
 TENSORBOARD = Format(
     "tensorboard",
     "TensorBoard event records (`brain.Event`): an event file, or a run folder holding them",
@@ -110,6 +102,7 @@ TENSORBOARD = Format(
     streams=False,
     folder=_tensorboard_folder,
     file=_tensorboard_file,
+    head=_tensorboard_head,
 )
 MLFLOW = Format(
     "MLflow run",
@@ -144,6 +137,7 @@ DOCUMENT = Format(
     "metrics files, detectron2's metrics.json, W&B summaries",
     streams=False,
     file=lambda path, data, reading: _json_document(path, data, reading),  # trainer_state, sacred
+    head=_document_head,
 )
 CSV = Format(
     "CSV",
@@ -151,39 +145,13 @@ CSV = Format(
     "Lightning's CSVLogger, Keras' CSVLogger, pandas to_csv",
     streams=False,
     file=_csv_file,
-)
-STEPLOG = Format(
-    "tuimon step log",
-    'a first line {"type": "header", "format": "tuimon.steplog/1", ...}',
-    "tuimon train, tuimon.adopt.StepLogger, the Lightning and Hugging Face callbacks",
-    streams=True,
-)
-JSON_LINES = Format(
-    "JSON Lines",
-    "lines of JSON objects: a step key (step, _step, global_step, iter ...), else a counter "
-    "found by its name, else the row number",
-    "W&B history, LLaMA-Factory, DETR's log.txt, RLlib's result.json",
-    streams=True,
-)
-TABLE = Format(
-    "table",
-    "a header of names over rows of numbers (comma, tab or runs of spaces); the step column by "
-    "name, else the row number",
-    "SB3's progress.csv and monitor.csv, spinning-up's progress.txt, fastai's printed table",
-    streams=True,
-)
-TEXT = Format(
-    "text",
-    "printed lines: a step named on a line (step 100, iter 100, Epoch [7][2750/6207]), then "
-    "name value pairs; blocks and | key | value | tables; every other line judged as text",
-    "nanoGPT, llm.c, mmcv/mmengine, MetricLogger scripts, timm, Megatron, OLMo, baselines",
-    streams=True,
+    head=_csv_head,
 )
 FORMATS: tuple[Format, ...] = (
-    TENSORBOARD, MLFLOW, JSON_FILES, TRAINER_STATE, SACRED, DOCUMENT, CSV, STEPLOG, JSON_LINES,
-    TABLE, TEXT,
+    TENSORBOARD, MLFLOW, JSON_FILES, TRAINER_STATE, SACRED, DOCUMENT, CSV, *LINE_FORMATS,
 )  # fmt: skip
-"""Every format, in the order they are tried (folders first, then files)."""
+"""Every format, in the order they are tried (folders first, then files, then the formats of
+lines, whose rules `LineParser` asks in this order: `tuimon.readers.line_formats`)."""
 BY_NAME = {f.name: f for f in FORMATS}
 FORMATS_TRIED = ", ".join(f.name for f in FORMATS)
 
@@ -320,12 +288,13 @@ def _json_document(path: Path, data: bytes, reading: Reading) -> Loaded | None:
 
 
 def _line_log(data: bytes, reading: Reading, side: str) -> Loaded:
-    """A log of lines: a tuimon step log, JSON Lines, a table or printed text (`LineParser`)."""
+    """A log of lines: a tuimon step log, JSON Lines, a table or printed text, as the entry
+    whose rules read it says (`LineParser.format`)."""
     lines = lines_of(data)
     parser = LineParser(reading, side)
     records = parser.feed(lines) + parser.close()  # as a live stream is read: the same rows
-    if parser.tuimon:
-        return Loaded(STEPLOG.name, records, lines if reading.as_written(side) else None)
-    kind = JSON_LINES.name if parser.json_rows or parser.numbered else TEXT.name
-    kind = TABLE.name if parser.tables.step is not None and kind == TEXT.name else kind
-    return Loaded(kind, records, step_key=parser.first_key)
+    kind = parser.format
+    if kind is STEPLOG:
+        raw = lines if reading.as_written(side) else None
+        return Loaded(kind.name, records, raw, rules=parser.read_by())
+    return Loaded(kind.name, records, step_key=parser.first_key, rules=parser.read_by())
