@@ -51,11 +51,18 @@ def _names(names: list[str], most: int = 12) -> str:
     return ", ".join(names[:most]) + more if names else "none"
 
 
+def _read_by(found: dict[str, Any]) -> list[list[str]]:
+    """The rules that read a log of lines and how many lines each (none for other formats)."""
+    read_by = found.get("read_by") or {}
+    return [[f"{rule} {count}" for rule, count in read_by.items()]] if read_by else []
+
+
 def _lines(found: dict[str, Any]) -> list[str]:
     from tuimon.sanitize import clean
 
     out = [
         f"{clean(found['path'], 200)}: {found['format']} ({found['why']})",
+        *[f"  lines read as: {clean(_names(read_by), 400)}" for read_by in _read_by(found)],
         f"  step: {clean(found['step_key'], 200)}",
         f"  records: {clean(found['account'], 400)}",
         f"  judged ({len(found['metrics'])}): {clean(_names(found['metrics']), 600)}",

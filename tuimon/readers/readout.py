@@ -82,6 +82,8 @@ class Read:
     metrics: list[str]
     clocks: list[str]
     records: list[Record]
+    rules: dict[str, int] | None = None
+    """For a log of lines: the lines each rule of its format's entry read (`Loaded.rules`)."""
 
 
 def describe(
@@ -89,7 +91,8 @@ def describe(
     reading: Reading | None = None,
     blocks: Callable[[Path, Reading], Read | None] | None = None,
 ) -> dict[str, Any]:
-    """How a log is read: format and why, step key, metrics judged, clocks, text lines,
+    """How a log is read: format and why, the rules that read its lines (a log of lines),
+    step key, metrics judged, clocks, text lines,
     skipped lines by reason, the first records (ReaderError when it cannot be read).
     `blocks`: the block readers `compare` reads a side with (`compare.read_one`), for a log
     they read whole as rows; None from it, or without it, the log is loaded record by record."""
@@ -107,6 +110,7 @@ def describe(
         "why": BY_NAME[got.format].recognised if got.format in BY_NAME else "",
         "streams": BY_NAME[got.format].streams if got.format in BY_NAME else False,
         "step_key": got.step_key or _step_key(got.format, records, path, reading),
+        "read_by": got.rules or {},
         "steps": account.steps,
         "metrics": got.metrics,
         "clocks": got.clocks,
@@ -131,5 +135,11 @@ def _loaded(path: Path, reading: Reading) -> Read:
             metrics.update(dict.fromkeys(record.metrics))
             clocks.update(dict.fromkeys(record.clocks))
     return Read(
-        loaded.format, loaded.step_key, account, list(metrics), list(clocks), loaded.records
+        loaded.format,
+        loaded.step_key,
+        account,
+        list(metrics),
+        list(clocks),
+        loaded.records,
+        loaded.rules,
     )
