@@ -932,7 +932,12 @@ progress (`judge_pair`); it may raise to stop the reading."""
 
 
 def _read_both(
-    logs: SavedLogs, aligner: PairAligner, keep: bool, progress: Progress | None = None
+    logs: SavedLogs,
+    aligner: PairAligner,
+    keep: bool,
+    progress: Progress | None = None,
+    *,
+    fork: bool = True,
 ) -> tuple[tuple[SideLog, SideLog], ColumnMatcher | None]:
     """Stream both logs through a `ColumnMatcher`, a block of each side in turn; two CSVs
     read into columns are matched whole (`_judge_tables`: no matcher, None)."""
@@ -940,7 +945,7 @@ def _read_both(
     sides = {side: SideLog(getattr(logs, side)) for side in SIDES}
     readers = {side: _BlockReader(side, sides[side], aligner, keep, logs.reading) for side in SIDES}
     matcher = ColumnMatcher(aligner)
-    workers = _workers(logs, keep)
+    workers = fork and _workers(logs, keep)
     apart = _csv_pair(logs) if workers else {}
     sources = {
         side: _line_source(
@@ -1075,24 +1080,33 @@ def judge_pair(
     tolerance: float,
     select: MetricFilter | None = None,
     progress: Progress | None = None,
+    *,
+    fork: bool = True,
 ) -> tuple[PairAligner, tuple[SideLog, SideLog]]:
     """Both logs judged as `judge` judges them (the block readers, the worker processes, the
     prefix the logs share parsed once), for a replay that shows the verdict without reading
     a record per step: the aligner that judged every step, and each side's header, end
     record, text lines and steps counted (`SideLog`). `progress` is told after each block.
+    `fork`: worker processes may read the logs (not from a thread of a process whose event
+    loop handles signals: a forked worker would share its wakeup pipe).
     Two logs with no step are not refused here: the replay says so as a live pair does."""
     aligner = PairAligner(tolerance, select)
-    sides, matcher = _streamed(logs, aligner, False, progress)
+    sides, matcher = _streamed(logs, aligner, False, progress, fork=fork)
     return _settled(logs, aligner, matcher, False)[1], sides
 
 
 def _streamed(
-    logs: SavedLogs, aligner: PairAligner, keep: bool, progress: Progress | None = None
+    logs: SavedLogs,
+    aligner: PairAligner,
+    keep: bool,
+    progress: Progress | None = None,
+    *,
+    fork: bool = True,
 ) -> tuple[tuple[SideLog, SideLog], ColumnMatcher | None]:
     """`_read_both` with the cyclic collector off."""
     gc.disable()  # parsing makes many short-lived dicts and no cycles: no collector passes
     try:
-        return _read_both(logs, aligner, keep, progress)
+        return _read_both(logs, aligner, keep, progress, fork=fork)
     finally:
         gc.enable()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import math
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -60,6 +61,8 @@ class PairJudge(Protocol):
         tolerance: float,
         select: MetricFilter | None,
         progress: Callable[[PairAligner, dict[str, Any]], None] | None,
+        *,
+        fork: bool = True,
     ) -> tuple[PairAligner, tuple[Any, Any]]: ...
 
 
@@ -185,11 +188,13 @@ class ReplaySource:
         ahead: asyncio.Task[None] | None = None
         started = 0.0
         times = feed.times
-        clock = _Clock(self.speed, self.realtime, times)
+        clock: _Clock | None = None
         fed: int | None = None  # the last step whose lines were put
         last: int | None = None
         async for step in feed.steps():
             last = step
+            if clock is None:  # the pace counts from the first step read, not from the start
+                clock = _Clock(self.speed, self.realtime, times)
             if self._stopped:
                 break
             if ahead is None and self.stream and self.judge is not None:
@@ -238,7 +243,15 @@ class ReplaySource:
         and the first divergence said at once (`Judged.ahead`), and the first divergence kept
         for a jump to it (`judged`). A log it cannot read: the feed tells it."""
         try:
-            got = await asyncio.to_thread(judge, self.logs, self.tolerance, self.select, None)
+            got = await asyncio.to_thread(
+                # no worker process forked from this thread: it would share the view's
+                # signal wakeup pipe (a worker's signal read as the view's own: it quit)
+                functools.partial(judge, fork=False),
+                self.logs,
+                self.tolerance,
+                self.select,
+                None,
+            )
         except (CompareError, ReplayError, OSError):
             return
         aligner, read = got
