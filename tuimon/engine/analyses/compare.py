@@ -1190,9 +1190,13 @@ def read_one(path: Path, reading: Reading) -> Read | None:
     clocks = dict.fromkeys(name for r in steps for name in r.clocks)
     if set(metrics) != aligner.names[side] or set(clocks) != aligner.ignored:
         return None
+    rules = parser.read_by()
+    if len(rules) != 1 or account.steps + account.meta != log.line:
+        return None  # a line that is not one record of its own, or read by another rule
     kind = STEPLOG.name if parser.tuimon else JSON_LINES.name
     key = None if parser.tuimon else parser.first_key
-    return Read(kind, key, account, list(metrics), list(clocks), records)
+    read_by = dict.fromkeys(rules, log.line)
+    return Read(kind, key, account, list(metrics), list(clocks), records, read_by)
 
 
 def first_lines(
