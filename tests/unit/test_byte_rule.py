@@ -332,3 +332,15 @@ def test_names_msgspec_will_not_take_are_read_all_the_same(tmp_path: Path, capsy
     pa, pb = _pair(tmp_path, _jsonl(rows), _jsonl(changed))
     code, _, out = _compare(capsys, str(pa), str(pb))
     assert code == 1 and out["first_divergent_step"] == 2500
+
+
+def test_precision_of_a_table_written_to_significant_digits(tmp_path: Path) -> None:
+    """YOLO's results.csv: padded cells written `%.5g`, a header name holding a number
+    (`metrics/mAP_0.5`): five significant digits, not bitwise."""
+    rows = [f"{i:>8},{0.12278 / (i + 1):>12.5g},{0.0013889 * (i + 1):>12.5g}" for i in range(20)]
+    (tmp_path / "results.csv").write_text(
+        "   epoch, train/box_loss, metrics/mAP_0.5\n" + "\n".join(rows)
+    )
+    found = of_logs([tmp_path / "results.csv"])
+    assert found.digits == 5 and found.decimals is None
+    assert found.names == ["metrics/mAP_0.5", "train/box_loss"]

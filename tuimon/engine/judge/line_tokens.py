@@ -108,7 +108,8 @@ def name_before(tokens: list[tuple[str, bool]], i: int) -> str:
 
 def table_header(text: str) -> tuple[str, list[str]] | None:
     """A table's header line: its separator and column names, when the line names columns
-    (two or more cells, none a number); a `#` before the names is not one."""
+    (two or more cells, no word of them a number: `mAP_0.5` names, `loss 4.5` does not); a
+    `#` before the names is not one."""
     text = text.lstrip("#").strip()
     for sep in (",", "\t", ";", "|"):
         if sep in text:
@@ -116,7 +117,7 @@ def table_header(text: str) -> tuple[str, list[str]] | None:
             break
     else:
         sep, names = " ", text.split()
-    if len(names) < 2 or any(NUMBER.search(n) for n in names):
+    if len(names) < 2 or any(NUMBER.fullmatch(w) for n in names for w in n.split()):
         return None
     if not all(n.strip() for n in names):
         return None

@@ -124,13 +124,19 @@ class _Metric:
             return
         if len(frac) >= 2 and frac.endswith("0"):
             self.fixed = True
+        self.digits = max(self.digits, len(digits))
         if exp is not None:
             self.exponent = True
-            self.digits = max(self.digits, len(digits))
         else:
             self.decimals = max(self.decimals, len(frac))
         if len(self.short) < SHORT_VALUES and not _exact(text):
             self.short.add(text)
+
+    @property
+    def significant(self) -> bool:
+        """Written to significant digits (`%g`, exponent form: `0.0013889`, `0.12278`), not
+        to fixed decimals: more decimals than any value has digits."""
+        return self.exponent or self.decimals > self.digits
 
     @property
     def rounded(self) -> bool:
@@ -158,8 +164,8 @@ def of_logs(paths: list[Path], *, float32: bool = False) -> Precision:
     rounded = {n: m for n, m in metrics.items() if m.rounded}
     if not rounded:
         return Precision()
-    fixed = [m.decimals for m in rounded.values() if not m.exponent]
-    sig = [m.digits for m in rounded.values() if m.exponent]
+    fixed = [m.decimals for m in rounded.values() if not m.significant]
+    sig = [m.digits for m in rounded.values() if m.significant]
     return Precision(
         PRINTED,
         decimals=min(fixed) if fixed else None,
