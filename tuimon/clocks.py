@@ -63,6 +63,13 @@ _TIMES = frozenset(
      "walltime", "latency", "dt", "eta", "remaining", "clock", "lap", "timer", "timing",
      "timings"}
 )  # fmt: skip
+_PHASES = _TIMES | {
+    "data", "updt", "update", "fwd", "bwd", "forward", "backward", "load", "loading", "io",
+    "sync", "wait", "opt", "optim", "optimizer", "env", "rollout", "inference", "compute",
+    "eval", "train",
+}  # fmt: skip
+"""Words that, before a bare `s` or `h` (`data_s`, `updt_s`, `eval_s`), name time spent on a
+phase of work: the `s` is seconds. Before other words (`loss_s`) it is not a unit."""
 _RATES = frozenset(
     {"fps", "tps", "wps", "ips", "sps", "ups", "mfu", "tflops", "throughput", "speed", "util",
      "utilization", "utilisation", "persec", "tokps", "hz"}
@@ -132,8 +139,8 @@ def _clock_words(words: list[str]) -> bool:
     end = words[-1]
     if end in _TIMES or end.endswith(("time", "timestamp")) or end in _CLOCK_WORDS:
         return True
-    if len(words) > 1 and (end in _UNITS or (end in ("s", "h") and set(words) & _TIMES)):
-        return True  # `step_ms`, `total_sec`; `time_this_iter_s` (not `loss_s`)
+    if len(words) > 1 and (end in _UNITS or (end in ("s", "h") and set(words) & _PHASES)):
+        return True  # `step_ms`, `total_sec`; `time_this_iter_s`, `data_s` (not `loss_s`)
     return len(words) > 2 and words[1] == "per" and (words[0] in _TIMES or words[0] in _UNITS)
 
 

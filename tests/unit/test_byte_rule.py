@@ -344,3 +344,19 @@ def test_precision_of_a_table_written_to_significant_digits(tmp_path: Path) -> N
     found = of_logs([tmp_path / "results.csv"])
     assert found.digits == 5 and found.decimals is None
     assert found.names == ["metrics/mAP_0.5", "train/box_loss"]
+
+
+def test_a_printed_date_in_brackets_is_text_not_a_json_document(tmp_path: Path) -> None:
+    """PaddleOCR's `[2022/12/09 16:38:40] root INFO: ...`: a line that opens with a bracket and
+    a digit is printed text (its date a clock), not a JSON document."""
+    a = "[2022/12/09 16:38:40] root INFO: Architecture :\n[2022/12/09 16:38:41] epoch: 1 loss: 0.5\n"
+    b = a.replace("16:38:40", "16:38:43")
+    found = byte_rule.check(*_pair(tmp_path, a, b))
+    assert found.first is None and found.set_aside == {CLOCK: 1}
+
+
+def test_seconds_spent_on_a_phase_are_clocks() -> None:
+    from tuimon.clocks import is_clock
+
+    assert all(is_clock(n) for n in ("data_s", "updt_s", "eval_s", "time_this_iter_s"))
+    assert not any(is_clock(n) for n in ("loss_s", "step_s"))

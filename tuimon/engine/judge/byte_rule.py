@@ -699,7 +699,7 @@ def _line_at(text: str, at: int) -> tuple[int, str]:
     return text.count("\n", 0, at) + 1, text[start : end if end >= 0 else len(text)][:SHOWN]
 
 
-_DOCUMENT_START = re.compile(r'[\[{]\s*($|["{\[\d-])')
+_DOCUMENT_START = re.compile(r'[\[{]\s*($|["{\[])')
 """The first line of a JSON document written over many lines (`{`, `[{`, `{"loss": [`)."""
 
 
