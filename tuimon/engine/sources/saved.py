@@ -6,10 +6,13 @@ it gives the aligned steps, the summary, how the pair ended and the sides' state
 from __future__ import annotations
 
 import contextlib
+import io
 import os
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import fields, replace
 from functools import cached_property
+from itertools import islice
 from pathlib import Path
 
 from tuimon.engine.judge.align import PairAligner
@@ -18,7 +21,15 @@ from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.verdict import Ending, RunEnd, Summary, how_it_ended
 from tuimon.engine.sources.side_state import SideState
 from tuimon.errors import ReplayError, StoreError
-from tuimon.readers import PatternError, ReaderError, Reading, open_log, read_blocks, read_log
+from tuimon.readers import (
+    LineParser,
+    PatternError,
+    ReaderError,
+    Reading,
+    open_log,
+    read_blocks,
+    read_log,
+)
 from tuimon.steplog import End, Header, Record, Step, Text, parse_line
 from tuimon.store import SIDES, PairDoc, SavedLogs, is_pair_dir, pair_file, special
 from tuimon.store.aligned import AlignedStep
@@ -254,14 +265,150 @@ class SavedPair(SavedLogs):
         return str(device or "?")
 
     def window(self, step: int, max_lines: int = 2000) -> dict[str, list[Record]]:
-        """Each side's records around `step` (about half before it)."""
+        """Each side's records around `step` (about half before it; the last `max_lines` of
+        a side that did not log it). Records held are sliced; else each log is read only
+        around the step (`side_window`): a block at a time, never held whole."""
         out = {}
         for side in SIDES:
-            recs = self.records(side)
-            at = next((i for i, r in enumerate(recs) if isinstance(r, Step) and r.step == step), -1)
-            start = len(recs) - max_lines if at < 0 else at - max_lines // 2
-            out[side] = recs[max(0, start) :][:max_lines]
+            if self.held:
+                out[side] = _around(self.records(side), step, max_lines)
+                continue
+            path: Path = getattr(self, side)
+            try:
+                recs = side_window(path, self.reading, side, step, max_lines)
+            except ReaderError as exc:
+                raise ReplayError(str(exc)) from None
+            if recs is None:  # a small log, or not lines: read whole
+                recs = _around(read_records(path, self.reading, side)[1], step, max_lines)
+            out[side] = _boxed(recs, self.pair_dir or path.parent)
         return out
+
+
+def _around(records: list[Record], step: int, max_lines: int) -> list[Record]:
+    """The records around the first step record of `step` (`max_lines // 2` before it), or
+    the last `max_lines`."""
+    at = next((i for i, r in enumerate(records) if isinstance(r, Step) and r.step == step), -1)
+    start = len(records) - max_lines if at < 0 else at - max_lines // 2
+    return records[max(0, start) :][:max_lines]
+
+
+WINDOW_HEAD = 64
+"""Lines of a log's head read before a window of it: how its lines are read (a step log's
+header, JSON rows by key) is known before the window's lines are parsed."""
+PROBE_LINES = 64
+"""Lines read at a probe of the bisection for the first step record after an offset."""
+SEEK_FROM = 1 << 20
+"""Bytes of a log from which a window is found by offsets (a smaller one is read whole)."""
+
+
+def side_window(
+    path: Path, reading: Reading, side: str, step: int, max_lines: int
+) -> list[Record] | None:
+    """A log's records around `step`, as `_around` gives them, reading only near it: a plain
+    file of JSON rows (one record a line, steps rising) by a bisection over byte offsets, then
+    the lines around the offset found; any other large log of lines a block at a time
+    (`read_blocks`), holding `max_lines` records at most. None for a log `read_blocks` reads
+    whole (small, or not lines)."""
+    found = _seek_window(path, reading, side, step, max_lines)
+    if found is not None:
+        return found
+    blocks = read_blocks(path, reading, side)
+    if blocks is None:
+        return None
+    before: deque[Record] = deque(maxlen=max_lines)
+    out: list[Record] | None = None
+    for block in blocks:
+        for record in block:
+            if out is not None:
+                out.append(record)
+                if len(out) >= max_lines:
+                    return out
+            elif isinstance(record, Step) and record.step == step:
+                half = max_lines // 2
+                out = [*(list(before)[len(before) - half :] if half else []), record]
+            else:
+                before.append(record)
+    return out if out is not None else list(before)
+
+
+def _seek_window(
+    path: Path, reading: Reading, side: str, step: int, max_lines: int
+) -> list[Record] | None:
+    """`side_window` by byte offsets, for an uncompressed log of JSON rows read one record a
+    line; None when the log is not one, or when its steps do not rise around `step`."""
+    try:
+        fh = open_log(path)
+    except OSError as exc:
+        raise ReaderError(f"{path}: {exc.strerror or exc}") from None
+    with fh:
+        if not isinstance(fh, io.BufferedReader):  # compressed: no seeking by offset
+            return None
+        size = os.fstat(fh.fileno()).st_size
+        if size < SEEK_FROM:
+            return None
+        head = [line for line in islice(fh, WINDOW_HEAD) if line.strip()]
+        probe = LineParser(reading, side)
+        probe.feed(head)
+        if not (probe.json_rows or probe.tuimon) or probe.levels or probe.numbered or probe.notes:
+            return None
+        width = max(1, fh.tell() // max(1, len(head)))
+        lo, hi = 0, size
+        while hi - lo > 1 << 16:  # the last offset whose next step is below `step`
+            mid = (lo + hi) // 2
+            at = _next_step(fh, mid, probe)
+            if at is None or at >= step:
+                hi = mid
+            else:
+                lo = mid
+        start = max(0, lo - 2 * width * (max_lines // 2 + 1))
+        fh.seek(start)
+        if start:
+            fh.readline()  # the rest of a line cut by the offset
+        parser = LineParser(reading, side)
+        if start:
+            parser.feed(head)  # read as the log's head says (its records are not kept)
+            parser.close()
+        before: deque[Record] = deque(maxlen=max(1, max_lines // 2))
+        out: list[Record] | None = None
+        first = True
+        for record in _records_of(fh, parser):
+            if out is not None:
+                out.append(record)
+                if len(out) >= max_lines:
+                    break
+            elif isinstance(record, Step):
+                if first and start and record.step >= step:
+                    return None  # backed up too little: steps do not rise as a bisection needs
+                first = False
+                if record.step == step:
+                    out = [*before, record]
+                elif record.step > step:
+                    return None  # passed it: not logged here, or steps that do not rise
+                else:
+                    before.append(record)
+            else:
+                before.append(record)
+        return out
+
+
+def _records_of(fh: io.BufferedReader, parser: LineParser) -> Iterator[Record]:
+    """The records of the lines left in `fh`, then what the parser holds at the end."""
+    for line in fh:
+        if line.strip():
+            yield from parser.feed([line])
+    yield from parser.close()
+
+
+def _next_step(fh: io.BufferedReader, offset: int, parser: LineParser) -> int | None:
+    """The step of the first step record on a whole line after `offset` (None: none within
+    `PROBE_LINES` lines)."""
+    fh.seek(offset)
+    fh.readline()
+    for line in islice(fh, PROBE_LINES):
+        record, _ = parser.parse(line)
+        if isinstance(record, Step):
+            return record.step
+    return None
 
 
 def _feed(
