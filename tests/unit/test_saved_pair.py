@@ -86,3 +86,33 @@ def test_pair_json_is_named_only_in_the_store() -> None:
         if path.relative_to(package).parts[0] != "store" and named.search(path.read_text())
     ]
     assert outside == []
+
+
+def test_a_window_of_a_long_pair_is_read_around_its_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A window of logs not held is read only around its step (a bisection over byte offsets
+    of a log of JSON rows, or a block at a time): the records the whole read gives there, and
+    no log read whole."""
+    a, b = write_demo(tmp_path, steps=30_000, diverge=20_000, extra={"b": [(15_000, "hello")]})
+    steps = (0, 7, 15_000, 20_000, 29_990, 29_999)
+    whole = resolve_logs([str(a), str(b)])
+    assert whole.records("a") and whole.held  # held: its windows are slices of its records
+    expected = {step: whole.window(step, 400) for step in steps}
+    assert saved._seek_window(b, Reading(), "b", 20_000, 400) == expected[20_000]["b"]
+    for plain in (True, False):
+        pair = resolve_logs([str(a), str(b)])
+        if not plain:  # a log the bisection does not take: a block at a time
+            monkeypatch.setattr(saved, "_seek_window", lambda *args: None)
+
+        def no_whole_read(*args: object) -> None:
+            raise AssertionError("a window read a log whole")
+
+        with monkeypatch.context() as m:
+            m.setattr(saved, "read_log", no_whole_read)
+            for step in steps:
+                assert pair.window(step, 400) == expected[step]
+        assert not pair.held
+    far = expected[20_000]
+    shown = [r.step for r in far["b"] if isinstance(r, saved.Step)]
+    assert shown[0] == 20_000 - 200 and 20_000 in shown
