@@ -112,9 +112,11 @@ def test_levels_put_equal_steps_below_every_real_difference() -> None:
     out = levels(np.array([0.0, 1e-17, 1e-3, np.inf]), np.array([True, False, False, False]))
     assert out[0] == EQUAL_LEVEL
     assert out[0] < out[1] < out[2] < out[3]
-    values, lo, hi = spark_data([EQUAL_LEVEL, -9.0, -3.0])
+    values, lo, hi, floor = spark_data([EQUAL_LEVEL, -9.0, -3.0])
     assert lo == -9.0 and hi == -3.0
-    assert values[0] < -9.0
+    assert values[0] == floor < -9.0
+    values, lo, hi, floor = spark_data([-10.0, -10.0, -1.0])  # no step equal: none at the floor
+    assert floor < min(values)
 
 
 def test_pair_rows_are_bounded_and_indexes_steps() -> None:
@@ -282,3 +284,29 @@ def test_export_never_writes_through_a_link_in_a_saved_pair(tmp_path: Path) -> N
     assert row.startswith("1,")
     assert not elsewhere.exists()
     assert (tmp_path / "aligned-1.csv").read_text() == "kept"
+
+
+async def test_a_step_that_differs_is_never_drawn_as_bitwise_equal() -> None:
+    """The lowest bar `▁` is the legend's "bitwise equal": steps 1e-10 apart (cuda against cpu
+    from step 0) draw above it even when no step of the pair is equal."""
+    from textual.app import App, ComposeResult
+
+    from tuimon.ui.sparkbars import SparkBars
+
+    class Bars(App[None]):
+        def compose(self) -> ComposeResult:
+            yield SparkBars(id="spark")
+
+    app = Bars()
+    async with app.run_test(size=(40, 3)) as pilot:
+        bars = app.query_one(SparkBars)
+        values, _, _, floor = spark_data([-10.0] * 8 + [-1.0] * 8)
+        bars.set_data(values, floor=floor)
+        await pilot.pause()
+        row = "".join(seg.text for seg in bars.render_line(0))
+        assert "▁" not in row.strip() and row.strip()
+        values, _, _, floor = spark_data([EQUAL_LEVEL] * 4 + [-10.0] * 4)
+        bars.set_data(values, floor=floor)
+        await pilot.pause()
+        row = "".join(seg.text for seg in bars.render_line(0)).strip()
+        assert row[:4] == "▁" * 4 and "▁" not in row[4:]

@@ -20,23 +20,25 @@ from tuimon.ui.statics import show_text
 from tuimon.ui.text import clean, sci
 
 
-def spark_data(levels: list[float]) -> tuple[list[float], float | None, float | None]:
+def spark_data(levels: list[float]) -> tuple[list[float], float | None, float | None, float]:
     """Sparkline values with bitwise-equal steps at a floor below every real level.
 
-    Returns (values, lowest real level, highest real level); the levels are log10 relative
-    differences, so the floor always draws lower than the smallest real difference. Levels are
-    rounded to 1e-6 first: a last-bit difference in log10 between CPUs (SIMD kernels) must not
-    move a bar.
+    Returns (values, lowest real level, highest real level, the floor); the levels are log10
+    relative differences, so the floor always draws lower than the smallest real difference,
+    and only a bitwise-equal step is at it (`SparkBars` draws the floor alone as its lowest
+    bar, the legend's "bitwise equal"). Levels are rounded to 1e-6 first: a last-bit
+    difference in log10 between CPUs (SIMD kernels) must not move a bar.
     """
     levels = [round(v, 6) for v in levels]
     real = [v for v in levels if v > ZERO_LEVEL]
     if not real:
-        return levels, None, None
+        floor = EQUAL_LEVEL
+        return [floor if v <= EQUAL_LEVEL else ZERO_LEVEL for v in levels], None, None, floor
     lo, hi = min(real), max(real)
     gap = max(1.0, (hi - lo) * 0.25)
     floor, zero = lo - gap, lo - gap / 2
     out = [floor if v <= EQUAL_LEVEL else zero if v <= ZERO_LEVEL else v for v in levels]
-    return out, lo, hi
+    return out, lo, hi, floor
 
 
 class DivergencePanel(Vertical):
@@ -89,8 +91,8 @@ class DivergencePanel(Vertical):
         show_text(first, Text(model.first_line(), no_wrap=True, overflow="ellipsis"))
         first.set_class(model.first_divergent_step is not None, "diverged")
         bucket = model.spark.get(series) or model.spark[DIVERGENCE]
-        values, lo, hi = spark_data(bucket.data())
-        self.query_one("#spark", SparkBars).set_data(values)
+        values, lo, hi, floor = spark_data(bucket.data())
+        self.query_one("#spark", SparkBars).set_data(values, floor=floor)
         legend = Text(no_wrap=True, overflow="ellipsis")
         legend.append(f"{clean(series)} (m)\n", "bold")
         if lo is None:

@@ -43,14 +43,20 @@ class SparkBars(Widget):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.data: list[float] = []
+        self.floor: float | None = None
+        """The value drawn as the lowest bar alone (`▁`): anything above it draws higher."""
         self._strips: dict[tuple[int, int], Strip] = {}
         self._shaded: list[Style] = []
 
-    def set_data(self, data: Sequence[float]) -> None:
-        """New values: drawn on the next frame (nothing when they are the same)."""
+    def set_data(self, data: Sequence[float], *, floor: float | None = None) -> None:
+        """New values: drawn on the next frame (nothing when they are the same). `floor`: the
+        bottom of the scale, the one value drawn as the lowest bar (a pair's bitwise-equal
+        steps); every value above it draws at least the bar above, even when no value is at
+        it (a step 1e-10 apart is never drawn as equal)."""
         values = list(data)
-        if values != self.data:
+        if values != self.data or floor != self.floor:
             self.data = values
+            self.floor = floor
             self._strips.clear()
             self.refresh()
 
@@ -88,13 +94,16 @@ class SparkBars(Widget):
         values = columns(self.data, width)
         segments: list[Segment] = []
         if values:
-            lo, hi = min(values), max(values)
+            lo = min(values) if self.floor is None else min(self.floor, *values)
+            hi = max(values)
             span = (hi - lo) or 1.0
+            least = 1 if self.floor is None else 2  # above the floor: never its bar
             shades = self._shades()
             floor = (height - 1 - y) * 8
             for value in values:
                 norm = (value - lo) / span
-                eighths = max(1, round(norm * height * 8))
+                above = self.floor is not None and value > self.floor
+                eighths = max(least if above else 1, round(norm * height * 8))
                 fill = min(8, max(0, eighths - floor))
                 segments.append(Segment(BARS[fill], shades[round(norm * (SHADES - 1))]))
         used = len(segments)
