@@ -310,3 +310,25 @@ async def test_a_step_that_differs_is_never_drawn_as_bitwise_equal() -> None:
         await pilot.pause()
         row = "".join(seg.text for seg in bars.render_line(0)).strip()
         assert row[:4] == "▁" * 4 and "▁" not in row[4:]
+
+
+def test_the_environment_views_agree_on_each_sides_own_files() -> None:
+    """`e` and `i` read one rule: commands that differ only in each side's own file (the
+    reference pair's `--save-emb .../emb-a.npy`) are no difference in either (issue 41)."""
+    from types import SimpleNamespace
+
+    from tuimon.steplog import parse_line
+    from tuimon.ui.pair_model import PairModel
+
+    a = "python -m tuimon train --seed 0 --save-emb /s/p/emb-a.npy"
+    model = PairModel()
+    header = parse_line(b'{"type": "header", "format": "tuimon.steplog/1", "env": {"t": "2"}}')
+    model.headers = {"a": header, "b": header}  # type: ignore[dict-item]
+    model.sides = {
+        "a": SimpleNamespace(command=a),
+        "b": SimpleNamespace(command=a.replace("emb-a", "emb-b")),
+    }  # type: ignore[assignment]
+    rows = model.env_rows()
+    assert rows and rows[0].key == "command" and not rows[0].differs
+    model.sides["b"] = SimpleNamespace(command=a.replace("--seed 0", "--seed 1"))  # type: ignore[assignment]
+    assert model.env_rows()[0].differs

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,7 +15,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Footer, Input, Static
 
-from tuimon.ui.pair_model import EnvRow
+from tuimon.ui.pair_model import EnvRow, own_paths
 from tuimon.ui.text import clean
 
 
@@ -59,21 +58,6 @@ def _cell(value: Any) -> str:
     return clean(value if isinstance(value, str) else repr(value), 200)
 
 
-_SIDE = re.compile(r"(?<=[-_/.])a(?=[-_.])|^a(?=[-_.])")
-
-
-def _own_paths(a: Any, b: Any) -> bool:
-    """Two command lines that differ only in each side's own file (`--save-emb .../emb-a.npy`
-    against `.../emb-b.npy`): no difference between the runs (two log paths alone still are)."""
-    if not (isinstance(a, str) and isinstance(b, str)):
-        return False
-    wa, wb = a.split(" "), b.split(" ")
-    return 1 < len(wa) == len(wb) and all(
-        x == y or (("/" in x + y or "." in x + y) and _SIDE.sub("b", x) == y)
-        for x, y in zip(wa, wb, strict=True)
-    )
-
-
 def _words_apart(a: Any, b: Any) -> tuple[Any, Any]:
     """Two differing command lines (or other long texts of words) as only the words where
     they part, with the word before each (its flag) and "…" for what they share: a reference
@@ -106,7 +90,7 @@ class EnvDiffScreen(ModalScreen[None]):
     def __init__(self, rows: list[EnvRow], *, note: str = "") -> None:
         super().__init__(classes="env-diff")
         self.rows = [
-            dataclasses.replace(r, differs=False) if r.differs and _own_paths(r.a, r.b) else r
+            dataclasses.replace(r, differs=False) if r.differs and own_paths(r.a, r.b) else r
             for r in rows
         ]
         self.note = note

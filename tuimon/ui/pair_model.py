@@ -7,6 +7,7 @@ first divergent step says.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -435,7 +436,8 @@ class PairModel:
             ]
         a, b = self.sides.get("a"), self.sides.get("b")
         if rows and a is not None and b is not None:  # the full commands (titles are short)
-            rows.insert(0, EnvRow("command", a.command, b.command, a.command != b.command))
+            apart = a.command != b.command and not own_paths(a.command, b.command)
+            rows.insert(0, EnvRow("command", a.command, b.command, apart))
         return rows
 
     def artifact_lines(self) -> list[str]:
@@ -464,6 +466,22 @@ class PairModel:
             planned=self.planned(),
             equal=equal_phrase(summary) if summary is not None else "bitwise equal",
         )
+
+
+_SIDE = re.compile(r"(?<=[-_/.])a(?=[-_.])|^a(?=[-_.])")
+
+
+def own_paths(a: Any, b: Any) -> bool:
+    """Two command lines that differ only in each side's own file (`--save-emb .../emb-a.npy`
+    against `.../emb-b.npy`): no difference between the runs (two log paths alone still are).
+    The one rule of the environment views (`e`) and the pair's information (`i`)."""
+    if not (isinstance(a, str) and isinstance(b, str)):
+        return False
+    wa, wb = a.split(" "), b.split(" ")
+    return 1 < len(wa) == len(wb) and all(
+        x == y or (("/" in x + y or "." in x + y) and _SIDE.sub("b", x) == y)
+        for x, y in zip(wa, wb, strict=True)
+    )
 
 
 class PairFeed:
