@@ -231,6 +231,7 @@ def test_reading_round_trips_through_pair_json() -> None:
 def test_plain_json_lines_in_blocks_judge_as_record_by_record(tmp_path: Path, chunk) -> None:
     from tuimon.engine.analyses import compare as engine_compare
     from tuimon.engine.judge.align import compare_steps
+    from tuimon.engine.sources import log_blocks
     from tuimon.store import SavedLogs
 
     def log(side: str) -> list[str]:
@@ -244,12 +245,12 @@ def test_plain_json_lines_in_blocks_judge_as_record_by_record(tmp_path: Path, ch
 
     a = write(tmp_path / "a.jsonl", log("a"))
     b = write(tmp_path / "b.jsonl", log("b"))
-    old = engine_compare.CHUNK
-    engine_compare.CHUNK = chunk
+    old = log_blocks.CHUNK
+    log_blocks.CHUNK = chunk
     try:
         got = engine_compare.judge(SavedLogs(a, b, reading=Reading()), 0.0).summary
     finally:
-        engine_compare.CHUNK = old
+        log_blocks.CHUNK = old
     _, aligner = compare_steps(load(a).steps, load(b).steps, 0.0)
     want = aligner.summary()
     assert (got.first_divergent_step, got.steps_compared, got.values_compared) == (

@@ -67,12 +67,12 @@ def test_a_signal_to_compare_leaves_no_reader_behind(tmp_path: Path) -> None:
     ends them with it (they read on and held its stdout open, so its caller waited too)."""
     import os
 
-    from tuimon.engine.analyses import compare
+    from tuimon.engine.sources import log_blocks
 
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("compare reads in worker processes only with more than one CPU")
     line = b'{"step": %d, "loss": 0.123456789012345, "acc": 0.5}\n'
-    count = compare.WORKERS_FROM // len(line % 0) + 20_000
+    count = log_blocks.WORKERS_FROM // len(line % 0) + 20_000
     body = b"".join(line % step for step in range(count))
     (tmp_path / "a.jsonl").write_bytes(body)
     (tmp_path / "b.jsonl").write_bytes(body.replace(b"0.5}", b"0.6}"))

@@ -204,3 +204,22 @@ def test_a_whole_file_log_is_refused_with_a_line(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert last_json(out)["verdict"] == "INCOMPLETE"
     assert "a.csv is not a line log" in " ".join(err.split())
+
+
+async def test_quitting_a_watch_asks_to_stop_watching_not_the_runs(tmp_path):
+    """`watch` did not start the runs: its question is about watching (issue 41 item 9)."""
+    from tuimon.ui.modals import ConfirmScreen
+    from tuimon.ui.pair_screen import WATCH_QUESTION
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text("".join(step(i) for i in range(3)))
+    b.write_text("".join(step(i) for i in range(3)))
+    make = watch_factory((a, b), tmp_path / "store", idle=60, options=PairOptions())
+    app = TuimonApp(store=tmp_path / "store", make_session=make)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = next(s for s in app.screen_stack if isinstance(s, PairScreen))
+        await wait_for(pilot, lambda: screen.model.aligned_count >= 2)
+        await pilot.press("q")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert app.screen.question == WATCH_QUESTION  # type: ignore[attr-defined]
+        await pilot.press("escape")

@@ -1,5 +1,6 @@
-"""`compare`'s CSV columns path (`tuimon.readers.columnar`, `engine.analyses.compare._judge_tables`;
-side b read by a worker process or not) gives exactly what the general path gives (records
+"""`compare`'s CSV columns path (`tuimon.readers.columnar`,
+`engine.sources.log_blocks._judge_tables`; side b read by a worker process or not) gives
+exactly what the general path gives (records
 from `read_csv`, matched block by block):
 the same summary (verdict, first divergent step, counts, per-metric maxima) and the same
 account of every line, on generated CSVs with text cells, empty cells, repeated steps, a
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 
 from tuimon.engine.analyses import compare as engine_compare
 from tuimon.engine.judge.columns import MetricFilter
+from tuimon.engine.sources import log_blocks
 from tuimon.readers import Reading, columnar
 from tuimon.readers.columnar import CsvColumns, _cells, read_csv_columns, read_csv_pair
 from tuimon.store import SavedLogs
@@ -36,14 +38,14 @@ def judged(
     """The summary and each side's counts of `compare` of two files, by the columns path
     (where the file allows it: `how` "fast", or "apart" with side b read by a worker
     process), else ("general") by the general path only."""
-    old = engine_compare.read_csv_columns, engine_compare._workers
+    old = log_blocks.read_csv_columns, log_blocks._workers
     if how == "general":
-        engine_compare.read_csv_columns = lambda *args: None  # type: ignore[assignment]
-    engine_compare._workers = lambda logs, keep: how == "apart" and not keep  # type: ignore
+        log_blocks.read_csv_columns = lambda *args: None  # type: ignore[assignment]
+    log_blocks._workers = lambda logs, keep: how == "apart" and not keep  # type: ignore
     try:
         got = engine_compare.judge(SavedLogs(a, b, reading=reading or Reading()), 0.0, select)
     finally:
-        engine_compare.read_csv_columns, engine_compare._workers = old
+        log_blocks.read_csv_columns, log_blocks._workers = old
     return {
         "summary": got.summary.to_dict(),
         "logs": [(log.steps, log.texts, log.first_text) for log in got.logs],
@@ -330,8 +332,8 @@ def test_cells_read_as_float_reads_them_or_not_at_all(cells: list[str]) -> None:
 def test_csv_against_json_lines_and_in_small_blocks(tmp_path: Path, monkeypatch, rows: int) -> None:
     import json
 
-    monkeypatch.setattr(engine_compare, "TABLE_ROWS", rows)
-    monkeypatch.setattr(engine_compare, "TABLE_MIN", 1)
+    monkeypatch.setattr(log_blocks, "TABLE_ROWS", rows)
+    monkeypatch.setattr(log_blocks, "TABLE_MIN", 1)
     steps = list(range(0, 120, 2))
     header = ["step", "loss", "acc"]
     a = write_csv(tmp_path / "a.csv", header, numeric_rows(steps, 2, 6, None))

@@ -17,14 +17,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tuimon.engine.analyses import compare as engine_compare
+from tuimon.engine.judge.align import PairAligner
+from tuimon.engine.judge.block_reader import BlockReader, SideLog
+from tuimon.engine.sources import log_blocks
 from tuimon.readers import Reading, locate
 from tuimon.store import SavedLogs
 
 
 def judged(a: Path, b: Path, workers: bool, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    monkeypatch.setattr(engine_compare, "CHUNK", 700)  # many blocks, a few rows each
-    monkeypatch.setattr(engine_compare, "WORKERS_FROM", 0 if workers else 1 << 60)
-    monkeypatch.setattr(engine_compare, "_workers", _forced if workers else _never)
+    monkeypatch.setattr(log_blocks, "CHUNK", 700)  # many blocks, a few rows each
+    monkeypatch.setattr(log_blocks, "WORKERS_FROM", 0 if workers else 1 << 60)
+    monkeypatch.setattr(log_blocks, "_workers", _forced if workers else _never)
     try:
         got = engine_compare.judge(SavedLogs(a, b, reading=Reading()), 0.0)
     except engine_compare.CompareError as exc:
@@ -162,10 +165,10 @@ def odd_lines(draw: st.DrawFn, plain: bool) -> list[bytes]:
 
 
 def prepared(lines: list[bytes], cuts: list[int], plain: bool, typed: bool) -> list[Any]:
-    """Each block's `_Prepared` as plain data, read by a side's `_BlockReader` in turn."""
-    log = engine_compare.SideLog(Path("a.jsonl"), plain_key="step" if plain else None)
-    aligner = engine_compare.PairAligner(0.0)
-    reader = engine_compare._BlockReader("a", log, aligner, False, Reading())
+    """Each block's `Prepared` as plain data, read by a side's `BlockReader` in turn."""
+    log = SideLog(Path("a.jsonl"), plain_key="step" if plain else None)
+    aligner = PairAligner(0.0)
+    reader = BlockReader("a", log, aligner, False, Reading())
     out = []
     for start, stop in zip([0, *cuts], [*cuts, len(lines)], strict=True):
         if not typed:
@@ -239,14 +242,14 @@ def test_the_shared_blocks_are_read_once(tmp_path: Path, monkeypatch: pytest.Mon
     a = step_log(tmp_path / "a.jsonl", 600, 1, plain=True, odd=False, part=None)
     b = step_log(tmp_path / "b.jsonl", 600, 1, plain=True, odd=False, part=300)
     calls = tmp_path / "calls"
-    prepare = engine_compare._BlockReader.prepare
+    prepare = BlockReader.prepare
 
     def counted(self: Any, lines: list[bytes], key: str | None, *, whole: bool) -> Any:
         with calls.open("a") as fh:  # written by the worker processes
             fh.write(self.side)
         return prepare(self, lines, key, whole=whole)
 
-    monkeypatch.setattr(engine_compare._BlockReader, "prepare", counted)
+    monkeypatch.setattr(BlockReader, "prepare", counted)
     got = judged(a, b, True, monkeypatch)
     assert got["summary"]["first_divergent_step"] == 300
     sides = calls.read_text()
@@ -264,11 +267,11 @@ def test_side_a_is_read_beside_only_when_plain_and_readable(tmp_path: Path) -> N
     reader tells what is wrong with side a."""
     plain = tmp_path / "a.jsonl"
     plain.write_bytes(b'{"type":"header"}\n{"type":"step","step":0}\n')
-    fh = engine_compare._beside(plain, header=True)
+    fh = log_blocks._beside(plain, header=True)
     assert fh is not None and fh.read() == b'{"type":"step","step":0}\n'
     fh.close()
     packed = tmp_path / "a.jsonl.gz"
     packed.write_bytes(gzip.compress(plain.read_bytes()))
-    assert engine_compare._beside(packed, header=True) is None
-    assert engine_compare._beside(tmp_path / "gone.jsonl", header=False) is None
-    assert engine_compare._beside(None, header=False) is None
+    assert log_blocks._beside(packed, header=True) is None
+    assert log_blocks._beside(tmp_path / "gone.jsonl", header=False) is None
+    assert log_blocks._beside(None, header=False) is None

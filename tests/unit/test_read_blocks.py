@@ -1,4 +1,4 @@
-"""`tuimon read` reads a log of rows with compare's block readers (`compare.read_one`), not
+"""`tuimon read` reads a log of rows with compare's block readers (`log_blocks.read_one`), not
 record by record: what it says is what the readers' `load` says, byte for byte, and a log
 those readers do not read whole as rows (text in it, a name its first lines lack, a CSV) is
 loaded as before."""
@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tuimon.engine.analyses.compare import CHUNK, read_one
+from tuimon.engine.sources.log_blocks import CHUNK, read_one
 from tuimon.readers import Reading
 from tuimon.readers.readout import describe
 

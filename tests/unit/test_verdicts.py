@@ -22,6 +22,7 @@ from tuimon.engine.analyses import compare
 from tuimon.engine.judge.align import PairAligner, compare_steps
 from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.verdict import DIVERGED, IDENTICAL, INCOMPLETE, VERDICTS
+from tuimon.engine.sources import log_blocks
 from tuimon.readers import Reading, line_parser
 from tuimon.report.wording import headline
 from tuimon.steplog import Step, dumps, parse_line
@@ -295,12 +296,12 @@ def test_column_judge_equals_record_judge(
     try:
         a = write(folder / "a.jsonl", logs[0])
         b = write(folder / "b.jsonl", logs[1])
-        old = compare.CHUNK
-        compare.CHUNK = chunk  # many small blocks
+        old = log_blocks.CHUNK
+        log_blocks.CHUNK = chunk  # many small blocks
         try:
             got = compare.judge(SavedLogs(a, b, reading=Reading()), tol).summary
         finally:
-            compare.CHUNK = old
+            log_blocks.CHUNK = old
         steps = [
             [r for r in map(parse_line, p.read_bytes().splitlines()) if isinstance(r, Step)]
             for p in (a, b)

@@ -29,7 +29,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tuimon.engine.analyses.compare import read_one
+    from tuimon.engine.sources.log_blocks import read_one
     from tuimon.errors import TuimonError
     from tuimon.readers import ReaderError
     from tuimon.readers.readout import describe

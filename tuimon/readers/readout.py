@@ -94,7 +94,7 @@ def describe(
     """How a log is read: format and why, the rules that read its lines (a log of lines),
     step key, metrics judged, clocks, text lines,
     skipped lines by reason, the first records (ReaderError when it cannot be read).
-    `blocks`: the block readers `compare` reads a side with (`compare.read_one`), for a log
+    `blocks`: the block readers `compare` reads a side with (`log_blocks.read_one`), for a log
     they read whole as rows; None from it, or without it, the log is loaded record by record."""
     path = Path(path)
     reading = reading or Reading()

@@ -30,6 +30,7 @@ from textual.widgets import ContentSwitcher, Footer, Header
 from textual.worker import Worker, WorkerState
 
 from tuimon.engine.analyses.explain import saved_line
+from tuimon.engine.sources.follow import FollowSource
 from tuimon.engine.sources.saved import resolve_logs
 from tuimon.engine.sources.session import Batch, PairSession
 from tuimon.errors import ReplayError
@@ -51,6 +52,8 @@ MAX_LINES = 2000
 DRAW_EVERY = 1.0
 """Seconds between two draws of a streaming pair (batches in between are taken, not drawn)."""
 STOP_QUESTION = "Stop both runs? The partial pair is saved."
+WATCH_QUESTION = "Stop watching? The runs go on; what was read so far is saved."
+"""`tuimon watch` follows logs of runs it did not start: it never stops them."""
 SessionFactory = Callable[[Callable[[Batch], None]], PairSession]
 
 
@@ -514,9 +517,11 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         if self.stopping:  # asked twice: do not wait for the save
             self.app.exit(130, return_code=130)
             return
-        self.app.push_screen(
-            ConfirmScreen(STOP_QUESTION, yes="Stop", no="Keep running"), self._stop_answer
+        watched = self.session is not None and isinstance(self.session.source, FollowSource)
+        question, no = (
+            (WATCH_QUESTION, "Keep watching") if watched else (STOP_QUESTION, "Keep running")
         )
+        self.app.push_screen(ConfirmScreen(question, yes="Stop", no=no), self._stop_answer)
 
     def stop_now(self) -> bool:
         """Stop the session without asking (tuimon got a signal); True when a live pair is being
