@@ -44,7 +44,15 @@ from tuimon.ui.pair_info import replicas_of, summary_lines
 from tuimon.ui.pair_model import PairFeed, PairModel
 from tuimon.ui.pair_panes import PairPanes
 from tuimon.ui.replay_controls import ReplayControls
-from tuimon.ui.saved import SavedView, load_saved
+from tuimon.ui.saved import (
+    Judgement,
+    SavedView,
+    apply_details,
+    apply_judgement,
+    detail_saved,
+    judge_saved,
+    open_saved,
+)
 from tuimon.ui.text import clean
 from tuimon.ui.workers import ReportsWorkerErrors, read_then_show
 
@@ -54,6 +62,8 @@ DRAW_EVERY = 1.0
 STOP_QUESTION = "Stop both runs? The partial pair is saved."
 WATCH_QUESTION = "Stop watching? The runs go on; what was read so far is saved."
 """`tuimon watch` follows logs of runs it did not start: it never stops them."""
+
+
 SessionFactory = Callable[[Callable[[Batch], None]], PairSession]
 
 
@@ -171,6 +181,8 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
             id="panes",
         )
         self._last_draw = 0.0
+        self._jump_when_judged = False
+        """`g` was pressed while the saved pair was being judged."""
         self._draw_timer: Timer | None = None
         self._unlisten: Callable[[], None] | None = None
 
@@ -272,7 +284,7 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         self.panel.say(f"loading {path} …")
         read_then_show(
             self,
-            lambda: load_saved(path, self.max_lines),
+            lambda: open_saved(path, self.max_lines),
             self._show_saved,
             group="load",
             what=f"loading {path.name}",
@@ -380,10 +392,47 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         return [p for p in told if p and p not in shown and "at the end:" not in p]
 
     def _show_saved(self, saved: SavedView) -> None:
+        """The saved pair's last lines at once; then it is judged (`judge_saved`)."""
         self.saved = saved
         self.model = saved.model
         self.panes.fill(saved.tails, saved.stderr, stderr_first=True)
         self.panes.show_headers(saved.model.sides, live=False)
+        self._refresh_views()
+        self.panel.say("judging the pair …")
+        logs = saved.logs
+        read_then_show(
+            self,
+            lambda: judge_saved(logs),
+            self._show_judged,
+            group="judge",
+            what=f"judging {logs.pair_dir.name if logs.pair_dir else 'the pair'}",
+        )
+
+    def _show_judged(self, judged: Judgement) -> None:
+        """The verdict and how each run ended, drawn as soon as the judge has them; then what
+        the view shows of every aligned step is read (`detail_saved`)."""
+        if self.saved is None:
+            return
+        apply_judgement(self.model, judged)
+        self.panes.show_headers(self.model.sides, live=False)
+        self.panes.show()  # the first divergent step marked
+        self._refresh_views()
+        logs, columns = self.saved.logs, list(self.model.columns)
+        read_then_show(
+            self,
+            lambda: detail_saved(logs, judged.summary, columns),
+            self._show_details,
+            group="details",
+            what="reading the aligned steps",
+        )
+        if self._jump_when_judged:
+            self._jump_when_judged = False
+            self.panes.action_first_divergence()
+
+    def _show_details(self, detail: PairModel) -> None:
+        """Sparklines, parts and curves of the whole pair."""
+        apply_details(self.model, detail)
+        self.panes.show()
         self._refresh_views()
 
     def notify(
@@ -432,7 +481,12 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
 
     @on(PairPanes.FindDivergence)
     def _find_divergence(self) -> None:
-        """The panes do not know the first divergence yet: a replay looks for it."""
+        """The panes do not know the first divergence yet: a replay looks for it; a saved
+        pair being judged jumps to it once judged."""
+        if self.shows is Shows.SAVED and self.saved is not None and not self.model.done:
+            self._jump_when_judged = True
+            self.notify("judging the pair … (then to its first divergence)", timeout=3)
+            return
         if not self.replay.find_and_jump():
             self.notify(self.model.first_line(), markup=False, timeout=3)
 

@@ -9,11 +9,12 @@ import contextlib
 import io
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import fields, replace
 from functools import cached_property
 from itertools import islice
 from pathlib import Path
+from typing import IO
 
 from tuimon.engine.judge.align import PairAligner
 from tuimon.engine.judge.byte_rule import hold
@@ -180,7 +181,11 @@ class SavedPair(SavedLogs):
         """`judge` with the pair's own tolerance and choice of metrics."""
         return self.judge(self.tolerance, self.select)
 
-    def stream(self, select: MetricFilter | None = None) -> Iterator[AlignedStep]:
+    def stream(
+        self,
+        select: MetricFilter | None = None,
+        on_records: Callable[[str, list[Record]], None] | None = None,
+    ) -> Iterator[AlignedStep]:
         """The aligned steps as they match (what an export writes), with the pair's tolerance
         and its choice of metrics unless `select` is given. Two large logs of lines are read a
         block at a time, side by side (memory holds a block and the unmatched steps, not the
@@ -189,6 +194,9 @@ class SavedPair(SavedLogs):
             found = {s: read_blocks(getattr(self, s), self.reading, s) for s in SIDES}
             blocks = {s: b for s, b in found.items() if b is not None}
             if self.held or len(blocks) < len(SIDES):
+                if on_records is not None:
+                    for side in SIDES:
+                        on_records(side, self.records(side))
                 yield from (self.judged if select is None else self.judge(None, select))[0]
                 return
             aligner = PairAligner(self.tolerance, select or self.select)
@@ -198,6 +206,8 @@ class SavedPair(SavedLogs):
                     if (records := next(block, None)) is None:
                         del blocks[side]
                         continue
+                    if on_records is not None:
+                        on_records(side, records)
                     matched, counts[side] = _feed(aligner, side, records, counts[side])
                     yield from matched
         except ReaderError as exc:
@@ -263,6 +273,20 @@ class SavedPair(SavedLogs):
         """A side's device: pair.json's record, else its log's header's, else `?`."""
         device = self.doc.run(side).device or (header.env.get("device") if header else None)
         return str(device or "?")
+
+    def tail(self, side: str, max_lines: int) -> list[Record]:
+        """A side's last `max_lines` records (an end record's artifacts inside the pair): its
+        held records, else read from the end of its log (`side_tail`)."""
+        if self.held:
+            return self.records(side)[-max_lines:]
+        path: Path = getattr(self, side)
+        try:
+            recs = side_tail(path, self.reading, side, max_lines)
+        except ReaderError as exc:
+            raise ReplayError(str(exc)) from None
+        if recs is None:  # a small log, or not lines: read whole
+            recs = read_records(path, self.reading, side)[1][-max_lines:]
+        return _boxed(recs, self.pair_dir or path.parent)
 
     def window(self, step: int, max_lines: int = 2000) -> dict[str, list[Record]]:
         """Each side's records around `step` (about half before it; the last `max_lines` of
@@ -331,6 +355,64 @@ def side_window(
     return out if out is not None else list(before)
 
 
+def side_tail(path: Path, reading: Reading, side: str, max_lines: int) -> list[Record] | None:
+    """A log's last `max_lines` records, reading only its end: a plain file of JSON rows
+    from an offset near its end (its head read first), any other large log of lines a block
+    at a time holding `max_lines` records. None for a log `read_blocks` reads whole."""
+    found = _seek_tail(path, reading, side, max_lines)
+    if found is not None:
+        return found
+    blocks = read_blocks(path, reading, side)
+    if blocks is None:
+        return None
+    kept: deque[Record] = deque(maxlen=max_lines)
+    for block in blocks:
+        kept.extend(block)
+    return list(kept)
+
+
+def _seek_tail(path: Path, reading: Reading, side: str, max_lines: int) -> list[Record] | None:
+    """`side_tail` by byte offsets (None: not a plain log of JSON rows)."""
+    try:
+        fh = open_log(path)
+    except OSError as exc:
+        raise ReaderError(f"{path}: {exc.strerror or exc}") from None
+    with fh:
+        head = _json_rows_head(fh, reading, side)
+        if head is None:
+            return None
+        size = os.fstat(fh.fileno()).st_size
+        back = 2 * max(1, fh.tell() // max(1, len(head))) * (max_lines + 1)
+        while True:
+            start = max(0, size - back)
+            fh.seek(start)
+            if start:
+                fh.readline()  # the rest of a line cut by the offset
+            parser = LineParser(reading, side)
+            if start:
+                parser.feed(head)
+                parser.close()
+            kept: deque[Record] = deque(_records_of(fh, parser), maxlen=max_lines)
+            if len(kept) >= max_lines or not start:
+                return list(kept)
+            back *= 4  # longer lines near the end than in the head
+
+
+def _json_rows_head(fh: IO[bytes], reading: Reading, side: str) -> list[bytes] | None:
+    """The first lines of a plain (uncompressed) log of at least `SEEK_FROM` bytes whose
+    lines are JSON rows, one record a line (`fh` left after them); None for any other."""
+    if not isinstance(fh, io.BufferedReader):  # compressed: no seeking by offset
+        return None
+    if os.fstat(fh.fileno()).st_size < SEEK_FROM:
+        return None
+    head = [line for line in islice(fh, WINDOW_HEAD) if line.strip()]
+    probe = LineParser(reading, side)
+    probe.feed(head)
+    if not (probe.json_rows or probe.tuimon) or probe.levels or probe.numbered or probe.notes:
+        return None
+    return head
+
+
 def _seek_window(
     path: Path, reading: Reading, side: str, step: int, max_lines: int
 ) -> list[Record] | None:
@@ -341,16 +423,12 @@ def _seek_window(
     except OSError as exc:
         raise ReaderError(f"{path}: {exc.strerror or exc}") from None
     with fh:
-        if not isinstance(fh, io.BufferedReader):  # compressed: no seeking by offset
+        head = _json_rows_head(fh, reading, side)
+        if head is None:
             return None
         size = os.fstat(fh.fileno()).st_size
-        if size < SEEK_FROM:
-            return None
-        head = [line for line in islice(fh, WINDOW_HEAD) if line.strip()]
         probe = LineParser(reading, side)
         probe.feed(head)
-        if not (probe.json_rows or probe.tuimon) or probe.levels or probe.numbered or probe.notes:
-            return None
         width = max(1, fh.tell() // max(1, len(head)))
         lo, hi = 0, size
         while hi - lo > 1 << 16:  # the last offset whose next step is below `step`
@@ -391,7 +469,7 @@ def _seek_window(
         return out
 
 
-def _records_of(fh: io.BufferedReader, parser: LineParser) -> Iterator[Record]:
+def _records_of(fh: IO[bytes], parser: LineParser) -> Iterator[Record]:
     """The records of the lines left in `fh`, then what the parser holds at the end."""
     for line in fh:
         if line.strip():
@@ -399,7 +477,7 @@ def _records_of(fh: io.BufferedReader, parser: LineParser) -> Iterator[Record]:
     yield from parser.close()
 
 
-def _next_step(fh: io.BufferedReader, offset: int, parser: LineParser) -> int | None:
+def _next_step(fh: IO[bytes], offset: int, parser: LineParser) -> int | None:
     """The step of the first step record on a whole line after `offset` (None: none within
     `PROBE_LINES` lines)."""
     fh.seek(offset)
