@@ -458,6 +458,8 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         info = self.selected()
         if info is None:
             return
+        from tuimon.engine.analyses.compare import judge_pair  # the judge beside the feed
+
         try:
             logs = resolve_logs([str(info.path)])
         except ReplayError as exc:
@@ -465,8 +467,8 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
             return
         self.app.push_screen(
             PairScreen(
-                make_session=lambda on_batch: replay_session(
-                    logs, speed=REPLAY_SPEED, on_batch=on_batch
+                make_session=lambda on_batch: replay_session(  # as `tuimon replay` shows one
+                    logs, speed=REPLAY_SPEED, on_batch=on_batch, judge=judge_pair, stream=True
                 ),
                 replay=True,
                 can_go_back=True,

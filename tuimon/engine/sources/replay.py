@@ -184,7 +184,9 @@ class ReplaySource:
         if self.judged is not None:
             await self._run_judged(queue, self.judged)
             return
-        feed: _Whole | _Streamed = _Streamed(self.logs) if self.stream else _Whole(self.logs)
+        feed: _Whole | _Streamed = (
+            _Streamed(self.logs, times=self.realtime) if self.stream else _Whole(self.logs)
+        )
         ahead: asyncio.Task[None] | None = None
         started = 0.0
         times = feed.times
@@ -350,9 +352,12 @@ class _Streamed:
     yet, and the first rows are on screen once the first block of each side is read. The
     next step is the lower of the two sides' next step records."""
 
-    def __init__(self, logs: SavedPair) -> None:
+    def __init__(self, logs: SavedPair, *, times: bool = True) -> None:
         self.logs = logs
         self.times: dict[int, float] = {}
+        """Each step's recorded `t`, kept only for a pace that follows them (`times`): a
+        replay at a number of steps a second holds nothing per step."""
+        self.keep_times = times
         self.held: dict[str, list[Record]] = {s: [] for s in SIDES}
         self.blocks: dict[str, Iterator[list[Record]] | None] = {}
         self.header: dict[str, Header | None] = dict.fromkeys(SIDES)
@@ -377,7 +382,7 @@ class _Streamed:
         block = [(boxed_end(r, box) or r) if isinstance(r, End) else r for r in block]
         for record in block:
             if isinstance(record, Step):
-                if record.t:
+                if record.t and self.keep_times:
                     self.times[record.step] = record.t
             elif isinstance(record, Header) and self.seen[side] < 5:
                 self.header[side] = self.header[side] or record
