@@ -66,6 +66,16 @@ async def test_a_long_replay_at_full_speed_holds_a_window_and_jumps_read_around_
             assert rows.metrics_of(1234, side) == _steps(path)[1234]
         pager = screen.panes.pager
         await wait_for(pilot, lambda: pager.cursor_step() == 1234)  # after its refresh
+        first = next(step for step, _ in rows.entries if step is not None)
+        assert 0 < first < 1234 and rows.index_of(first - 1) is None
+        screen.panes.pane("a").focus()
+        await pilot.press("home")  # scrolled back past the first row kept: the lines before it
+        await wait_for(pilot, lambda: rows.index_of(first - 1) is not None, timeout=30)
+        assert len(rows) <= MAX_LINES and not logs.held
+        for side, path in (("a", a), ("b", b)):
+            assert rows.metrics_of(first - 1, side) == _steps(path)[first - 1]
+        top = screen.panes.pane("a").scroll_y
+        assert top == rows.index_of(first)  # the view held on the row it was on
 
 
 async def test_the_saved_view_opens_a_long_pair_with_compares_verdict(

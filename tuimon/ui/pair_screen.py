@@ -34,9 +34,10 @@ from tuimon.engine.sources.follow import FollowSource
 from tuimon.engine.sources.saved import resolve_logs
 from tuimon.engine.sources.session import Batch, PairSession
 from tuimon.errors import ReplayError
-from tuimon.store import SavedLogs
+from tuimon.steplog import Record, Step
+from tuimon.store import SIDES, SavedLogs
 from tuimon.ui.chart import CurvesView
-from tuimon.ui.commands import ScreenActions
+from tuimon.ui.command_palette import ScreenActions
 from tuimon.ui.divergence import DivergencePanel
 from tuimon.ui.footer_fit import FitsFooter
 from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen, HelpScreen
@@ -52,6 +53,7 @@ from tuimon.ui.saved import (
     detail_saved,
     judge_saved,
     open_saved,
+    window,
 )
 from tuimon.ui.text import clean
 from tuimon.ui.workers import ReportsWorkerErrors, read_then_show
@@ -182,6 +184,10 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         )
         self._last_draw = 0.0
         self._jump_when_judged = False
+        self.rows_read_before: int | None = None
+        """The first kept step whose earlier lines are being read (scrolled to the top)."""
+        self._read_before: set[int] = set()
+        """Steps whose earlier lines were read already (none are read twice)."""
         """`g` was pressed while the saved pair was being judged."""
         self._draw_timer: Timer | None = None
         self._unlisten: Callable[[], None] | None = None
@@ -208,6 +214,7 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
     def on_mount(self) -> None:
         """Start the session, or load the saved pair."""
         self.update_subtitle()
+        self.watch(self.panes.pane("a"), "scroll_y", self._scrolled, init=False)
         if self.saved_path is not None:
             self._start_load()
         elif self.watched is not None:
@@ -530,6 +537,51 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
             markup=False,
             timeout=4,
         )
+
+    def _scrolled(self, old: float, new: float) -> None:
+        """Scrolled up to the first row kept (not following): the lines before it are read
+        from the logs (the window around it), the view held on that row."""
+        if new > 0 or new >= old or self.panes.follow or self.rows_read_before is not None:
+            return
+        first = next((step for step, _ in self.feed.rows.entries if step is not None), None)
+        logs = self.logs_on_disk()
+        if first is None or logs is None or first in self._read_before:
+            return
+        self._read_before.add(first)
+        self.rows_read_before = first
+        max_lines = self.feed.rows.max_lines
+        read_then_show(
+            self,
+            lambda: window(logs, first, max_lines),
+            lambda lines: self._show_before(first, lines),
+            group="window",
+            what=f"reading the lines before step {first}",
+        )
+
+    def _show_before(self, step: int, lines: dict[str, list[Record]]) -> None:
+        """The window read around `step`, the panes on it as they were (nothing before it in
+        the logs: the rows stay)."""
+        self.rows_read_before = None
+        earlier = any(
+            isinstance(r, Step) and r.step < step for recs in lines.values() for r in recs
+        )
+        if not earlier or self.panes.follow:
+            return
+        rows = self.feed.rows
+        rows.clear()
+        self.panes.fill(lines, {})
+        index = rows.index_of(step)
+        if index is None:
+            return
+        self._read_before.add(step)
+
+        def hold() -> None:
+            for side in SIDES:
+                self.panes.pane(side).scroll_to(y=index, animate=False, immediate=True, force=True)
+
+        hold()
+        self.call_after_refresh(hold)  # once the panes know their new height
+        self.notify(f"lines before step {step} read from the logs", timeout=2)
 
     def logs_on_disk(self) -> SavedLogs | None:
         """The two logs to read a window from: a saved pair's, a replay's, a finished pair's."""
