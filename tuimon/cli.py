@@ -28,8 +28,8 @@ from tuimon.commands import (
     train,
     watch,
 )
+from tuimon.commands.guarded_streams import guarded
 from tuimon.commands.options import Parser
-from tuimon.commands.pipes import guarded
 from tuimon.errors import TuimonError, UsageError
 from tuimon.sanitize import clean
 
@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (the same when stdout or stderr is a pipe
-    whose reader has gone: see `tuimon.commands.pipes`)."""
+    whose reader has gone: see `tuimon.commands.guarded_streams`)."""
     try:
         with guarded():
             return _main(argv)

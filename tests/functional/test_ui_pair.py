@@ -20,7 +20,7 @@ from tuimon.steplog import Step
 from tuimon.store import PairWriter
 from tuimon.ui.app import TuimonApp, terminate_leftovers
 from tuimon.ui.chart import LossChart
-from tuimon.ui.commands import ScreenActions
+from tuimon.ui.command_palette import ScreenActions
 from tuimon.ui.divergence import DivergencePanel
 from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen
 from tuimon.ui.pair_model import env_rows

@@ -1,4 +1,4 @@
-"""`compare`'s CSV columns path (`tuimon.readers.columnar`,
+"""`compare`'s CSV columns path (`tuimon.readers.csv_columns`,
 `engine.sources.log_blocks._judge_tables`; side b read by a worker process or not) gives
 exactly what the general path gives (records
 from `read_csv`, matched block by block):
@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from tuimon.engine.analyses import compare as engine_compare
 from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.sources import log_blocks
-from tuimon.readers import Reading, columnar
-from tuimon.readers.columnar import CsvColumns, _cells, read_csv_columns, read_csv_pair
+from tuimon.readers import Reading, csv_columns
+from tuimon.readers.csv_columns import CsvColumns, _cells, read_csv_columns, read_csv_pair
 from tuimon.store import SavedLogs
 
 ODD_CELLS = ["nan", "-0", "1e400", "", "x", " 2.5", "1.", ".5", "inf", "-nan", "1_0", "+3"]
@@ -233,7 +233,7 @@ def test_a_pair_read_with_a_worker_is_each_side_read_alone(tmp_path: Path, pair:
     a.write_bytes(pair[0])
     b.write_bytes(pair[1])
     with pytest.MonkeyPatch.context() as mp:  # the files compared a few bytes at a time
-        mp.setattr(columnar, "SHARED_BLOCK", 16)
+        mp.setattr(csv_columns, "SHARED_BLOCK", 16)
         tables = read_csv_pair(a, b)
     want_a, want_b = read_csv_columns(a), read_csv_columns(b)
     if tables is None:
@@ -441,5 +441,5 @@ def test_the_bytes_two_files_share_end_a_line(
     pa.write_bytes(x)
     pb.write_bytes(y)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(columnar, "SHARED_BLOCK", block)
-        assert columnar._shared(pa, pb, start) == (want if want > start else 0)
+        mp.setattr(csv_columns, "SHARED_BLOCK", block)
+        assert csv_columns._shared(pa, pb, start) == (want if want > start else 0)

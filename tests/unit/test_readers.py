@@ -27,7 +27,7 @@ from tuimon.readers import (
     streamable,
     to_line,
 )
-from tuimon.readers.rows import as_float
+from tuimon.readers.rows_to_steps import as_float
 from tuimon.steplog import Header, Step, StepLogger, Text, parse_line
 
 

@@ -16,7 +16,7 @@ from helpers import twin
 from tuimon.cli import main
 from tuimon.clocks import is_clock, mask_clocks
 from tuimon.readers import load
-from tuimon.readers.rows import LEVEL
+from tuimon.readers.rows_to_steps import LEVEL
 
 Value = Callable[[int], float]
 Writer = Callable[[Value, float], str]

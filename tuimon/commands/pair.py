@@ -385,7 +385,7 @@ def check_log_file(args: argparse.Namespace, plan: PairPlan, *, many: bool = Fal
 def against_plan(args: argparse.Namespace) -> tuple[PairPlan, Path | None]:
     """`pair --against`: the saved side read, the settings the retrain takes from it (said on
     stderr), then the plan with the saved run as side b."""
-    from tuimon.engine.sources.saved_side import resolve_saved
+    from tuimon.engine.sources.against_side import resolve_saved
     from tuimon.errors import ReplayError
 
     check_storable(args)

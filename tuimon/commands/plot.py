@@ -30,10 +30,10 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tuimon.engine.analyses.spread import Options, judge
-    from tuimon.engine.analyses.spread_pairs import load_pair, pair_inputs
+    from tuimon.engine.analyses.pair_runs import load_pair, pair_inputs
+    from tuimon.engine.analyses.seed_gaps import Options, judge
     from tuimon.report.figure import check_output, pair_figure, save
-    from tuimon.report.figure_spread import spread_figure
+    from tuimon.report.seed_gaps_figure import spread_figure
     from tuimon.store import resolve_store
 
     out = Path(args.output)

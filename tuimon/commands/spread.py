@@ -49,9 +49,9 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tuimon.engine.analyses.spread import Options, judge
-    from tuimon.engine.analyses.spread_pairs import load_pair, pair_inputs
-    from tuimon.report.spread import as_dict, text
+    from tuimon.engine.analyses.pair_runs import load_pair, pair_inputs
+    from tuimon.engine.analyses.seed_gaps import Options, judge
+    from tuimon.report.seed_gaps_text import as_dict, text
     from tuimon.sanitize import json_text
     from tuimon.store import resolve_store
 

@@ -3,7 +3,7 @@
 `read_csv_columns` reads a CSV whose every cell is a number (a step column of integers, no
 empty cell, no text, no quote, nothing beyond float64) a block of lines at a time into one
 float64 array, and gives its steps and metric columns. It gives exactly what
-`tuimon.readers.tabular.read_csv` gives for such a file (the same steps, values and clocks);
+`tuimon.readers.csv_records.read_csv` gives for such a file (the same steps, values and clocks);
 for any other file, one whose steps repeat or one that holds several runs, it gives None
 before anything is counted, and the caller reads it the general way. `read_csv_pair` reads a
 pair's two files at once, side b's rows in a forked process, the lines both hold from their
@@ -28,8 +28,8 @@ import numpy as np
 import orjson
 
 from tuimon.clocks import is_clock
-from tuimon.readers.rows import COUNTERS, STEP_KEYS
-from tuimon.readers.tabular import csv_columns, step_names
+from tuimon.readers.csv_records import csv_columns, step_names
+from tuimon.readers.rows_to_steps import COUNTERS, STEP_KEYS
 
 LINES = 1 << 18
 """Bytes of lines parsed at a time."""
@@ -409,7 +409,7 @@ def _clocks(names: tuple[str, ...]) -> list[bool]:
 
 
 def _runs(steps: np.ndarray) -> int:
-    """How many runs the file holds (the rule of `tabular.last_run`: a step below the one
+    """How many runs the file holds (the rule of `csv_records.last_run`: a step below the one
     before it and at or below its run's first starts a run)."""
     runs = 1
     first = int(steps[0])

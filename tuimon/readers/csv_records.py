@@ -13,7 +13,7 @@ import numpy as np
 
 from tuimon.clocks import is_clock
 from tuimon.readers.account import NOTE
-from tuimon.readers.rows import (
+from tuimon.readers.rows_to_steps import (
     CLOCK_FIELDS,
     COUNTERS,
     INNER_KEYS,
@@ -24,7 +24,7 @@ from tuimon.readers.rows import (
     merge,
     row_step,
 )
-from tuimon.readers.table import split
+from tuimon.readers.table_lines import split
 from tuimon.sanitize import clean
 from tuimon.steplog import (
     NO_STEP_KEY,

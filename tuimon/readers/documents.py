@@ -20,7 +20,15 @@ from typing import Any
 import orjson
 
 from tuimon.readers.account import NOTE
-from tuimon.readers.rows import LEVELS_NOTE, STEP_KEYS, Levels, as_float, as_int, merge, row_step
+from tuimon.readers.rows_to_steps import (
+    LEVELS_NOTE,
+    STEP_KEYS,
+    Levels,
+    as_float,
+    as_int,
+    merge,
+    row_step,
+)
 from tuimon.steplog import NO_STEP_KEY, UNREADABLE, Header, Record, Step, Text
 
 SETTINGS = ("hyper", "hyperparameters", "hparams", "config", "args", "settings", "params")

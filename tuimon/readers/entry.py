@@ -14,7 +14,7 @@ from tuimon.steplog import Record, Step
 
 if TYPE_CHECKING:
     from tuimon.readers.reading import Reading
-    from tuimon.readers.rows import Levels
+    from tuimon.readers.rows_to_steps import Levels
 
 
 @dataclass

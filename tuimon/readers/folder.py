@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 
-from tuimon.readers.rows import merge, row_step, step_key
+from tuimon.readers.rows_to_steps import merge, row_step, step_key
 from tuimon.steplog import UNREADABLE, Record, Step, Text
 
 MAX_FILE = 16 << 20

@@ -21,6 +21,7 @@ import orjson
 
 from tuimon.readers.binary import why_binary
 from tuimon.readers.capped import open_capped, open_regular
+from tuimon.readers.csv_records import csv_columns, read_csv
 from tuimon.readers.cut import lines_of
 from tuimon.readers.documents import cut_document, read_document
 from tuimon.readers.entry import Format as Format
@@ -34,8 +35,7 @@ from tuimon.readers.line_formats import TEXT as TEXT
 from tuimon.readers.lines import BOM, LineParser, load_document
 from tuimon.readers.per_metric import is_sacred, mlflow_metrics, read_mlflow, read_sacred
 from tuimon.readers.reading import Reading
-from tuimon.readers.rows import renamed, step_key
-from tuimon.readers.tabular import csv_columns, read_csv
+from tuimon.readers.rows_to_steps import renamed, step_key
 from tuimon.readers.tensorboard import event_dirs, read_events
 from tuimon.steplog import Record, Step
 

@@ -21,7 +21,7 @@ import orjson
 from tuimon.readers.entry import BRACED, OBJECT, Format, LineRule, Stream
 from tuimon.readers.literal import literal_row
 from tuimon.readers.reading import NATIVE
-from tuimon.readers.rows import (
+from tuimon.readers.rows_to_steps import (
     as_int,
     as_number,
     content_key,
@@ -30,7 +30,7 @@ from tuimon.readers.rows import (
     step_key,
     step_path,
 )
-from tuimon.readers.table import ROW, TableRows
+from tuimon.readers.table_lines import ROW, TableRows
 from tuimon.readers.text import (
     LEVEL,
     block_value,
@@ -175,7 +175,7 @@ class NumberedRow(LineRule):
 
 class TableRow(LineRule):
     """A row of numbers under a header of names (or of a table without one:
-    `tuimon.readers.table.TableRows`), stepped by its step column, else its number. Not
+    `tuimon.readers.table_lines.TableRows`), stepped by its step column, else its number. Not
     asked under `--pattern`."""
 
     name = "table row"

@@ -25,7 +25,7 @@ from tuimon.readers.line_formats import (
     loads,
 )
 from tuimon.readers.reading import Reading
-from tuimon.readers.rows import Levels, StreamMerger
+from tuimon.readers.rows_to_steps import Levels, StreamMerger
 from tuimon.readers.text import (
     LEVELS_NOTE,
     last_state,

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tuimon.readers.rows import as_int, as_number
+from tuimon.readers.rows_to_steps import as_int, as_number
 from tuimon.steplog import UNREADABLE, Record, Step, Text, Unreadable
 
 MAX_FILES = 10_000

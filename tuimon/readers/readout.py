@@ -11,7 +11,7 @@ from tuimon.readers import load, open_log, to_line
 from tuimon.readers.account import NOTE, Account
 from tuimon.readers.formats import BY_NAME
 from tuimon.readers.reading import Reading
-from tuimon.readers.rows import STEP_KEYS, step_key
+from tuimon.readers.rows_to_steps import STEP_KEYS, step_key
 from tuimon.readers.text import _RANK, _STEP, LEVELS_NOTE, _key
 from tuimon.steplog import Header, Record, Step, Text
 

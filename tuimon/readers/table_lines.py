@@ -16,7 +16,7 @@ import csv
 import re
 from typing import Any
 
-from tuimon.readers.rows import as_float, as_int
+from tuimon.readers.rows_to_steps import as_float, as_int
 
 ROW = "row"
 """The step column a table without one is given: the row's number (1 = the first row)."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tuimon.readers.capped import TooLarge, open_regular
-from tuimon.readers.rows import merge
+from tuimon.readers.rows_to_steps import merge
 from tuimon.steplog import UNREADABLE, Record, Step, Text
 
 MISSING = (

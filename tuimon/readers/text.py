@@ -18,9 +18,9 @@ from functools import lru_cache
 from typing import Any
 
 from tuimon.clocks import is_clock
-from tuimon.readers.rows import LEVEL as LEVEL
-from tuimon.readers.rows import LEVELS_NOTE as LEVELS_NOTE
-from tuimon.readers.rows import as_int, as_number
+from tuimon.readers.rows_to_steps import LEVEL as LEVEL
+from tuimon.readers.rows_to_steps import LEVELS_NOTE as LEVELS_NOTE
+from tuimon.readers.rows_to_steps import as_int, as_number
 from tuimon.steplog import LOW_BITS, Step, Unreadable, int_text, low_bits
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tuimon.engine.analyses.spread_pairs import PairRun, Series, SideRun
+from tuimon.engine.analyses.pair_runs import PairRun, Series, SideRun
 from tuimon.errors import TuimonError
 from tuimon.freqs import FreqError, as_embedding, energies
 from tuimon.sanitize import clean

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tuimon.engine.analyses.spread import Measure, SpreadResult, sentence
+from tuimon.engine.analyses.seed_gaps import Measure, SpreadResult, sentence
 from tuimon.report.figure import STYLE, _figure, _thin
 from tuimon.sanitize import clean
 

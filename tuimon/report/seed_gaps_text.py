@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tuimon.engine.analyses.spread import Measure, SpreadResult, rule, sentence
-from tuimon.engine.analyses.spread_pairs import PairRun
+from tuimon.engine.analyses.pair_runs import PairRun
+from tuimon.engine.analyses.seed_gaps import Measure, SpreadResult, rule, sentence
 from tuimon.sanitize import clean
 
 

@@ -23,7 +23,7 @@ from tuimon.engine.sources.replay import replay_session
 from tuimon.engine.sources.saved import resolve_logs
 from tuimon.errors import ReplayError
 from tuimon.store import PairInfo, StoreError, delete_pair, list_newest, list_pairs
-from tuimon.ui.commands import ScreenActions
+from tuimon.ui.command_palette import ScreenActions
 from tuimon.ui.line_table import Column, LineTable
 from tuimon.ui.modals import ConfirmScreen
 from tuimon.ui.pair_screen import PairScreen

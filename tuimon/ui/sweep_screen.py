@@ -19,7 +19,7 @@ from textual.widgets import Footer, Header, Static
 from tuimon.engine.runs.sweep import COLUMNS, Sweep, hint_lines, row
 from tuimon.engine.sources.session import Batch, merge_batches
 from tuimon.store import is_pair_dir
-from tuimon.ui.commands import ScreenActions
+from tuimon.ui.command_palette import ScreenActions
 from tuimon.ui.modals import ConfirmScreen
 from tuimon.ui.pair_model import PairFeed
 from tuimon.ui.pair_screen import MAX_LINES, PairScreen

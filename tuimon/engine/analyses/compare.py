@@ -26,7 +26,7 @@ from tuimon.engine.sources.log_blocks import Progress, located, read_both
 from tuimon.engine.sources.saved import SavedPair, resolve_logs, saved_ending
 from tuimon.errors import CompareError, ReplayError, StoreError
 from tuimon.readers import Account, Reading, locate, no_steps
-from tuimon.readers.tabular import csv_hint
+from tuimon.readers.csv_records import csv_hint
 from tuimon.store import SIDES, PairDoc, RunDoc, SavedLogs
 from tuimon.store.aligned import AlignedStep
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from tuimon.engine.analyses.spread_pairs import PairRun, SideRun, SpreadError
+from tuimon.engine.analyses.pair_runs import PairRun, SideRun, SpreadError
 from tuimon.store import SIDES
 
 SAME = "SAME AT RUN SCALE"

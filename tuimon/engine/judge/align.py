@@ -488,8 +488,8 @@ def compare_steps(
 ) -> tuple[list[AlignedStep], PairAligner]:
     """Align two whole logs at once: each side goes through the aligner in one batch (judged
     column-wise), exactly as a live pair fed in any interleaving. Rows of one step are merged
-    by the readers (`tuimon.readers.rows`); what reaches here as several records of one step
-    is compared occurrence by occurrence. Aligned steps come in step order."""
+    by the readers (`tuimon.readers.rows_to_steps`); what reaches here as several records of
+    one step is compared occurrence by occurrence. Aligned steps come in step order."""
     aligner = PairAligner(tolerance, select)
     aligner.feed_batch("a", a)
     aligned = aligner.feed_batch("b", b)

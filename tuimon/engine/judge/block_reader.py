@@ -28,8 +28,8 @@ from tuimon.engine.judge.align import PairAligner
 from tuimon.engine.judge.columns import Columns, RowTable, sparse
 from tuimon.errors import CompareError
 from tuimon.readers import LineParser, Reading, open_log, to_line
-from tuimon.readers.columnar import CsvColumns
-from tuimon.readers.rows import COUNTERS
+from tuimon.readers.csv_columns import CsvColumns
+from tuimon.readers.rows_to_steps import COUNTERS
 from tuimon.steplog import (
     HUGE,
     MAX_LINE,
@@ -101,7 +101,7 @@ def opened(path: Path) -> Iterator[Any]:
 
 @dataclass
 class CsvBlock:
-    """Rows `start:stop` of a CSV read into columns (`columnar.read_csv_columns`)."""
+    """Rows `start:stop` of a CSV read into columns (`csv_columns.read_csv_columns`)."""
 
     table: CsvColumns
     start: int

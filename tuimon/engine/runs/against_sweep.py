@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuimon.engine.judge.emb_check import seed_of
 from tuimon.engine.runs.sweep import Sweep, SweepError
-from tuimon.engine.sources.saved_side import SavedSide, resolve_saved
+from tuimon.engine.sources.against_side import SavedSide, resolve_saved
 from tuimon.errors import ReplayError, UsageError
 from tuimon.readers import Reading
 from tuimon.store import is_pair_dir

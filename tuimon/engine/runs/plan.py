@@ -13,8 +13,8 @@ from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.launch.ranks import under_torchrun
 from tuimon.engine.launch.runner import RunSpec, mistyped_placeholder, substitute
 from tuimon.engine.sources.against import AgainstCheck, AgainstSource, copy_saved_emb
+from tuimon.engine.sources.against_side import SavedSide
 from tuimon.engine.sources.replicas import ReplicaWatch
-from tuimon.engine.sources.saved_side import SavedSide
 from tuimon.engine.sources.session import Batch, LiveSource, PairOptions, PairSession
 from tuimon.engine.sources.side_state import SideState
 from tuimon.errors import UsageError

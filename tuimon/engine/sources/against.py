@@ -19,7 +19,7 @@ from tuimon.engine.judge.artifacts import compare_artifacts
 from tuimon.engine.judge.emb_check import Options, compare_arrays, load
 from tuimon.engine.judge.verdict import DIVERGED, IDENTICAL, INCOMPLETE, Summary
 from tuimon.engine.launch.runner import RunSpec
-from tuimon.engine.sources.saved_side import SAVED_SIDE, SavedSide
+from tuimon.engine.sources.against_side import SAVED_SIDE, SavedSide
 from tuimon.engine.sources.session import LiveSource, PairSession
 from tuimon.errors import EmbCheckError
 from tuimon.readers import read_bytes

@@ -1,7 +1,7 @@
 """Where a side's blocks come from, and both sides read into the matcher.
 
 A log's lines straight from the file (`CHUNK` bytes at a time, decompressed when it is gzip or
-xz), a CSV of numbers read into columns (`tuimon.readers.columnar`; a pair of them with a worker
+xz), a CSV of numbers read into columns (`tuimon.readers.csv_columns`; a pair of them with a worker
 process), any other format as the records its reader gives. A large pair is read by one worker
 process a side, which prepares the blocks (`BlockReader.prepare`), and side b's passes over the
 prefix the two logs share (`_SAME`: parsed once). `read_both` streams the two sides, a block of
@@ -41,10 +41,10 @@ from tuimon.engine.judge.block_reader import (
 from tuimon.engine.judge.matcher import ColumnMatcher
 from tuimon.errors import CompareError
 from tuimon.readers import LineParser, ReaderError, Reading, load, open_log
-from tuimon.readers.columnar import CsvColumns, read_csv_columns, read_csv_pair
+from tuimon.readers.csv_columns import CsvColumns, read_csv_columns, read_csv_pair
 from tuimon.readers.formats import JSON_LINES, STEPLOG
 from tuimon.readers.readout import Read
-from tuimon.readers.rows import step_key
+from tuimon.readers.rows_to_steps import step_key
 from tuimon.steplog import Record, Step, Text, parse_line
 from tuimon.store import SIDES, SavedLogs
 
