@@ -8,7 +8,13 @@ block at a time, a non-streaming one is refused by the follower and read whole."
 
 from __future__ import annotations
 
+import atexit
 import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,6 +32,30 @@ STEPS = 40
 
 def _loss(step: int) -> float:
     return 1.0 / (step + 1) + step * 1e-7
+
+
+_WANDB = """
+import sys, wandb
+run = wandb.init(project="tuimon", dir=sys.argv[1], settings=wandb.Settings(console="off"))
+for step in range(int(sys.argv[2])):
+    run.log({"train/loss": 1.0 / (step + 1) + step * 1e-7}, step=step)
+run.finish()
+"""
+_WANDB_RUNS: dict[str, Path] = {}
+"""The W&B sample, written once per session by the real wandb (a process of its own)."""
+
+
+def _wandb(path: Path) -> Path:
+    pytest.importorskip("wandb")
+    if "run" not in _WANDB_RUNS:
+        out = Path(tempfile.mkdtemp(prefix="tuimon-wandb-sample-"))
+        atexit.register(shutil.rmtree, out, True)
+        env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
+        subprocess.run([sys.executable, "-c", _WANDB, str(out), str(STEPS)],
+                       env=env, check=True, timeout=120, capture_output=True)  # fmt: skip
+        (_WANDB_RUNS["run"],) = (out / "wandb").glob("offline-run-*")
+    shutil.copytree(_WANDB_RUNS["run"], path / "run")
+    return path / "run"
 
 
 def _tensorboard(path: Path) -> Path:
@@ -108,6 +138,7 @@ def _write(path: Path, text: str) -> Path:
 
 
 SAMPLES: dict[str, Callable[[Path], Path]] = {
+    "W&B run": _wandb,
     "tensorboard": _tensorboard,
     "MLflow run": _mlflow,
     "JSON files": _json_files,

@@ -37,6 +37,7 @@ from tuimon.readers.per_metric import is_sacred, mlflow_metrics, read_mlflow, re
 from tuimon.readers.reading import Reading
 from tuimon.readers.rows_to_steps import renamed, step_key
 from tuimon.readers.tensorboard import event_dirs, read_events
+from tuimon.readers.wandb_run import is_wandb, read_wandb, run_files
 from tuimon.steplog import Record, Step
 
 HELP = "see docs/reading-logs.md; --pattern REGEX reads other printed lines"
@@ -45,6 +46,14 @@ _CORRUPT = (EOFError, lzma.LZMAError, gzip.BadGzipFile)
 
 class ReaderError(Exception):
     """A file no reader can read (one line for the user)."""
+
+
+def _wandb_folder(path: Path) -> Loaded | None:
+    return Loaded(WANDB.name, read_wandb(path), step_key="_step") if run_files(path) else None
+
+
+def _wandb_file(path: Path, data: bytes, reading: Reading) -> Loaded | None:
+    return Loaded(WANDB.name, read_wandb(path, data), step_key="_step") if is_wandb(data) else None
 
 
 def _tensorboard_folder(path: Path) -> Loaded | None:
@@ -95,6 +104,16 @@ def _csv_head(head: bytes) -> bool:
     return csv_columns(first.decode("utf-8", "replace")) is not None
 
 
+WANDB = Format(
+    "W&B run",
+    "a W&B transaction log (`:W&B` LevelDB-style records of W&B's protobuf records): a "
+    "`.wandb` file, or a run folder holding one",
+    "wandb offline runs (wandb/offline-run-*/run-*.wandb), runs whose sync failed",
+    streams=False,
+    folder=_wandb_folder,
+    file=_wandb_file,
+    head=is_wandb,
+)
 TENSORBOARD = Format(
     "tensorboard",
     "TensorBoard event records (`brain.Event`): an event file, or a run folder holding them",
@@ -148,7 +167,7 @@ CSV = Format(
     head=_csv_head,
 )
 FORMATS: tuple[Format, ...] = (
-    TENSORBOARD, MLFLOW, JSON_FILES, TRAINER_STATE, SACRED, DOCUMENT, CSV, *LINE_FORMATS,
+    WANDB, TENSORBOARD, MLFLOW, JSON_FILES, TRAINER_STATE, SACRED, DOCUMENT, CSV, *LINE_FORMATS,
 )  # fmt: skip
 """Every format, in the order they are tried (folders first, then files, then the formats of
 lines, whose rules `LineParser` asks in this order: `tuimon.readers.line_formats`)."""
@@ -175,8 +194,8 @@ def read_path(path: Path, reading: Reading, side: str) -> Loaded:
             if entry.folder is not None and (loaded := entry.folder(path)) is not None:
                 return as_asked(loaded, reading, side)
         raise ReaderError(
-            f"{path}: a directory without TensorBoard event files, an MLflow metrics/ folder "
-            f"or numbered JSON files ({HELP})"
+            f"{path}: a directory without a W&B .wandb file, TensorBoard event files, an "
+            f"MLflow metrics/ folder or numbered JSON files ({HELP})"
         )
     data = read_bytes(path).removeprefix(BOM)
     for entry in FORMATS:

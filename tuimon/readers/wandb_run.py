@@ -1,0 +1,488 @@
+"""W&B runs (`.wandb`) -> records, through W&B's own record definitions.
+
+An offline run (`WANDB_MODE=offline`, or a run whose sync failed) keeps its history only in
+`wandb/offline-run-*/run-*.wandb`: W&B's transaction log. Its framing is LevelDB's log format
+with W&B's header (`:W&B`, magic 0xBEE1, version 0): 32 KiB blocks of records, each a CRC-32
+(zlib's, of its type byte and data), a length and a type (whole, or first, middle and last
+part of one record split over blocks). Each record is a `wandb.proto.wandb_internal_pb2.Record`:
+the protobuf definitions are W&B's own, from the `wandb` package (the `wandb` extra), never
+written here; wandb 0.31 has no Python reader of the file (its `datastore` is gone: the Go
+`wandb-core` reads it), so the framing is read here.
+
+What becomes what:
+- the run record, the config records and the environment records (W&B's metadata) are the
+  header: the config is `hyper`, the host, program, command, git commit, Python and W&B
+  versions are `env` (the environment diff uses them), the run's id, project, name and seed
+  are `run`;
+- a history record is a step: `_step` is the step, `_runtime` and `_timestamp` are clocks, and
+  so are `system/*`; nested values are dotted names (`nested.b.c`); a media object or a table
+  (a value with a `_type`) is named, not judged (`tuimon.clocks.is_media`);
+- the summary, as the run left it, is one text line after the last step, judged as text
+  (its numbers; clocks and media left out and named);
+- the exit record is the end record (`ok` for exit code 0, else `error`);
+- system metrics (stats records) are named, not judged; other records are not read.
+
+A record cut short (a crash, a file still being written) or with a bad checksum ends the
+reading there, with a note that says where and why: the side is INCOMPLETE, never a traceback.
+A run without its exit record (killed, or still running) is said so the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from tuimon.clocks import is_clock
+from tuimon.readers.capped import open_regular
+from tuimon.readers.rows_to_steps import CLOCK_FIELDS, COUNTERS, numbers, row_step
+from tuimon.readers.tensorboard import MissingExtra
+from tuimon.steplog import CUT_TAIL, UNREADABLE, End, Header, Record, Step, Text, Unreadable
+
+NAME = "W&B run"
+MISSING = (
+    "reading W&B runs (.wandb) needs wandb: pip install wandb "
+    '(in the tuimon checkout: pip install -e ".[wandb]")'
+)
+IDENT = b":W&B"
+HEADER = IDENT + struct.pack("<HB", 0xBEE1, 0)
+"""The 7 bytes a `.wandb` file begins with: ident, magic, version."""
+BLOCK = 32768
+"""LevelDB's log block: a record header never straddles one (fewer bytes left are padding)."""
+FRAME = struct.Struct("<IHB")
+"""A record's header: CRC-32 of type and data, data length, type."""
+FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+NOTE = "tuimon: "
+_VOLATILE_ENV = frozenset(
+    {"started_at", "heartbeat_at", "writer_id", "root", "disk", "code_path_local"}
+)
+"""Fields of W&B's environment record that differ between any two runs (a start time, an id,
+the run's own folder, the disk's free space): left out of the header's env."""
+_RECORD = None
+
+
+def is_wandb(head: bytes) -> bool:
+    """Whether a file that begins with these bytes is a `.wandb` transaction log."""
+    return head[:4] == IDENT
+
+
+def run_files(path: Path) -> list[Path]:
+    """The `.wandb` files of a run folder (`offline-run-*`, `run-*`): those in it, by name."""
+    try:
+        return sorted(f for f in path.glob("*.wandb") if f.is_file())
+    except OSError:
+        return []
+
+
+def _records_type() -> Any:
+    global _RECORD
+    if _RECORD is None:
+        try:
+            from wandb.proto import wandb_internal_pb2
+        except ImportError:
+            raise MissingExtra(MISSING) from None
+        _RECORD = wandb_internal_pb2.Record
+    return _RECORD
+
+
+def frames(data: bytes) -> tuple[list[bytes], tuple[str, str, int] | None]:
+    """The whole records of a `.wandb` file's bytes (data of its framing, parts joined), and
+    where reading stopped when it stopped early: (what, reason, byte offset)."""
+    if data[: len(HEADER)] != HEADER:
+        return [], ("not a W&B log header (`:W&B`, magic, version 0)", UNREADABLE, 0)
+    out: list[bytes] = []
+    parts: list[bytes] | None = None
+    at, size = len(HEADER), len(data)
+    unpack, crc32 = FRAME.unpack_from, zlib.crc32
+    while at < size:
+        left = BLOCK - at % BLOCK
+        if left < FRAME.size:  # a block's trailer: padding
+            at += left
+            continue
+        if size - at < FRAME.size:
+            return out, ("a record cut short", CUT_TAIL, at)
+        crc, length, kind = unpack(data, at)
+        if kind == 0 and length == 0 and not data[at : at + left].strip(b"\x00"):
+            at += left  # zeros to the block's end: space not yet written
+            if not data[at:].strip(b"\x00"):
+                break
+            continue
+        end = at + FRAME.size + length
+        if end > size:
+            return out, ("a record cut short", CUT_TAIL, at)
+        if length > left - FRAME.size:
+            return out, ("a record longer than its block", UNREADABLE, at)
+        body = data[at + FRAME.size : end]
+        if crc32(body, crc32(bytes((kind,)))) != crc:
+            return out, ("a record with a bad checksum", UNREADABLE, at)
+        if kind == FULL and parts is None:
+            out.append(body)
+        elif kind == FIRST and parts is None:
+            parts = [body]
+        elif kind in (MIDDLE, LAST) and parts is not None:
+            parts.append(body)
+            if kind == LAST:
+                out.append(b"".join(parts))
+                parts = None
+        else:
+            return out, (f"a record part of type {kind} out of order", UNREADABLE, at)
+        at = end
+    if parts is not None:
+        return out, ("a record whose last part is not written", CUT_TAIL, size)
+    return out, None
+
+
+def _value(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        try:  # NaN, Infinity: Python's json reads the tokens W&B writes for them
+            return json.loads(text)
+        except ValueError:
+            return text
+
+
+def _item_value(item: Any) -> Any:
+    """An item's value: its `value_json`, else the typed value the item holds."""
+    if item.value_json:
+        return _value(item.value_json)
+    kind = item.WhichOneof("value")
+    if kind is None or kind == "none":
+        return None
+    if kind == "json":
+        return _value(item.json)
+    return getattr(item, kind)
+
+
+_METRIC, _CLOCK, _COUNTER, _OTHER = range(4)
+_EXACT = 2**53
+"""Integers below it in magnitude are exact in a float64 (larger ones: `row_step`)."""
+
+
+def _role(name: str) -> int:
+    """What a name of a history row is: a metric, a clock (`is_clock`, `system/*`), a step
+    counter (`_step`, `step` ...: set aside, as `row_step` sets them aside), or a name
+    `row_step` reads its own way (a digest)."""
+    if name in COUNTERS or name == "_step":
+        return _COUNTER
+    if name in ("type", "param_digest", "param_digests"):
+        return _OTHER
+    return _CLOCK if is_clock(name) or name.startswith("system/") else _METRIC
+
+
+def _items(items: Any, *, parse: bool = True) -> tuple[list[Any], list[Any]]:
+    """The keys (a name, or a tuple of nested names) and values of W&B items (history,
+    summary): values read from their JSON at once (`parse`), else their JSON text (a typed
+    value, which W&B may write instead of JSON, as a `_Typed`)."""
+    keys: list[Any] = []
+    texts: list[Any] = []
+    typed = False
+    for item in items:
+        key = item.key
+        if not key:
+            nested = item.nested_key
+            key = nested[0] if len(nested) == 1 else tuple(nested)
+        keys.append(key)
+        text = item.value_json
+        if not text:
+            typed = True
+            texts.append(_Typed(_item_value(item)))
+        else:
+            texts.append(text)
+    if not parse:
+        return keys, texts
+    if not typed:
+        try:
+            return keys, orjson.loads("[" + ",".join(texts) + "]")
+        except orjson.JSONDecodeError:
+            pass  # NaN or Infinity among them
+    return keys, [t.value if isinstance(t, _Typed) else _value(t) for t in texts]
+
+
+class _Typed:
+    """A value W&B wrote typed, not as JSON text."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _put(tree: dict[str, Any], path: list[str], value: Any) -> None:
+    """`value` at `path` of a nested dict (W&B's nested keys)."""
+    for key in path[:-1]:
+        node = tree.get(key)
+        if not isinstance(node, dict):
+            node = tree[key] = {}
+        tree = node
+    tree[path[-1]] = value
+
+
+def _drop(tree: dict[str, Any], path: list[str]) -> None:
+    for key in path[:-1]:
+        node = tree.get(key)
+        if not isinstance(node, dict):
+            return
+        tree = node
+    tree.pop(path[-1], None)
+
+
+def _updates(items: Any, tree: dict[str, Any]) -> None:
+    for item in items:
+        path = [item.key] if item.key else list(item.nested_key)
+        if path:
+            _put(tree, path, _item_value(item))
+
+
+class _Run:
+    """What one run's records say, gathered in order."""
+
+    def __init__(self) -> None:
+        self.run: dict[str, Any] = {}
+        self.config: dict[str, Any] = {}
+        self.env: dict[str, Any] = {}
+        self.summary: dict[str | tuple[str, ...], Any] = {}
+        """The summary's last value per key (its JSON text, read at the end)."""
+        self.steps: list[Record] = []
+        self.kinds: dict[str, int] = {}
+        """Each name's role in a row (`_role`), found once per run."""
+        self.media: dict[str, str] = {}
+        self.stats = 0
+        self.exit: Any = None
+        self.bad: list[str] = []
+
+    def add(self, record: Any) -> None:
+        kind = record.WhichOneof("record_type")
+        if kind == "history":
+            self.history(record.history)
+        elif kind == "summary":
+            keys, texts = _items(record.summary.update, parse=False)
+            self.summary.update(zip(keys, texts, strict=True))
+            for item in record.summary.remove:
+                gone = item.key or (tuple(item.nested_key) if len(item.nested_key) > 1
+                                    else item.nested_key[0])  # fmt: skip
+                self.summary_removed(gone)
+        elif kind == "run":
+            self.run_record(record.run)
+        elif kind == "config":
+            _updates(record.config.update, self.config)
+            for item in record.config.remove:
+                _drop(self.config, [item.key] if item.key else list(item.nested_key))
+        elif kind == "environment":
+            self.environment(record.environment)
+        elif kind == "header":
+            self.env.setdefault("wandb_producer", record.header.version_info.producer)
+        elif kind == "stats":
+            self.stats += 1
+        elif kind == "exit":
+            self.exit = record.exit
+
+    def history(self, history: Any) -> None:
+        keys, values = _items(history.item)
+        if any(type(key) is tuple for key in keys):
+            row: dict[str, Any] = {}
+            for key, value in zip(keys, values, strict=True):
+                _put(row, [key] if type(key) is str else list(key), value)
+        else:
+            row = dict(zip(keys, values, strict=True))
+        if "_step" not in row and history.HasField("step"):
+            row["_step"] = history.step.num
+        step = self.fast(row)
+        if step is None:
+            for name, value in row.items():
+                if isinstance(value, dict) and isinstance(value.get("_type"), str):
+                    self.media.setdefault(name, value["_type"])
+            step = row_step(row, key="_step")
+        if step is None:
+            shown = ", ".join(sorted(row))[:200]
+            self.steps.append(Text(f"W&B history row without _step: {shown}", UNREADABLE))
+            return
+        if any(name.startswith("system/") for name in step.metrics):
+            step = _system_clocks(step)
+        self.steps.append(step)
+
+    def fast(self, row: dict[str, Any]) -> Step | None:
+        """The step of a row of plain numbers (a float, an integer below 2**53), as
+        `row_step` gives it, without its general walk; None for any other row."""
+        step = row.get("_step")
+        if type(step) is not int:
+            return None
+        kinds = self.kinds
+        metrics: dict[str, float] = {}
+        clocks: dict[str, float] = {}
+        for name, value in row.items():
+            kind = type(value)
+            if kind is int:
+                if not -_EXACT < value < _EXACT:
+                    return None
+            elif kind is not float:
+                return None
+            role = kinds.get(name)
+            if role is None:
+                role = kinds[name] = _role(name)
+            if role == _METRIC:
+                metrics[name] = float(value)
+            elif role == _CLOCK:
+                clocks[name] = float(value)
+            elif role == _OTHER:
+                return None
+        t = next((clocks[k] for k in CLOCK_FIELDS if k in clocks), None)
+        return Step(step, metrics, t, None, {}, clocks)
+
+    def summary_removed(self, gone: str | tuple[str, ...]) -> None:
+        path = (gone,) if isinstance(gone, str) else gone
+        for key in list(self.summary):
+            have = (key,) if isinstance(key, str) else key
+            if have[: len(path)] == path:
+                del self.summary[key]
+
+    def summary_tree(self) -> dict[str, Any]:
+        tree: dict[str, Any] = {}
+        for key, value in self.summary.items():
+            path = [key] if isinstance(key, str) else list(key)
+            _put(tree, path, value.value if isinstance(value, _Typed) else _value(value))
+        return tree
+
+    def run_record(self, run: Any) -> None:
+        _updates(run.config.update, self.config)
+        fields = {
+            "id": run.run_id,
+            "project": run.project,
+            "entity": run.entity,
+            "name": run.display_name,
+            "group": run.run_group,
+            "job_type": run.job_type,
+        }
+        self.run.update({k: v for k, v in fields.items() if v})
+        if run.tags:
+            self.run["tags"] = list(run.tags)
+        if run.resumed or run.resume:
+            self.run["resumed"] = True
+        if run.HasField("start_time"):
+            self.run["start_time"] = run.start_time.seconds + run.start_time.nanos / 1e9
+        if run.host:
+            self.env["host"] = run.host
+        if run.HasField("git"):
+            git = {"commit": run.git.commit, "remote": run.git.remote_url}
+            self.env.setdefault("git", {}).update({k: v for k, v in git.items() if v})
+        telemetry = run.telemetry
+        for key, value in (
+            ("python", telemetry.python_version),
+            ("wandb", telemetry.cli_version),
+            ("platform", telemetry.platform),
+        ):
+            if value:
+                self.env.setdefault(key, value)
+
+    def environment(self, environment: Any) -> None:
+        from google.protobuf.json_format import MessageToDict
+
+        found = MessageToDict(environment, preserving_proto_field_name=True)
+        for key, value in found.items():
+            if key in _VOLATILE_ENV:
+                continue
+            if key == "git" and isinstance(value, dict):
+                git = {"commit": value.get("commit"), "remote": value.get("remote_url")}
+                self.env.setdefault("git", {}).update({k: v for k, v in git.items() if v})
+            elif key == "args" and isinstance(value, list):
+                self.env["command"] = " ".join(str(a) for a in value)
+            else:
+                self.env[key] = value
+
+    def records(self, name: str, stopped: tuple[str, str, int] | None, size: int) -> list[Record]:
+        hyper = {k: v for k, v in self.config.items() if k != "_wandb"}
+        seed = hyper.get("seed")
+        run = {"source": "wandb", **self.run}
+        if isinstance(seed, int) and not isinstance(seed, bool):
+            run["seed"] = seed
+        out: list[Record] = [Header(run=run, hyper=hyper, env=self.env, format="wandb")]
+        out += self.steps
+        if self.media:
+            named = ", ".join(f"{k} ({v})" for k, v in sorted(self.media.items())[:20])
+            out.append(Text(f"{NOTE}{name}: media and tables named, not judged: {named}"))
+        if self.stats:
+            out.append(Text(f"{NOTE}{name}: {self.stats} system metric samples (system/*): "
+                            f"clocks, not judged"))  # fmt: skip
+        if self.summary:
+            out += _summary(name, self.summary_tree())
+        if stopped is not None:
+            what, reason, at = stopped
+            whole = sum(isinstance(r, Step) for r in self.steps)
+            where = f"at byte {at} of {size}" if at >= 0 else "early"
+            out.append(Text(f"{NOTE}{name}: reading stopped {where} ({what}, after {whole} "
+                            f"steps); the rest is not read", reason))  # fmt: skip
+        elif self.exit is None:
+            out.append(Text(f"{NOTE}{name}: no exit record: the run was killed, or is still "
+                            f"being written", CUT_TAIL))  # fmt: skip
+        if self.exit is not None:
+            status = "ok" if self.exit.exit_code == 0 else "error"
+            steps = sum(isinstance(r, Step) for r in self.steps)
+            out.append(End(status, steps=steps, wall_s=float(self.exit.runtime) or None))
+        return out
+
+
+def _system_clocks(step: Step) -> Step:
+    """A step with its `system/*` values as clocks: they measure the machine, not the run."""
+    metrics = {k: v for k, v in step.metrics.items() if not k.startswith("system/")}
+    clocks = {**step.clocks, **{k: v for k, v in step.metrics.items() if k.startswith("system/")}}
+    return Step(step.step, metrics, step.t, step.digest, step.digests, clocks, step.unreadable)
+
+
+def _summary(name: str, summary: Mapping[str, Any]) -> list[Record]:
+    """The run's summary as one text line of its numbers (judged as text), and a note naming
+    what it holds that is not judged (clocks, media)."""
+    shown: list[str] = []
+    aside: list[str] = []
+    for key in sorted(summary):
+        value = summary[key]
+        if key == "_wandb" or (isinstance(value, dict) and isinstance(value.get("_type"), str)):
+            aside.append(key)
+            continue
+        for metric, number in numbers(key, value):
+            if is_clock(metric) or metric.startswith("system/"):
+                aside.append(metric)
+            elif isinstance(number, Unreadable):
+                shown.append(f"{metric}={number}")
+            else:
+                shown.append(f"{metric}={number!r}")
+    out: list[Record] = []
+    if shown:
+        out.append(Text("W&B summary: " + ", ".join(shown)))
+    if aside:
+        out.append(Text(f"{NOTE}{name}: summary values not judged (clocks, media): "
+                        f"{', '.join(aside[:20])}"))  # fmt: skip
+    return out
+
+
+def read_wandb(path: Path, data: bytes | None = None) -> list[Record]:
+    """The records of a `.wandb` file (its bytes `data` when read already), or of the run
+    folder holding it (its `.wandb` files in order of name, as one run)."""
+    from google.protobuf.message import DecodeError
+
+    files = run_files(path) if path.is_dir() else [path]
+    run = _Run()
+    stopped: tuple[str, str, int] | None = None
+    name, size = path.name, 0
+    for file in files:
+        if data is None or path.is_dir():
+            with open_regular(file) as fh:
+                data = fh.read()
+        name, size = file.name, len(data)
+        blobs, stopped = frames(data)
+        record_type = _records_type()
+        for index, blob in enumerate(blobs):
+            try:
+                record = record_type.FromString(blob)
+            except DecodeError:
+                what = f"record {index + 1} of {len(blobs)}: not a record W&B's definitions read"
+                stopped = (what, UNREADABLE, -1)
+                break
+            run.add(record)
+        if stopped is not None:
+            break
+    return run.records(name, stopped, size)
