@@ -188,3 +188,17 @@ def test_without_wandb_one_line_and_exit_2(
     captured = capsys.readouterr()
     (line,) = captured.err.strip().splitlines()
     assert "needs wandb" in line and ".[wandb]" in line
+
+
+def test_a_saved_pair_of_two_runs_replays_identical(
+    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The saved pair holds each run's records as step-log lines: W&B writes a row's items in
+    any order, and the lines of two runs of one seed must not differ by it."""
+    store = tmp_path / "store"
+    assert main(["compare", str(runs["a"]), str(runs["b"]), "--save", "--store", str(store)]) == 0
+    capsys.readouterr()
+    (pair,) = [p for p in store.iterdir() if p.is_dir()]
+    code = main(["replay", "--headless", "--json", str(pair)])
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (code, out["verdict"]) == (0, "IDENTICAL")

@@ -14,9 +14,11 @@ What becomes what:
   header: the config is `hyper`, the host, program, command, git commit, Python and W&B
   versions are `env` (the environment diff uses them), the run's id, project, name and seed
   are `run`;
-- a history record is a step: `_step` is the step, `_runtime` and `_timestamp` are clocks, and
-  so are `system/*`; nested values are dotted names (`nested.b.c`); a media object or a table
-  (a value with a `_type`) is named, not judged (`tuimon.clocks.is_media`);
+- a history record is a step (its values in order of name: W&B writes a row's items in any
+  order, and a saved pair's lines must not differ by it): `_step` is the step, `_runtime`
+  and `_timestamp` are clocks, and so are `system/*`; nested values are dotted names
+  (`nested.b.c`); a media object or a table (a value with a `_type`) is named, not judged
+  (`tuimon.clocks.is_media`);
 - the summary, as the run left it, is one text line after the last step, judged as text
   (its numbers; clocks and media left out and named);
 - the exit record is the end record (`ok` for exit code 0, else `error`);
@@ -240,7 +242,8 @@ def _updates(items: Any, tree: dict[str, Any]) -> None:
 
 
 class _Run:
-    """What one run's records say, gathered in order."""
+    """What one run's records say, gathered in order. Its notes name no run (an id, a count
+    of samples taken by the clock): two runs of one computation give the same lines."""
 
     def __init__(self) -> None:
         self.run: dict[str, Any] = {}
@@ -297,7 +300,7 @@ class _Run:
             for name, value in row.items():
                 if isinstance(value, dict) and isinstance(value.get("_type"), str):
                     self.media.setdefault(name, value["_type"])
-            step = row_step(row, key="_step")
+            step = row_step(dict(sorted(row.items())), key="_step")
         if step is None:
             shown = ", ".join(sorted(row))[:200]
             self.steps.append(Text(f"W&B history row without _step: {shown}", UNREADABLE))
@@ -332,7 +335,7 @@ class _Run:
             elif role == _OTHER:
                 return None
         t = next((clocks[k] for k in CLOCK_FIELDS if k in clocks), None)
-        return Step(step, metrics, t, None, {}, clocks)
+        return Step(step, dict(sorted(metrics.items())), t, None, {}, dict(sorted(clocks.items())))
 
     def summary_removed(self, gone: str | tuple[str, ...]) -> None:
         path = (gone,) if isinstance(gone, str) else gone
@@ -404,12 +407,11 @@ class _Run:
         out += self.steps
         if self.media:
             named = ", ".join(f"{k} ({v})" for k, v in sorted(self.media.items())[:20])
-            out.append(Text(f"{NOTE}{name}: media and tables named, not judged: {named}"))
+            out.append(Text(f"{NOTE}W&B media and tables named, not judged: {named}"))
         if self.stats:
-            out.append(Text(f"{NOTE}{name}: {self.stats} system metric samples (system/*): "
-                            f"clocks, not judged"))  # fmt: skip
+            out.append(Text(f"{NOTE}W&B system metrics (system/*): clocks, not judged"))
         if self.summary:
-            out += _summary(name, self.summary_tree())
+            out += _summary(self.summary_tree())
         if stopped is not None:
             what, reason, at = stopped
             whole = sum(isinstance(r, Step) for r in self.steps)
@@ -430,10 +432,11 @@ def _system_clocks(step: Step) -> Step:
     """A step with its `system/*` values as clocks: they measure the machine, not the run."""
     metrics = {k: v for k, v in step.metrics.items() if not k.startswith("system/")}
     clocks = {**step.clocks, **{k: v for k, v in step.metrics.items() if k.startswith("system/")}}
+    clocks = dict(sorted(clocks.items()))
     return Step(step.step, metrics, step.t, step.digest, step.digests, clocks, step.unreadable)
 
 
-def _summary(name: str, summary: Mapping[str, Any]) -> list[Record]:
+def _summary(summary: Mapping[str, Any]) -> list[Record]:
     """The run's summary as one text line of its numbers (judged as text), and a note naming
     what it holds that is not judged (clocks, media)."""
     shown: list[str] = []
@@ -454,7 +457,7 @@ def _summary(name: str, summary: Mapping[str, Any]) -> list[Record]:
     if shown:
         out.append(Text("W&B summary: " + ", ".join(shown)))
     if aside:
-        out.append(Text(f"{NOTE}{name}: summary values not judged (clocks, media): "
+        out.append(Text(f"{NOTE}W&B summary values not judged (clocks, media): "
                         f"{', '.join(aside[:20])}"))  # fmt: skip
     return out
 
