@@ -55,7 +55,7 @@ def test_a_saved_pattern_that_does_not_compile_is_an_error_naming_it(
 
 
 def test_the_browsers_saved_view_says_the_pattern_too(tmp_path: Path) -> None:
-    from tuimon.ui.saved import load_saved
+    from tuimon.ui.saved_view_model import load_saved
 
     pair = saved_pair(tmp_path / "pair", BROKEN)
     with pytest.raises(ReplayError, match="not a regular expression") as caught:

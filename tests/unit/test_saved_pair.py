@@ -17,7 +17,7 @@ from tuimon.engine.sources.replay import ReplaySource
 from tuimon.engine.sources.saved import resolve_logs
 from tuimon.readers import Reading
 from tuimon.steplog import Record
-from tuimon.ui.saved import load_saved
+from tuimon.ui.saved_view_model import load_saved
 
 
 def test_a_saved_pair_is_read_once_whatever_is_asked(

@@ -26,7 +26,7 @@ from tuimon.ui.pager import Pager, export_rows
 from tuimon.ui.pair_info import info_lines
 from tuimon.ui.pair_model import PairFeed, PairModel, PairRows
 from tuimon.ui.panes import SideHeader, StepPane
-from tuimon.ui.saved import window
+from tuimon.ui.saved_view_model import window
 from tuimon.ui.text import clean
 from tuimon.ui.workers import ReportsWorkerErrors, read_then_show
 

@@ -45,7 +45,7 @@ from tuimon.ui.pair_info import replicas_of, summary_lines
 from tuimon.ui.pair_model import PairFeed, PairModel
 from tuimon.ui.pair_panes import PairPanes
 from tuimon.ui.replay_controls import ReplayControls
-from tuimon.ui.saved import (
+from tuimon.ui.saved_view_model import (
     Judgement,
     SavedView,
     apply_details,
