@@ -301,12 +301,12 @@ class _Run:
                 if isinstance(value, dict) and isinstance(value.get("_type"), str):
                     self.media.setdefault(name, value["_type"])
             step = row_step(dict(sorted(row.items())), key="_step")
-        if step is None:
-            shown = ", ".join(sorted(row))[:200]
-            self.steps.append(Text(f"W&B history row without _step: {shown}", UNREADABLE))
-            return
-        if any(name.startswith("system/") for name in step.metrics):
-            step = _system_clocks(step)
+            if step is None:
+                shown = ", ".join(sorted(row))[:200]
+                self.steps.append(Text(f"W&B history row without _step: {shown}", UNREADABLE))
+                return
+            if any(name.startswith("system/") for name in step.metrics):
+                step = _system_clocks(step)
         self.steps.append(step)
 
     def fast(self, row: dict[str, Any]) -> Step | None:
