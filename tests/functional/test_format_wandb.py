@@ -29,14 +29,20 @@ import math, sys
 import wandb
 out, runs = sys.argv[1], sys.argv[2:]
 for spec in runs:
-    name, seed, changed = spec.split(":")
+    name, seed, changed, *media = spec.split(":")
     run = wandb.init(project="tuimon", dir=f"{out}/{name}", config={"seed": int(seed), "lr": 1e-3},
                      settings=wandb.Settings(console="off"))
     for step in range(%(steps)d):
         loss = 1.0 / (step + 1) + int(seed) * 1e-3 + math.sin(step) * 1e-6
         if step == int(changed):
             loss += 1e-12
-        run.log({"train/loss": loss, "eval": {"acc": step / %(steps)d}, "lr": 1e-3}, step=step)
+        row = {"train/loss": loss, "eval": {"acc": step / %(steps)d}, "lr": 1e-3}
+        if media and step %% 100 == 0:
+            import numpy as np
+            row["sample"] = wandb.Image(np.full((4, 4, 3), step %% 256, dtype=np.uint8))
+            row["table"] = wandb.Table(columns=["x"], data=[[step]])
+            row["gap"] = float("nan")
+        run.log(row, step=step)
     run.summary["best_loss"] = 1.0 / %(steps)d
     run.finish()
 """
@@ -44,11 +50,12 @@ for spec in runs:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Three offline runs: `a` and `b` of seed 0, `c` of seed 0 with its loss changed at step
-    120; each name maps to its run folder (wandb/offline-run-*)."""
+    """Four offline runs: `a` and `b` of seed 0, `c` of seed 0 with its loss changed at step
+    120, `m` of seed 0 with an image, a table and a NaN every 100 steps; each name maps to its
+    run folder (wandb/offline-run-*)."""
     out = tmp_path_factory.mktemp("wandb")
     env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DIR": str(out)}
-    specs = ["a:0:-1", "b:0:-1", "c:0:120"]
+    specs = ["a:0:-1", "b:0:-1", "c:0:120", "m:0:-1:media"]
     subprocess.run(
         [sys.executable, "-c", WRITER % {"steps": STEPS}, str(out), *specs],
         env=env, check=True, timeout=120, capture_output=True,
@@ -202,3 +209,19 @@ def test_a_saved_pair_of_two_runs_replays_identical(
     code = main(["replay", "--headless", "--json", str(pair)])
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert (code, out["verdict"]) == (0, "IDENTICAL")
+
+
+def test_media_and_tables_are_named_not_judged(
+    runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    loaded = load(runs["m"])
+    steps = {s.step: s for s in loaded.steps}
+    assert len(steps) == STEPS
+    assert math.isnan(steps[100].metrics["gap"]) and "gap" not in steps[101].metrics
+    assert not any(name.startswith(("sample", "table")) for name in steps[100].metrics)
+    assert {"sample.size", "table.nrows"} <= set(steps[100].clocks)
+    notes = [r.text for r in loaded.records if isinstance(r, Text) and "media" in r.text]
+    assert "sample (image-file)" in notes[0] and "table (table-file)" in notes[0]
+    code, out = _compare(capsys, str(runs["a"]), str(runs["m"]))
+    assert (code, out["verdict"]) == (0, "IDENTICAL")  # the media: not judged
+    assert out["metrics_only_b"] == ["gap"]  # named, as any metric one side logged
