@@ -29,20 +29,25 @@ import math, sys
 import wandb
 out, runs = sys.argv[1], sys.argv[2:]
 for spec in runs:
-    name, seed, changed, *media = spec.split(":")
-    run = wandb.init(project="tuimon", dir=f"{out}/{name}", config={"seed": int(seed), "lr": 1e-3},
-                     settings=wandb.Settings(console="off"))
-    for step in range(%(steps)d):
-        loss = 1.0 / (step + 1) + int(seed) * 1e-3 + math.sin(step) * 1e-6
-        if step == int(changed):
-            loss += 1e-12
-        row = {"train/loss": loss, "eval": {"acc": step / %(steps)d}, "lr": 1e-3}
-        if media and step %% 100 == 0:
-            import numpy as np
-            row["sample"] = wandb.Image(np.full((4, 4, 3), step %% 256, dtype=np.uint8))
-            row["table"] = wandb.Table(columns=["x"], data=[[step]])
-            row["gap"] = float("nan")
-        run.log(row, step=step)
+    name, seed, changed, *flags = spec.split(":")
+    pieces = ((0, 150), (150, %(steps)d)) if "resume" in flags else ((0, %(steps)d),)
+    for first, stop in pieces:  # a resumed run: its second part a folder of its own
+        run = wandb.init(project="tuimon", dir=f"{out}/{name}", id=f"tuimon{name}",
+                         resume="allow", config={"seed": int(seed), "lr": 1e-3},
+                         settings=wandb.Settings(console="off"))
+        for step in range(first, stop):
+            loss = 1.0 / (step + 1) + int(seed) * 1e-3 + math.sin(step) * 1e-6
+            if step == int(changed):
+                loss += 1e-12
+            row = {"train/loss": loss, "eval": {"acc": step / %(steps)d}, "lr": 1e-3}
+            if "media" in flags and step %% 100 == 0:
+                import numpy as np
+                row["sample"] = wandb.Image(np.full((4, 4, 3), step %% 256, dtype=np.uint8))
+                row["table"] = wandb.Table(columns=["x"], data=[[step]])
+                row["gap"] = float("nan")
+            run.log(row, step=step)
+        if stop < %(steps)d:
+            run.finish()
     run.summary["best_loss"] = 1.0 / %(steps)d
     run.finish()
 """
@@ -50,12 +55,13 @@ for spec in runs:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Four offline runs: `a` and `b` of seed 0, `c` of seed 0 with its loss changed at step
-    120, `m` of seed 0 with an image, a table and a NaN every 100 steps; each name maps to its
-    run folder (wandb/offline-run-*)."""
+    """Offline runs: `a` and `b` of seed 0, `c` of seed 0 with its loss changed at step 120,
+    `m` of seed 0 with an image, a table and a NaN every 100 steps, `r` of seed 0 stopped at
+    step 150 and resumed; each name maps to its run folder (wandb/offline-run-*), `r` to its
+    wandb/ folder (the run and its resumption, a folder each)."""
     out = tmp_path_factory.mktemp("wandb")
     env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DIR": str(out)}
-    specs = ["a:0:-1", "b:0:-1", "c:0:120", "m:0:-1:media"]
+    specs = ["a:0:-1", "b:0:-1", "c:0:120", "m:0:-1:media", "r:0:-1:resume"]
     subprocess.run(
         [sys.executable, "-c", WRITER % {"steps": STEPS}, str(out), *specs],
         env=env, check=True, timeout=120, capture_output=True,
@@ -63,8 +69,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     found = {}
     for spec in specs:
         name = spec.split(":")[0]
-        (folder,) = (out / name / "wandb").glob("offline-run-*")
-        found[name] = folder
+        folders = list((out / name / "wandb").glob("offline-run-*"))
+        found[name] = folders[0] if len(folders) == 1 else out / name / "wandb"
     return found
 
 
@@ -225,3 +231,17 @@ def test_media_and_tables_are_named_not_judged(
     code, out = _compare(capsys, str(runs["a"]), str(runs["m"]))
     assert (code, out["verdict"]) == (0, "IDENTICAL")  # the media: not judged
     assert out["metrics_only_b"] == ["gap"]  # named, as any metric one side logged
+
+
+def test_a_run_resumed_reads_as_one_run_from_its_wandb_folder(
+    runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """W&B gives a resumption a folder of its own (`offline-run-<time>-<id>`): the wandb/
+    folder of one run id reads its parts in order, as one run, against an unbroken run."""
+    assert len(list(runs["r"].glob("offline-run-*"))) == 2
+    loaded = load(runs["r"])
+    assert [s.step for s in loaded.steps] == list(range(STEPS))
+    header = loaded.records[0]
+    assert isinstance(header, Header) and header.run["resumed"] is True
+    code, out = _compare(capsys, str(runs["a"]), str(runs["r"]))
+    assert (code, out["verdict"]) == (0, "IDENTICAL")

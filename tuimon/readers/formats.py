@@ -107,7 +107,7 @@ def _csv_head(head: bytes) -> bool:
 WANDB = Format(
     "W&B run",
     "a W&B transaction log (`:W&B` LevelDB-style records of W&B's protobuf records): a "
-    "`.wandb` file, or a run folder holding one",
+    "`.wandb` file, a run folder holding one, or a wandb/ folder of one run and its resumptions",
     "wandb offline runs (wandb/offline-run-*/run-*.wandb), runs whose sync failed",
     streams=False,
     folder=_wandb_folder,

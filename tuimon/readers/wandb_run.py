@@ -74,9 +74,21 @@ def is_wandb(head: bytes) -> bool:
 
 
 def run_files(path: Path) -> list[Path]:
-    """The `.wandb` files of a run folder (`offline-run-*`, `run-*`): those in it, by name."""
+    """The `.wandb` files of a run folder (`offline-run-*`, `run-*`): those in it, by name;
+    for a `wandb/` folder whose run folders are all of one run id (a run and its resumptions:
+    W&B gives each resumption a folder of its own, `offline-run-<time>-<id>`), theirs, in
+    order of the folders' names (their start times). None of a folder of several runs."""
     try:
-        return sorted(f for f in path.glob("*.wandb") if f.is_file())
+        own = sorted(f for f in path.glob("*.wandb") if f.is_file())
+        if own:
+            return own
+        folders = sorted(
+            d for d in path.glob("*run-*") if d.is_dir() and not d.is_symlink()
+        )  # `latest-run` links to one of them
+        ids = {d.name.rsplit("-", 1)[-1] for d in folders}
+        if len(ids) != 1:
+            return []
+        return [f for d in folders for f in sorted(d.glob("*.wandb")) if f.is_file()]
     except OSError:
         return []
 
@@ -464,7 +476,8 @@ def _summary(summary: Mapping[str, Any]) -> list[Record]:
 
 def read_wandb(path: Path, data: bytes | None = None) -> list[Record]:
     """The records of a `.wandb` file (its bytes `data` when read already), or of the run
-    folder holding it (its `.wandb` files in order of name, as one run)."""
+    folder holding it, or of a `wandb/` folder of one run and its resumptions (`run_files`:
+    their `.wandb` files in order, as one run)."""
     from google.protobuf.message import DecodeError
 
     files = run_files(path) if path.is_dir() else [path]
@@ -476,6 +489,7 @@ def read_wandb(path: Path, data: bytes | None = None) -> list[Record]:
             with open_regular(file) as fh:
                 data = fh.read()
         name, size = file.name, len(data)
+        run.exit = None  # a resumed run's last part says how it ended
         blobs, stopped = frames(data)
         record_type = _records_type()
         for index, blob in enumerate(blobs):
