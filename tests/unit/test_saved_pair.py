@@ -112,6 +112,8 @@ def test_a_window_of_a_long_pair_is_read_around_its_step(
             m.setattr(saved, "read_log", no_whole_read)
             for step in steps:
                 assert pair.window(step, 400) == expected[step]
+            for side in ("a", "b"):  # the saved view's last lines, read from the end
+                assert pair.tail(side, 400) == whole.records(side)[-400:]
         assert not pair.held
     far = expected[20_000]
     shown = [r.step for r in far["b"] if isinstance(r, saved.Step)]
