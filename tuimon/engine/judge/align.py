@@ -29,6 +29,7 @@ from tuimon.engine.judge.columns import (
     judge_rows,
     sparse,
 )
+from tuimon.engine.judge.step_counts import StepCounts
 from tuimon.engine.judge.text_judge import TextJudge
 from tuimon.engine.judge.verdict import NO_STEP, Summary, unmatched_reason, verdict
 from tuimon.readers.account import NOTE, Account
@@ -235,7 +236,7 @@ class PairAligner:
         self.select = select or MetricFilter()
         self.tally = Tally(tolerance)
         self._pending: dict[str, dict[tuple[int, int], Step]] = {"a": {}, "b": {}}
-        self._count: dict[str, dict[int, int]] = {"a": {}, "b": {}}
+        self._count = {"a": StepCounts(), "b": StepCounts()}
         self.top = {"a": -1, "b": -1}
         self.repeats = {"a": 0, "b": 0}
         self.names: dict[str, set[str]] = {"a": set(), "b": set()}
@@ -270,11 +271,10 @@ class PairAligner:
         nobody shows them; `last_divergence` tells the last one's)."""
         other = other_side(side)
         mine, theirs = self._pending[side], self._pending[other]
-        count = self._count[side]
+        count = self._count[side].add
         pairs: list[tuple[Step, Step, int]] = []
         for record in records:
-            occ = count.get(record.step, 0)
-            count[record.step] = occ + 1
+            occ = count(record.step)
             if occ:
                 self.repeats[side] += 1
             self.note(side, record)
