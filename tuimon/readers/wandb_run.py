@@ -77,20 +77,31 @@ def run_files(path: Path) -> list[Path]:
     """The `.wandb` files of a run folder (`offline-run-*`, `run-*`): those in it, by name;
     for a `wandb/` folder whose run folders are all of one run id (a run and its resumptions:
     W&B gives each resumption a folder of its own, `offline-run-<time>-<id>`), theirs, in
-    order of the folders' names (their start times). None of a folder of several runs."""
+    order of the folders' names (`_started`). None of a folder of several runs."""
     try:
         own = sorted(f for f in path.glob("*.wandb") if f.is_file())
         if own:
             return own
-        folders = sorted(
-            d for d in path.glob("*run-*") if d.is_dir() and not d.is_symlink()
-        )  # `latest-run` links to one of them
-        ids = {d.name.rsplit("-", 1)[-1] for d in folders}
-        if len(ids) != 1:
+        parts = [  # `latest-run` links to one of them
+            f
+            for d in path.glob("*run-*")
+            if d.is_dir() and not d.is_symlink()
+            for f in d.glob("*.wandb")
+            if f.is_file()
+        ]
+        if len({f.name for f in parts}) != 1:  # run-<id>.wandb: one run id, or not a run
             return []
-        return [f for d in folders for f in sorted(d.glob("*.wandb")) if f.is_file()]
+        return sorted(parts, key=_started)
     except OSError:
         return []
+
+
+def _started(file: Path) -> tuple[str, int]:
+    """The order of a run's parts: its folder's name, `offline-run-<time>-<id>`, then the
+    number W&B adds (`-1`, `-2` ...) to a part begun in the same second as the one before."""
+    run_id = file.stem.removeprefix("run-")
+    base, _, count = file.parent.name.rpartition(f"-{run_id}")
+    return base, int(count[1:]) if count[1:].isdigit() else 0
 
 
 def _records_type() -> Any:
@@ -299,14 +310,20 @@ class _Run:
 
     def history(self, history: Any) -> None:
         keys, values = _items(history.item)
+        number = history.step.num if history.HasField("step") else None
+        self.history_row(keys, values, number)
+
+    def history_row(self, keys: list[Any], values: list[Any], number: int | None) -> None:
+        """One history row from its items' keys (a name, or a tuple of nested names) and
+        values; `number` the record's own step number (taken when the row has no `_step`)."""
         if any(type(key) is tuple for key in keys):
             row: dict[str, Any] = {}
             for key, value in zip(keys, values, strict=True):
                 _put(row, [key] if type(key) is str else list(key), value)
         else:
             row = dict(zip(keys, values, strict=True))
-        if "_step" not in row and history.HasField("step"):
-            row["_step"] = history.step.num
+        if "_step" not in row and number is not None:
+            row["_step"] = number
         step = self.fast(row)
         if step is None:
             for name, value in row.items():
