@@ -194,7 +194,7 @@ def read_path(path: Path, reading: Reading, side: str) -> Loaded:
             if entry.folder is not None and (loaded := entry.folder(path)) is not None:
                 return as_asked(loaded, reading, side)
         raise ReaderError(
-            f"{path}: a directory without a W&B .wandb file, TensorBoard event files, an "
+            f"{path}: a directory without TensorBoard event files, a W&B .wandb file, an "
             f"MLflow metrics/ folder or numbered JSON files ({HELP})"
         )
     data = read_bytes(path).removeprefix(BOM)
