@@ -46,7 +46,6 @@ from tuimon.readers.rows_to_steps import CLOCK_FIELDS, COUNTERS, numbers, row_st
 from tuimon.readers.tensorboard import MissingExtra
 from tuimon.steplog import CUT_TAIL, UNREADABLE, End, Header, Record, Step, Text, Unreadable
 
-NAME = "W&B run"
 MISSING = (
     "reading W&B runs (.wandb) needs wandb: pip install wandb "
     '(in the tuimon checkout: pip install -e ".[wandb]")'
@@ -280,7 +279,6 @@ class _Run:
         self.media: dict[str, str] = {}
         self.stats = 0
         self.exit: Any = None
-        self.bad: list[str] = []
 
     def add(self, record: Any) -> None:
         kind = record.WhichOneof("record_type")
