@@ -73,12 +73,6 @@ def judge(
     return Judged(summary, aligned, _doc(logs, sides, summary, whole=keep), sides)
 
 
-def _devices(sides: tuple[SideLog, SideLog]) -> tuple[str, str] | None:
-    """The two sides' devices, as their step logs' headers name them (None when one does not)."""
-    named = [str(log.header.env.get("device") or "") if log.header else "" for log in sides]
-    return (named[0], named[1]) if all(named) else None
-
-
 def judge_pair(
     logs: SavedLogs,
     tolerance: float,

@@ -254,7 +254,6 @@ class SavedPair(SavedLogs):
         run = self.doc.run(side)
         header = self.head(side) if quick and not final else self.header(side)
         state = SideState(side, self.device(side, header), run.command or str(getattr(self, side)))
-
         if not final:
             return state
         steps, end = self.steps(side), self.end(side)
