@@ -151,7 +151,7 @@ def run_replay(path_a: Path, path_b: Path) -> tuple[float, float, int | None]:
     import asyncio
 
     from tuimon.engine.sources.replay import replay_session
-    from tuimon.engine.sources.saved import resolve_logs
+    from tuimon.engine.sources.saved_pair import resolve_logs
 
     t0 = time.perf_counter()
     session = replay_session(resolve_logs([str(path_a), str(path_b)]), speed=math.inf)

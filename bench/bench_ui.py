@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from tuimon.engine.sources.replay import replay_session
-from tuimon.engine.sources.saved import resolve_logs
+from tuimon.engine.sources.saved_pair import resolve_logs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # its demo pairs
 from demo_pairs import write_demo, write_demo_pair

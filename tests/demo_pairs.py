@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tuimon.engine.judge.fingerprints import env_diff
-from tuimon.engine.sources.saved import SavedPair
+from tuimon.engine.sources.saved_pair import SavedPair
 from tuimon.steplog import FORMAT, dumps
 from tuimon.store import SIDES, PairDoc, RunDoc, pair_files
 

@@ -143,7 +143,7 @@ def test_long_logs_are_exported_a_block_at_a_time_as_they_read_whole(
     import io
 
     import tuimon.readers as readers
-    from tuimon.engine.sources.saved import resolve_logs
+    from tuimon.engine.sources.saved_pair import resolve_logs
 
     def log(side: str) -> bytes:
         out = [dumps({"type": "header", "format": FORMAT, "run": {}, "hyper": {}, "env": {}})]

@@ -11,7 +11,7 @@ from helpers import wait_for
 
 from tuimon.cli import main
 from tuimon.engine.sources.replay import replay_session
-from tuimon.engine.sources.saved import resolve_logs
+from tuimon.engine.sources.saved_pair import resolve_logs
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.pair_screen import PairScreen
 

@@ -20,7 +20,7 @@ from helpers import FAKE_TRAINER, ROOT
 from tuimon.cli import build_parser, main
 from tuimon.engine.launch.runner import substitute
 from tuimon.engine.runs.plan import SUBSTITUTED, PairPlan, python_module
-from tuimon.engine.sources.saved import resolve_logs
+from tuimon.engine.sources.saved_pair import resolve_logs
 from tuimon.errors import ReplayError, StoreError
 from tuimon.store import (
     LOCK_FILE,

@@ -13,7 +13,7 @@ from textual.widgets import ContentSwitcher, DataTable
 
 from tuimon.engine.launch.runner import RunSpec
 from tuimon.engine.sources.replay import ReplaySource, replay_session
-from tuimon.engine.sources.saved import resolve_logs
+from tuimon.engine.sources.saved_pair import resolve_logs
 from tuimon.engine.sources.session import Batch, LiveSource, PairOptions, PairSession
 from tuimon.engine.sources.side_state import SideState
 from tuimon.steplog import Step

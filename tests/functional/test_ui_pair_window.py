@@ -13,7 +13,7 @@ from helpers import wait_for
 from tuimon.cli import main
 from tuimon.engine.analyses.compare import judge_pair
 from tuimon.engine.sources.replay import replay_session
-from tuimon.engine.sources.saved import SavedPair, read_records, resolve_logs
+from tuimon.engine.sources.saved_pair import SavedPair, read_records, resolve_logs
 from tuimon.steplog import Step
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.pair_model import PairFeed

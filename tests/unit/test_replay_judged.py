@@ -12,7 +12,7 @@ import pytest
 from demo_pairs import write_demo
 
 from tuimon.cli import main
-from tuimon.engine.sources.saved import SavedPair
+from tuimon.engine.sources.saved_pair import SavedPair
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ["cpu-cpu-threads2-contiguous", "cpu-cpu-b-killed", "cpu-cpu-threads1"]
@@ -90,7 +90,7 @@ def test_a_paced_replay_reads_its_logs_a_block_at_a_time(tmp_path, monkeypatch):
     import io
 
     from tuimon.engine.sources.replay import replay_session
-    from tuimon.engine.sources.saved import resolve_logs
+    from tuimon.engine.sources.saved_pair import resolve_logs
     from tuimon.report.headless import run_headless
 
     paths = _plain(tmp_path, 30_000, 20_000)  # > 1 MiB a log: read in blocks
@@ -123,7 +123,7 @@ def test_the_view_says_the_verdict_judged_in_full_while_it_replays(tmp_path, mon
 
     import tuimon.engine.sources.replay as replay
     from tuimon.engine.analyses.compare import judge_pair
-    from tuimon.engine.sources.saved import resolve_logs
+    from tuimon.engine.sources.saved_pair import resolve_logs
 
     monkeypatch.setattr(replay, "AHEAD_AFTER", 0.0)
     paths = _plain(tmp_path, 30_000, 20_000)
@@ -150,7 +150,7 @@ def test_a_streamed_replay_jumps_to_a_step_past_the_blocks_read(tmp_path):
     import asyncio
 
     from tuimon.engine.sources.replay import replay_session
-    from tuimon.engine.sources.saved import resolve_logs
+    from tuimon.engine.sources.saved_pair import resolve_logs
 
     paths = _plain(tmp_path, 30_000, 20_000)
     reached: list[int] = []

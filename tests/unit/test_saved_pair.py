@@ -12,9 +12,9 @@ from demo_pairs import write_demo, write_demo_pair
 import tuimon
 from tuimon.engine.analyses import compare
 from tuimon.engine.events import Exited
-from tuimon.engine.sources import saved
+from tuimon.engine.sources import saved_pair
 from tuimon.engine.sources.replay import ReplaySource
-from tuimon.engine.sources.saved import resolve_logs
+from tuimon.engine.sources.saved_pair import resolve_logs
 from tuimon.readers import Reading
 from tuimon.steplog import Record
 from tuimon.ui.saved_view_model import load_saved
@@ -24,14 +24,14 @@ def test_a_saved_pair_is_read_once_whatever_is_asked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pair_dir = write_demo_pair(tmp_path, "p", steps=40, diverge=5)
-    read = saved.read_log
+    read = saved_pair.read_log
     sides: list[str] = []
 
     def counted(path: Path, reading: Reading | None, side: str) -> tuple[list[bytes], list[Record]]:
         sides.append(side)
         return read(path, reading, side)
 
-    monkeypatch.setattr(saved, "read_log", counted)
+    monkeypatch.setattr(saved_pair, "read_log", counted)
     pair = resolve_logs([str(pair_dir)])
     assert sides == []  # opened, nothing read yet
     summary = pair.summary()
@@ -99,22 +99,22 @@ def test_a_window_of_a_long_pair_is_read_around_its_step(
     whole = resolve_logs([str(a), str(b)])
     assert whole.records("a") and whole.held  # held: its windows are slices of its records
     expected = {step: whole.window(step, 400) for step in steps}
-    assert saved._seek_window(b, Reading(), "b", 20_000, 400) == expected[20_000]["b"]
+    assert saved_pair._seek_window(b, Reading(), "b", 20_000, 400) == expected[20_000]["b"]
     for plain in (True, False):
         pair = resolve_logs([str(a), str(b)])
         if not plain:  # a log the bisection does not take: a block at a time
-            monkeypatch.setattr(saved, "_seek_window", lambda *args: None)
+            monkeypatch.setattr(saved_pair, "_seek_window", lambda *args: None)
 
         def no_whole_read(*args: object) -> None:
             raise AssertionError("a window read a log whole")
 
         with monkeypatch.context() as m:
-            m.setattr(saved, "read_log", no_whole_read)
+            m.setattr(saved_pair, "read_log", no_whole_read)
             for step in steps:
                 assert pair.window(step, 400) == expected[step]
             for side in ("a", "b"):  # the saved view's last lines, read from the end
                 assert pair.tail(side, 400) == whole.records(side)[-400:]
         assert not pair.held
     far = expected[20_000]
-    shown = [r.step for r in far["b"] if isinstance(r, saved.Step)]
+    shown = [r.step for r in far["b"] if isinstance(r, saved_pair.Step)]
     assert shown[0] == 20_000 - 200 and 20_000 in shown

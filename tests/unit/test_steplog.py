@@ -15,7 +15,7 @@ from helpers import bits, from_bits, same_float
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tuimon.engine.sources.saved import read_records
+from tuimon.engine.sources.saved_pair import read_records
 from tuimon.steplog import (
     FORMAT,
     STEP_KEYS,

@@ -24,7 +24,7 @@ from textual.pilot import Pilot
 
 from tuimon.engine.judge.align import compare_steps
 from tuimon.engine.sources.replay import replay_session
-from tuimon.engine.sources.saved import resolve_logs
+from tuimon.engine.sources.saved_pair import resolve_logs
 from tuimon.engine.sources.session import Batch, PairOptions, PairSession
 from tuimon.engine.sources.side_state import SideState
 from tuimon.steplog import End, Header, Record, Step, parse_line

@@ -11,7 +11,7 @@ from helpers import heavy_modules_after
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tuimon.engine.sources.saved import SavedPair
+from tuimon.engine.sources.saved_pair import SavedPair
 from tuimon.steplog import Header, Step, Text
 from tuimon.ui.divergence import spark_data
 from tuimon.ui.pair_model import (

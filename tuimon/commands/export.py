@@ -48,7 +48,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tuimon.engine.analyses import export
-    from tuimon.engine.sources.saved import resolve_logs
+    from tuimon.engine.sources.saved_pair import resolve_logs
 
     fmt = args.format or SUFFIXES.get(Path(args.output).suffix.lower(), "csv")
     export.check(fmt)

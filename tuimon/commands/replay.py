@@ -44,7 +44,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tuimon.engine.sources.replay import replay_session
-    from tuimon.engine.sources.saved import resolve_logs
+    from tuimon.engine.sources.saved_pair import resolve_logs
     from tuimon.store import resolve_store
 
     logs = resolve_logs(args.paths, reading(args))

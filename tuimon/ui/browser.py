@@ -20,7 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
 from tuimon.engine.sources.replay import replay_session
-from tuimon.engine.sources.saved import resolve_logs
+from tuimon.engine.sources.saved_pair import resolve_logs
 from tuimon.errors import ReplayError
 from tuimon.store import PairInfo, StoreError, delete_pair, list_newest, list_pairs
 from tuimon.ui.command_palette import ScreenActions

@@ -31,7 +31,7 @@ from textual.worker import Worker, WorkerState
 
 from tuimon.engine.analyses.explain import saved_line
 from tuimon.engine.sources.follow import FollowSource
-from tuimon.engine.sources.saved import resolve_logs
+from tuimon.engine.sources.saved_pair import resolve_logs
 from tuimon.engine.sources.session import Batch, PairSession
 from tuimon.errors import ReplayError
 from tuimon.steplog import Record, Step

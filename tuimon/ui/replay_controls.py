@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 from textual.binding import Binding
 from textual.dom import DOMNode
 
-from tuimon.engine.sources.saved import SavedPair
+from tuimon.engine.sources.saved_pair import SavedPair
 from tuimon.engine.sources.session import PaceControls, PairSession
 from tuimon.report.wording import si
 from tuimon.ui.pair_model import PairModel

@@ -24,7 +24,7 @@ from pathlib import Path
 from tuimon.engine.analyses.explain import saved_line
 from tuimon.engine.judge.byte_rule import hold
 from tuimon.engine.judge.verdict import Summary
-from tuimon.engine.sources.saved import SavedPair, boxed_end, resolve_logs, saved_ending
+from tuimon.engine.sources.saved_pair import SavedPair, boxed_end, resolve_logs, saved_ending
 from tuimon.engine.sources.side_state import SideState
 from tuimon.errors import CompareError, ReplayError
 from tuimon.steplog import Record

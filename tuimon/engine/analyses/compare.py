@@ -23,7 +23,7 @@ from tuimon.engine.judge.fingerprints import env_diff
 from tuimon.engine.judge.matcher import ColumnMatcher
 from tuimon.engine.judge.verdict import Ending, Summary
 from tuimon.engine.sources.log_blocks import Progress, located, read_both
-from tuimon.engine.sources.saved import SavedPair, resolve_logs, saved_ending
+from tuimon.engine.sources.saved_pair import SavedPair, resolve_logs, saved_ending
 from tuimon.errors import CompareError, ReplayError, StoreError
 from tuimon.readers import Account, Reading, locate, no_steps
 from tuimon.readers.csv_records import csv_hint

@@ -21,7 +21,7 @@ from typing import IO, Any
 import orjson
 
 from tuimon.engine.judge.columns import MetricFilter
-from tuimon.engine.sources.saved import SavedPair
+from tuimon.engine.sources.saved_pair import SavedPair
 from tuimon.errors import TuimonError
 from tuimon.steplog import NONFINITE
 from tuimon.store import SavedLogs

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from tuimon.engine.judge.emb_check import load as load_npy
-from tuimon.engine.sources.saved import SavedPair, resolve_logs
+from tuimon.engine.sources.saved_pair import SavedPair, resolve_logs
 from tuimon.errors import TuimonError
 from tuimon.freqs import FreqError, key_frequencies
 from tuimon.steplog import Header, Step

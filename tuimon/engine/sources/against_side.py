@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tuimon.engine.sources.saved import read_records, saved_reading
+from tuimon.engine.sources.saved_pair import read_records, saved_reading
 from tuimon.errors import ReplayError, StoreError, UsageError
 from tuimon.readers import Reading
 from tuimon.steplog import End, Header, Record, Step

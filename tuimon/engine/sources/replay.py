@@ -17,7 +17,7 @@ from tuimon.engine.judge.align import PairAligner
 from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.verdict import Ending
 from tuimon.engine.sources.replicas import saved_watch
-from tuimon.engine.sources.saved import SavedPair, boxed_end, saved_ending
+from tuimon.engine.sources.saved_pair import SavedPair, boxed_end, saved_ending
 from tuimon.engine.sources.session import Batch, PairOptions, PairSession
 from tuimon.errors import CompareError, ReplayError
 from tuimon.readers import ReaderError, read_blocks
