@@ -372,11 +372,7 @@ def side_tail(path: Path, reading: Reading, side: str, max_lines: int) -> list[R
 
 def _seek_tail(path: Path, reading: Reading, side: str, max_lines: int) -> list[Record] | None:
     """`side_tail` by byte offsets (None: not a plain log of JSON rows)."""
-    try:
-        fh = open_log(path)
-    except OSError as exc:
-        raise ReaderError(f"{path}: {exc.strerror or exc}") from None
-    with fh:
+    with _opened(path) as fh:
         head = _json_rows_head(fh, reading, side)
         if head is None:
             return None
@@ -395,6 +391,14 @@ def _seek_tail(path: Path, reading: Reading, side: str, max_lines: int) -> list[
             if len(kept) >= max_lines or not start:
                 return list(kept)
             back *= 4  # longer lines near the end than in the head
+
+
+def _opened(path: Path) -> IO[bytes]:
+    """A log's bytes (`open_log`); a file that cannot be opened is a one-line ReaderError."""
+    try:
+        return open_log(path)
+    except OSError as exc:
+        raise ReaderError(f"{path}: {exc.strerror or exc}") from None
 
 
 def _json_rows_head(fh: IO[bytes], reading: Reading, side: str) -> list[bytes] | None:
@@ -417,11 +421,7 @@ def _seek_window(
 ) -> list[Record] | None:
     """`side_window` by byte offsets, for an uncompressed log of JSON rows read one record a
     line; None when the log is not one, or when its steps do not rise around `step`."""
-    try:
-        fh = open_log(path)
-    except OSError as exc:
-        raise ReaderError(f"{path}: {exc.strerror or exc}") from None
-    with fh:
+    with _opened(path) as fh:
         head = _json_rows_head(fh, reading, side)
         if head is None:
             return None
