@@ -1,6 +1,6 @@
 """Reading a file that came from elsewhere within bounds: regular files only, opened without
-blocking, gzip / xz expanded as a stream with a cap on what it may expand to, and a `.npy`
-checked against its file's size before its array is allocated.
+blocking, gzip / xz expanded as a stream with a cap on what it may expand to (counted before
+a line is read), and a `.npy` checked against its file's size before its array is allocated.
 
 A compressed log may expand to at most `MAX_RATIO` times its own size (a floor of
 `RATIO_FLOOR` bytes is always allowed) and never to more than `MAX_BYTES`; `--max-bytes` raises
@@ -161,8 +161,27 @@ def open_capped(fh: IO[bytes], magic: bytes) -> IO[bytes] | None:
         f"{name} data that expands past {_size(limit)} ({_size(size)} compressed): not read "
         f"(a compressed log expands to at most {cap})"
     )
+    if not _fits(opener, fh, limit):
+        raise TooLarge(why)
+    fh.seek(0)
     inner = opener(fh)
     return io.BufferedReader(_Capped(inner, fh, limit, why), CHUNK)
+
+
+def _fits(opener: Any, fh: IO[bytes], limit: int) -> bool:
+    """Whether ``fh`` expands to ``limit`` bytes at most: counted by expanding it once into
+    nothing, before a line is read (a bomb is refused in a second, not after minutes of
+    parsing what it expands to). A damaged stream counts as fitting: its reader tells it."""
+    inner = opener(fh)
+    given = 0
+    try:
+        while chunk := inner.read(CHUNK):
+            given += len(chunk)
+            if given > limit:
+                return False
+    except (EOFError, OSError, lzma.LZMAError):
+        pass
+    return True
 
 
 def load_npy(fh: IO[bytes]) -> np.ndarray:
