@@ -188,7 +188,7 @@ MAX_TRIES = 64
 """Row ends tried (from the last) when a document is cut short."""
 
 
-_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]]')
+_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]]')
 """A JSON string (skipped whole) or a bracket."""
 
 

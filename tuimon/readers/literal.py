@@ -25,7 +25,7 @@ strings a step log uses before `literal_eval`."""
 
 
 _HUGE = re.compile(
-    r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""  # a string: kept as it is
+    r"'[^'\\]*(?:\\.[^'\\]*)*'|\"[^\"\\]*(?:\\.[^\"\\]*)*\""  # a string: kept as it is
     r"|(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d{3,}|(?<![\w.])-?\d{20,}"
 )
 """A number that may not fit a float64 (`1e400`) or an int64 (20 digits or more)."""

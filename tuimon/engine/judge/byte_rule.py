@@ -434,7 +434,7 @@ class _Checker:
             return
         self.clock_keys.add(key)
         name = re.escape(key.encode())
-        pattern = re.compile(rb'"' + name + rb'"\s*:\s*(?:"(?:[^"\\]|\\.)*"|[^,}\]\s]+)')
+        pattern = re.compile(rb'"' + name + rb'"\s*:\s*(?:"[^"\\]*(?:\\.[^"\\]*)*"|[^,}\]\s]+)')
         literal = b'"' + key.encode().replace(b"\\", b"\\\\") + b'":~'
         self._masks.append((pattern, literal))
 

@@ -11,7 +11,7 @@ from typing import Any
 from tuimon.clocks import NUMBER
 
 JSON_TOKEN = re.compile(
-    r'"(?:[^"\\]|\\.)*"|-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|true|false|null|-?Infinity|NaN'
+    r'"[^"\\]*(?:\\.[^"\\]*)*"|-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|true|false|null|-?Infinity|NaN'
     r"|[{}\[\]:,]|\s+|.",
     re.S,
 )
