@@ -31,14 +31,14 @@ def _rows(n: int, *, header: bool = False) -> list[bytes]:
 
 def _logs(folder: Path) -> dict[str, tuple[Path, bool]]:
     """Logs of at least a block, and whether the block readers read each."""
-    plain, native = _rows(40_000), _rows(40_000, header=True)
-    assert sum(map(len, plain)) > CHUNK
+    plain, native = _rows(20_000), _rows(20_000, header=True)
+    assert sum(map(len, plain)) > CHUNK  # two blocks
     made = {
         "plain": (plain, True),
         "steplog": (native, True),
         "repeats": (plain + plain, True),
-        "text": ([*plain[:20_000], b"hello\n", *plain[20_000:]], False),
-        "late name": ([*plain, b'{"step": 40000, "extra": 1.5}\n'], False),
+        "text": ([*plain[:16_000], b"hello\n", *plain[16_000:]], False),
+        "late name": ([*plain, b'{"step": 20000, "extra": 1.5}\n'], False),
     }
     out = {}
     for name, (lines, fast) in made.items():
