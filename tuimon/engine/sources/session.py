@@ -633,6 +633,8 @@ class PairSession:
         if isinstance(saved, SavedLogs):
             logs, reading = [saved.a, saved.b], saved.reading
         elif self.writer is not None:
+            if self.writer.error:  # a write failed (disk full): the files hold less than was
+                return  # read, and the verdict says so; what they hold is not the pair
             logs = [self.writer.path / f"{side}.jsonl" for side in SIDES]
             try:
                 reading = Reading.from_dict(self.options.meta.get("reading"))
