@@ -140,6 +140,7 @@ def test_explain_of_something_that_is_not_a_pair_is_one_line(tmp_path: Path, cap
 
 
 @pytest.mark.torch
+@pytest.mark.alone
 def test_a_real_two_thread_cpu_pair_parts_in_the_gather_backward(tmp_path: Path, capsys):
     store = tmp_path / "store"
     args = ["pair", "--headless", "--json", "--explain", "--store", str(store), "--threads", "2",

@@ -138,6 +138,7 @@ def test_one_side_longer_is_incomplete(tmp_path, capsys):
     assert res["unmatched_b"] == 50
 
 
+@pytest.mark.alone
 def test_stall_is_flagged(tmp_path, capsys):
     args = pair(tmp_path, "--steps", "4", "--hang-at", "2", "--hang-s", "1.5",
                 extra=("--stall-timeout", "0.5"))  # fmt: skip

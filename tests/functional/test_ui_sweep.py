@@ -7,6 +7,7 @@ from functools import partial
 from pathlib import Path
 
 import helpers
+import pytest
 from helpers import TESTS
 from textual.widgets import Input
 
@@ -92,6 +93,7 @@ async def test_quitting_a_running_sweep_stops_and_saves(tmp_path):
     assert (store / sweep.jobs[0].pair / "pair.json").exists()
 
 
+@pytest.mark.alone
 async def test_a_running_pair_opens_live_and_runs_on_after_esc(tmp_path):
     store = tmp_path / "store"
     sweep = make_sweep(

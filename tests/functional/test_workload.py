@@ -17,7 +17,7 @@ import pytest
 from tuimon.cli import main
 from tuimon.steplog import Step, parse_line
 
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.alone]  # its 2-thread runs must race
 
 TINY = ["--p", "23", "--steps", "6", "--eval-every", "2"]
 PARAMS = ["W_E", "W_pos", "W_K", "W_Q", "W_V", "W_O", "W_in", "b_in", "W_out", "b_out", "W_U"]
