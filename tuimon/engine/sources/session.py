@@ -27,7 +27,7 @@ from tuimon.engine.judge.byte_rule import hold
 from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.fingerprints import env_diff
 from tuimon.engine.judge.hints import likely_causes
-from tuimon.engine.judge.verdict import Ending, RunEnd, Summary, how_it_ended
+from tuimon.engine.judge.verdict import Ending, RunEnd, Summary, hold_replicas, how_it_ended
 from tuimon.engine.launch.runner import TICK, LaunchError, Run, RunSpec, exit_text
 from tuimon.engine.sources.replicas import ReplicaWatch
 from tuimon.engine.sources.side_state import SideState
@@ -561,6 +561,8 @@ class PairSession:
             self._messages += self.options.replicas.poll()
         if not done:
             self.summary = self._judged_summary or self.aligner.summary(running=True)
+            if self.options.replicas:  # a parted replica: DIVERGED as soon as it is seen
+                hold_replicas(self.summary, self.options.replicas.to_dict())
         for side, state in self.sides.items():
             state.stderr_tail = list(self._stderr[side])
         batch = Batch(
@@ -602,6 +604,8 @@ class PairSession:
             complete=ending.complete, reason=ending.reason, interrupted=ending.interrupted
         )
         self._hold_to_bytes()
+        if self.options.replicas:
+            hold_replicas(self.summary, self.options.replicas.to_dict())
         ends = [self.sides[k].end for k in SIDES]
         if ends[0] is not None and ends[1] is not None:
             self.artifacts = compare_artifacts(ends[0].artifacts, ends[1].artifacts)
