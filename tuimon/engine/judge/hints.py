@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tuimon.engine.judge.known_ops import embedding_entry
+
 SIDES = ("a", "b")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 VERSION_KEYS = ("torch", "cuda", "cudnn", "driver", "cuda_driver", "nvidia_driver", "python")
@@ -99,8 +101,8 @@ def _racy_threads(pair: _Pair) -> Hint | None:
         return None
     return Hint(
         "threads",
-        "more than one CPU thread without deterministic algorithms (racy backward "
-        "kernels; try --threads 1 or --deterministic)",
+        "more than one CPU thread without deterministic algorithms (racy backward kernels, "
+        "e.g. index_put with accumulate; try --threads 1 or --deterministic)",
         "; ".join(racy),
     )
 
@@ -129,9 +131,11 @@ def _mps(pair: _Pair) -> Hint | None:
     if not on_mps:
         return None
     where = " and ".join(f"run {side}" for side in on_mps)
+    entry = embedding_entry("mps")
+    known = f"; known: {entry.line()}" if entry is not None else ""
     return Hint(
         "mps",
-        "MPS: its kernels differ from other devices' and are not promised deterministic",
+        f"MPS: its kernels differ from other devices' and are not promised deterministic{known}",
         f"{where} on mps (devices {devices['a']} vs {devices['b']})",
     )
 
@@ -144,10 +148,16 @@ def _embedding(pair: _Pair) -> Hint | None:
     embeds = [str(t) for t in tensors if any(n in str(t).lower() for n in EMBEDDING_NAMES)]
     if not embeds:
         return None
+    entries = {}  # the table's entry for each side's device (a CPU side's with its threads)
+    for side in SIDES:
+        entry = embedding_entry(pair.devices[side], _threads(pair.envs[side]))
+        if entry is not None:
+            entries.setdefault(entry.line(), None)
+    known = "; known: " + " | ".join(entries) if entries else ""
     return Hint(
         "embedding",
-        "the embedding's gradient (index accumulate, not deterministic with more "
-        "than one thread or on GPU) parted first",
+        "the embedding's gradient (index_put with accumulate, not deterministic with more "
+        f"than one CPU thread or on MPS) parted first{known}",
         f"first divergent tensor(s) at step {pair.summary['first_divergent_step']}: "
         + ", ".join(tensors),
     )
