@@ -74,3 +74,22 @@ def test_a_fake_trainer_sweep_is_named_only_across_seeds_not_repeats(
             "--steps", "3"]  # fmt: skip
     assert main(argv) == 0  # one seed twice: its repeats are meant to agree
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["seeds_not_applied"] == []
+
+
+def test_spread_of_two_seeds_with_the_same_log_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import numpy as np
+    from spread_pairs import SETS, embedding, make_pair
+
+    w = embedding(SETS[0], np.random.default_rng(0))
+    pairs = [str(make_pair(tmp_path, f"s{seed}", seed, w, w)) for seed in (0, 1)]
+    said = "the seed is not applied: seeds 0 and 1 gave the same log (side a)"
+    code = main(["spread", *pairs])
+    assert said in capsys.readouterr().out and code == 0
+    assert main(["spread", "--json", "--check-seeds", *pairs]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["seeds_not_applied"][0]["seeds"] == [0, 1] and report["exit_code"] == 1
+    other = make_pair(tmp_path, "s2", 2, w, w, reach=(21, 21))  # seed 2's log differs
+    assert main(["spread", "--json", "--check-seeds", pairs[0], str(other)]) == 0
+    assert json.loads(capsys.readouterr().out)["seeds_not_applied"] == []
