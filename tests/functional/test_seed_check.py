@@ -93,3 +93,55 @@ def test_spread_of_two_seeds_with_the_same_log_says_so(
     other = make_pair(tmp_path, "s2", 2, w, w, reach=(21, 21))  # seed 2's log differs
     assert main(["spread", "--json", "--check-seeds", pairs[0], str(other)]) == 0
     assert json.loads(capsys.readouterr().out)["seeds_not_applied"] == []
+
+
+def _pair(tmp_path: Path, script: str, *extra: str) -> list[str]:
+    path = tmp_path / "train.py"
+    path.write_text(script)
+    return ["pair", "--seeds", "0,1", "--headless", "--store", str(tmp_path / "store"), *extra,
+            "--", sys.executable, str(path), "{seed}"]  # fmt: skip
+
+
+def test_a_pair_of_two_seeds_says_when_the_seed_is_not_applied(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_pair(tmp_path, IGNORES_SEED)) == 0  # IDENTICAL, and said
+    out = capsys.readouterr().out
+    assert out.startswith("IDENTICAL") and "the seed is not applied: seeds 0 and 1 gave the " \
+        "same log\n" in out  # fmt: skip
+    assert main(_pair(tmp_path, IGNORES_SEED, "--check-seeds", "--json")) == 1
+    record = json.loads(capsys.readouterr().out)
+    assert record["seeds"] == [0, 1] and record["exit_code"] == 1
+    assert record["seeds_not_applied"][0]["seeds"] == [0, 1]
+    assert record["hints"] == []  # the seeds differ: no "maybe:" for the sides
+    assert main(_pair(tmp_path, USES_SEED, "--check-seeds", "--json")) == 0  # DIVERGED: applied
+    record = json.loads(capsys.readouterr().out)
+    assert record["verdict"] == "DIVERGED" and record["seeds_not_applied"] == []
+    saved = [json.loads((d / "pair.json").read_text()) for d in (tmp_path / "store").iterdir()]
+    assert sorted(len(d.get("seeds_not_applied", [])) for d in saved) == [0, 1, 1]
+    assert all(d["commands"]["b"][-1] == "1" for d in saved)  # side b ran seed 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--seeds", "3"], "--seeds takes two seeds, A,B (got '3')"),
+        (["--seeds", "2,2"], "two different seeds"),
+        (["--seeds", "0,1", "--seed", "4"], "not with --seed or --against"),
+        (["--check-seeds"], "--check-seeds goes with --seeds A,B"),
+    ],
+)
+def test_bad_seeds_of_a_pair_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], said: str
+) -> None:
+    assert main(["pair", "--headless", "--store", str(tmp_path), *argv]) == 2
+    assert said in capsys.readouterr().err
+
+
+@pytest.mark.torch
+def test_the_workload_applies_its_seed(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    argv = ["pair", "--seeds", "0,1", "--check-seeds", "--steps", "2", "--p", "7", "--threads",
+            "1", "--headless", "--json", "--store", str(tmp_path)]  # fmt: skip
+    assert main(argv) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["verdict"] == "DIVERGED" and record["seeds_not_applied"] == []

@@ -203,6 +203,9 @@ def likely_causes(meta: Mapping[str, Any]) -> list[Hint]:
     summary = summary if isinstance(summary, Mapping) else {}
     if summary.get("first_divergent_step") is None:
         return []
+    seeds = meta.get("seeds")
+    if isinstance(seeds, list) and len(set(map(str, seeds))) > 1:  # `pair --seeds A,B`:
+        return []  # the seeds differ, and that is why the runs do
     envs = _envs(meta)
     diff = meta.get("env_diff")
     diff = diff if isinstance(diff, Mapping) else {}

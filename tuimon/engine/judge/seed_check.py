@@ -12,11 +12,12 @@ is left out.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tuimon.engine.judge.verdict import CLOSE, DIVERGED, IDENTICAL
 from tuimon.readers import ReaderError, Reading, load, read_blocks
 from tuimon.steplog import Record, Step
 
@@ -89,3 +90,30 @@ def same_logs(
         seen.add(seed)
         groups.setdefault(fingerprint, []).append(seed)
     return [SameLog(tuple(seeds), side) for seeds in groups.values() if len(seeds) > 1]
+
+
+def _seeds(meta: Mapping[str, Any]) -> tuple[int, int] | None:
+    seeds = meta.get("seeds")
+    ints = isinstance(seeds, list) and all(type(s) is int for s in seeds)
+    return (seeds[0], seeds[1]) if ints and len(seeds) == 2 else None
+
+
+def pair_seeds(meta: Mapping[str, Any], verdict: str | None) -> SameLog | None:
+    """`pair --seeds A,B` (pair.json `seeds`): the seed is not applied when the two runs, of
+    seeds A and B, are IDENTICAL (every byte that differs set aside by rule: the header, clocks);
+    None otherwise, or for a pair of one seed."""
+    seeds = _seeds(meta)
+    if seeds is None or seeds[0] == seeds[1] or verdict != IDENTICAL:
+        return None
+    return SameLog(seeds)
+
+
+def pair_exit_code(code: int, meta: Mapping[str, Any], verdict: str | None) -> int:
+    """The exit code of `pair --seeds A,B --check-seeds` (pair.json `check_seeds`): the seed
+    check is what is asked, so 1 when the seed is not applied, 0 when the runs differ, 3 stays
+    (a run failed, the pair is incomplete or not saved); any other pair: `code` as it is."""
+    if meta.get("check_seeds") is not True or _seeds(meta) is None or code == 3:
+        return code
+    if verdict not in (IDENTICAL, CLOSE, DIVERGED):
+        return 3
+    return 1 if pair_seeds(meta, verdict) is not None else 0

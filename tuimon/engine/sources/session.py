@@ -27,6 +27,7 @@ from tuimon.engine.judge.byte_rule import hold
 from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.fingerprints import env_diff
 from tuimon.engine.judge.hints import likely_causes
+from tuimon.engine.judge.seed_check import pair_seeds
 from tuimon.engine.judge.verdict import Ending, RunEnd, Summary, hold_replicas, how_it_ended
 from tuimon.engine.launch.runner import TICK, LaunchError, Run, RunSpec, exit_text
 from tuimon.engine.sources.replicas import ReplicaWatch
@@ -613,6 +614,8 @@ class PairSession:
             self.options.end_check(self)
         for name, result in self.artifacts.items():
             self._say(describe(name, result))
+        if (same := pair_seeds(self.options.meta, self.summary.verdict)) is not None:
+            self._say(same.text())
         message = None
         if self.writer is not None:
             try:
@@ -693,6 +696,8 @@ class PairSession:
             doc.more["stopped_on_divergence"] = self.stopped_at
         if self.options.replicas:
             doc.more["replicas"] = self.options.replicas.to_dict()
+        if (same := pair_seeds(self.options.meta, self.summary.verdict)) is not None:
+            doc.more["seeds_not_applied"] = [same.to_dict()]
         doc.more["hints"] = [h.to_dict() for h in likely_causes(doc.to_json())]
         return doc
 
