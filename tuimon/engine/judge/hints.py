@@ -148,7 +148,7 @@ def _embedding(pair: _Pair) -> Hint | None:
     embeds = [str(t) for t in tensors if any(n in str(t).lower() for n in EMBEDDING_NAMES)]
     if not embeds:
         return None
-    entries = {}  # the table's entry for each side's device (a CPU side's with its threads)
+    entries: dict[str, None] = {}  # each side's device's entry (a CPU side's: its threads)
     for side in SIDES:
         entry = embedding_entry(pair.devices[side], _threads(pair.envs[side]))
         if entry is not None:

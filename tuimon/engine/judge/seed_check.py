@@ -94,8 +94,9 @@ def same_logs(
 
 def _seeds(meta: Mapping[str, Any]) -> tuple[int, int] | None:
     seeds = meta.get("seeds")
-    ints = isinstance(seeds, list) and all(type(s) is int for s in seeds)
-    return (seeds[0], seeds[1]) if ints and len(seeds) == 2 else None
+    if not isinstance(seeds, list) or len(seeds) != 2:
+        return None
+    return (seeds[0], seeds[1]) if all(type(s) is int for s in seeds) else None
 
 
 def pair_seeds(meta: Mapping[str, Any], verdict: str | None) -> SameLog | None:
