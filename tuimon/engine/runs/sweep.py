@@ -539,7 +539,10 @@ class Sweep:
                 await gate(lambda: self.sessions.get(index), first)
             workers = [worker() for _ in range(min(self.at_once - alone, len(queue)))]
             await asyncio.gather(*workers, *([first] if alone else []))
-            self.check_same_seeds()
+            for group in self.check_same_seeds():  # their rows say so: drawn again
+                for index, job in enumerate(self.jobs):
+                    if job.seed in group.seeds:
+                        self.on_change(index)
             self.save()
         finally:
             self.release()
