@@ -151,7 +151,7 @@ def _embedding(pair: _Pair) -> Hint | None:
     entries: dict[str, None] = {}  # each side's device's entry (a CPU side's: its threads)
     for side in SIDES:
         entry = embedding_entry(pair.devices[side], _threads(pair.envs[side]))
-        if entry is not None:
+        if entry is not None and entry.device != "mps":  # MPS's: the `mps` hint quotes it
             entries.setdefault(entry.line(), None)
     known = "; known: " + " | ".join(entries) if entries else ""
     return Hint(
