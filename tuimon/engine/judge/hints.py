@@ -101,8 +101,8 @@ def _racy_threads(pair: _Pair) -> Hint | None:
         return None
     return Hint(
         "threads",
-        "more than one CPU thread without deterministic algorithms (racy backward kernels, "
-        "e.g. index_put with accumulate; try --threads 1 or --deterministic)",
+        "more than one CPU thread without deterministic algorithms (racy backward "
+        "kernels; try --threads 1 or --deterministic)",
         "; ".join(racy),
     )
 
