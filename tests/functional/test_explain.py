@@ -13,6 +13,7 @@ from tuimon.cli import main
 from tuimon.engine.analyses.explain import (
     describe,
     first_difference,
+    hint,
     nondeterministic,
     rerun_argv,
     traced_steps,
@@ -50,6 +51,30 @@ def test_the_table_knows_index_put_with_accumulate_on_cpu_only():
     assert nondeterministic({**op, "accumulate": False}) is None
     assert nondeterministic({"op": "aten.mm.default", "devices": ["cpu"]}) is None
     assert nondeterministic({"op": "aten.scatter_add.default", "devices": ["cuda:0"]})
+
+
+def test_explain_of_a_two_thread_cpu_pair_prints_the_known_ops_entry_with_its_source(
+    tmp_path: Path,
+):
+    """The op a 2-thread CPU pair of the workload parts at (measured: aten.index_put with
+    accumulate in the backward of W_E[:, x]) is the table's entry: its fix and its source."""
+    a = [_op(0, "aten.index_put.default", "x", "backward", accumulate=True, params=["W_E"])]
+    b = [_op(0, "aten.index_put.default", "y", "backward", accumulate=True, params=["W_E"])]
+    first = first_difference(a, b, tmp_path, tmp_path)
+    assert first is not None and first["known"]["fix"] == "fixed"
+    result = {"status": "explained", "first": first, "repeats": 1, "reproduced": 1,
+              "first_counts": {"aten.index_put.default · backward · step 0 · W_E": 1}}  # fmt: skip
+    result["hint"] = hint(first, result)
+    line = describe(result)
+    assert "at aten.index_put.default (accumulate=True) for W_E" in line
+    assert "likely cause: a non-deterministic op: --deterministic fixes it" in line
+    assert (
+        "known: index_put with accumulate=True (the backward of indexing: the embedding's "
+        "W_E[:, x]) on cpu with more than one thread: not deterministic; --deterministic "
+        "fixes it (source: torch.use_deterministic_algorithms docs "
+        "https://docs.pytorch.org/docs/stable/generated/torch.use_deterministic_algorithms.html; "
+        "pytorch#51366 https://github.com/pytorch/pytorch/issues/51366"
+    ) in line
 
 
 def test_first_difference_is_in_order_and_sees_an_op_only_one_side_runs(tmp_path: Path):
@@ -161,7 +186,10 @@ def test_a_real_two_thread_cpu_pair_parts_in_the_gather_backward(tmp_path: Path,
             first = run["first"]
             assert (first["op"], first["phase"]) == ("aten.index_put.default", "backward")
             assert first["params"] == ["W_E"] and first["accumulate"] is True
-            assert "non-deterministic" in first["nondeterministic"]
+            assert "--deterministic fixes it" in first["nondeterministic"]
+            assert "https://github.com/pytorch/pytorch/issues/51366" in first["nondeterministic"]
+    if explained.get("first") is not None:
+        assert "https://github.com/pytorch/pytorch/issues/51366" in describe(explained)
 
 
 def test_a_saved_explained_pair_shows_its_line(tmp_path: Path):

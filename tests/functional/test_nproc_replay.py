@@ -57,6 +57,29 @@ def test_a_headless_replay_checks_the_replicas_again(
     assert replicas["a"]["compared"] == 10 and "b" not in replicas
 
 
+def test_a_parted_replica_is_diverged_in_replay_compare_and_the_browser(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The sides agree, a replica of side a parted: DIVERGED (exit 1) naming the rank and the
+    step, the same in a replay (the rank files checked again), compare (pair.json's
+    `replicas`), the browser's judgement and a saved pair's summary."""
+    from tuimon.engine.sources.saved_pair import SavedPair
+    from tuimon.ui.saved_view_model import judge_saved
+
+    pair = saved_pair(tmp_path)
+    headline = f"DIVERGED: {PARTED}; between the sides: 10 steps bitwise equal"
+    assert main(["replay", str(pair), "--headless", "--speed", "100000"]) == 1
+    assert capsys.readouterr().out.startswith(headline)
+    assert main(["compare", str(pair)]) == 1
+    assert capsys.readouterr().out.startswith(headline)
+    assert main(["compare", str(pair), "--json"]) == 1
+    parted = [{"side": "a", "rank": 1, "step": 5, "tensors": ["W"]}]
+    assert json.loads(capsys.readouterr().out)["replicas_parted"] == parted
+    logs = SavedPair.of(resolve_logs([str(pair)]))
+    assert judge_saved(logs).summary.replicas_parted == parted
+    assert logs.summary().verdict == "DIVERGED"
+
+
 def test_a_replay_missing_a_rank_file_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

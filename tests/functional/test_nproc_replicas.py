@@ -41,18 +41,32 @@ def test_a_users_ddp_script_two_ranks_against_two_identical_replicas_equal(
         assert out["replicas"][side]["compared"] == 10
 
 
-def test_one_ranks_weights_nudged_at_step_5_is_named(
+def test_a_parted_replica_fails_the_pair_naming_its_rank_live_saved_and_compared(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The sides agree (both were nudged the same way), but a replica parted inside each:
+    DIVERGED, exit 1, as Megatron's replica check fails a run; compare and replay agree."""
     pytest.importorskip("torch")
     code = main(_pair(tmp_path, "--nudge", "1:5"))
     out = capsys.readouterr().out
-    assert code == 0  # the sides agree: both were nudged the same way
-    assert "side a: rank 1 parted from rank 0 at step 5 (0.weight)" in out
+    assert code == 1
+    assert out.startswith(
+        "DIVERGED: side a: rank 1 parted from rank 0 at step 5 (0.weight); side b: rank 1 "
+        "parted from rank 0 at step 5 (0.weight); between the sides: 10 steps bitwise equal"
+    ), out
     assert "side b: rank 1 parted from rank 0 at step 5 (0.weight)" in out
     (pair,) = (tmp_path / "store").iterdir()
-    parted = pair_json(pair)["replicas"]["a"]["parted"]
-    assert parted == {"rank": 1, "step": 5, "tensors": ["0.weight"]}
+    doc = pair_json(pair)
+    assert doc["replicas"]["a"]["parted"] == {"rank": 1, "step": 5, "tensors": ["0.weight"]}
+    assert doc["summary"]["verdict"] == "DIVERGED"
+    assert doc["summary"]["replicas_parted"][0] == {
+        "side": "a", "rank": 1, "step": 5, "tensors": ["0.weight"]}  # fmt: skip
+    assert main(["compare", str(pair), "--json"]) == 1
+    compared = json.loads(capsys.readouterr().out)
+    assert compared["verdict"] == "DIVERGED"
+    assert compared["replicas_parted"] == doc["summary"]["replicas_parted"]
+    assert main(["replay", str(pair), "--headless"]) == 1
+    assert "DIVERGED: side a: rank 1 parted from rank 0 at step 5" in capsys.readouterr().out
     # every raw line of every rank is on disk: rank 0's as the side's log, rank 1's beside it
     assert len((pair / "a.jsonl").read_text().splitlines()) == 12
     assert len((pair / "a.rank1.jsonl").read_text().splitlines()) == 12

@@ -122,10 +122,11 @@ def test_a_failed_pair_makes_the_sweep_incomplete(tmp_path, capsys):
 def test_reference_workload_sweep_at_tiny_settings(tmp_path, capsys):
     store = tmp_path / "store"
     argv = ["sweep", "--seeds", "0-2", "--steps", "3", "--p", "7", "--threads", "1",
-            "--headless", "--json", "--store", str(store)]  # fmt: skip
+            "--headless", "--json", "--check-seeds", "--store", str(store)]  # fmt: skip
     assert main(argv) == 0
     rec = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert [j["verdict"] for j in rec["jobs"]] == ["IDENTICAL"] * 3
+    assert rec["seeds_not_applied"] == []  # the workload applies its seed
     meta = pair_json(store, rec["jobs"][1]["pair"])
     assert meta["seed"] == 1 and meta["runs"]["a"]["run"]["seed"] == 1
     assert meta["runs"]["a"]["env"]["host"] == meta["runs"]["b"]["env"]["host"]

@@ -59,6 +59,11 @@ async def test_sweep_table_fills_in_and_opens_pairs(tmp_path):
         assert [r[3] for r in rows] == ["DIVERGED"] * 3
         assert [r[4] for r in rows] == ["5"] * 3 and [r[5] for r in rows] == ["W_E"] * 3
         assert "exit code 1" in str(screen.query_one("#sweep-status").render())
+        # the fake trainer ignores its seed: every row says so once the sweep has ended
+        named = lambda: all(r[8].startswith("seed not applied") for r in cells(screen))  # noqa: E731
+        await wait_for(pilot, named)
+        said = "the seed is not applied: seeds 0 and 1 gave the same log (as did seed 2)"
+        assert said in str(screen.query_one("#sweep-status").render())
         screen.query_one(SweepTable).move_cursor(row=1)
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, PairScreen))

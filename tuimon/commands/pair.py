@@ -50,6 +50,19 @@ def add(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="the seed of both runs (default 0; with --against, the saved run's)",
     )
+    p.add_argument(
+        "--seeds",
+        default=None,
+        metavar="A,B",
+        help="a pair of two seeds: side a runs seed A, side b seed B; when they give the same "
+        "log, the seed is not applied, and the pair says so",
+    )
+    p.add_argument(
+        "--check-seeds",
+        action="store_true",
+        help="with --seeds A,B: the exit code is the seed check's (1 the seed is not applied, "
+        "0 it is, 3 incomplete)",
+    )
     add_pair_options(p)
     add_against(p)
     p.add_argument(
@@ -447,11 +460,33 @@ def _fits(value: object, kind: type | tuple[str, ...]) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value)
 
 
+def _two_seeds(args: argparse.Namespace) -> tuple[int, int] | None:
+    """`--seeds A,B`: two seeds (UsageError otherwise, or with --seed or --against)."""
+    if args.seeds is None:
+        if args.check_seeds:
+            raise UsageError("--check-seeds goes with --seeds A,B (a pair of two seeds)")
+        return None
+    if args.seed is not None or args.against:
+        raise UsageError("--seeds A,B gives each side its seed: not with --seed or --against")
+    parts = [p.strip() for p in args.seeds.split(",")]
+    try:
+        seeds = [int64(p) for p in parts]
+    except (argparse.ArgumentTypeError, ValueError):
+        seeds = []
+    if len(seeds) != 2:
+        raise UsageError(f"--seeds takes two seeds, A,B (got {args.seeds!r})")
+    if seeds[0] == seeds[1]:
+        raise UsageError(f"--seeds {args.seeds}: two different seeds (one seed: --seed)")
+    return seeds[0], seeds[1]
+
+
 def run(args: argparse.Namespace) -> int:
+    seeds = _two_seeds(args)
     if args.against:
         plan, store = against_plan(args)
     else:
-        plan, store = pair_plan(args, 0 if args.seed is None else args.seed)
+        plan, store = pair_plan(args, seeds[0] if seeds else (args.seed or 0))
+    plan.seeds, plan.check_seeds = seeds, args.check_seeds
     args.seed = plan.seed
     check_log_file(args, plan)
     factories = [plan.session_factory(store) for _ in range(args.repeat)]
@@ -468,8 +503,8 @@ def run(args: argparse.Namespace) -> int:
             run_app(
                 store=store or resolve_store(None),
                 make_session=make,
-                title=f"tuimon pair · seed {args.seed} · {plan.devices[0]},{plan.devices[1]}"
-                + (" (saved)" if plan.against else ""),
+                title=f"tuimon pair · seed{'s ' + args.seeds if seeds else ' ' + str(args.seed)}"
+                f" · {plan.devices[0]},{plan.devices[1]}" + (" (saved)" if plan.against else ""),
                 explain=args.explain,
             )
         )

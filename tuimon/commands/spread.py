@@ -44,6 +44,12 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("pairs", nargs="+", metavar="PAIR", help="pair directories, or one sweep")
     add_options(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument(
+        "--check-seeds",
+        action="store_true",
+        help="exit 1 when runs of different seeds gave the same log (the seed is not applied); "
+        "without it the report only says so",
+    )
     add_store(p)
     p.set_defaults(handler=run, help_prog=p.prog)
 
@@ -57,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
 
     inputs, missing = pair_inputs(args.pairs, resolve_store(args.store))
     pairs = [load_pair(path, name) for path, name in inputs]
-    options = Options(metric=args.metric, threshold=args.threshold, limit=args.ratio)
+    options = Options(metric=args.metric, threshold=args.threshold, limit=args.ratio,
+                      check_seeds=args.check_seeds)  # fmt: skip
     result = judge(pairs, options, missing)
     if args.json:
         print(json_text(as_dict(result), indent=True))

@@ -81,6 +81,12 @@ def add(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="with --against SWEEP: which side of its pairs (default a)",
     )
+    p.add_argument(
+        "--check-seeds",
+        action="store_true",
+        help="fail (exit 1) when runs of different seeds give the same log (the seed is not "
+        "applied); without it the sweep only says so",
+    )
     add_pair_options(p)
     add_store(p)
     add_yes(p)
@@ -140,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
     except SweepError as exc:
         raise UsageError(str(exc)) from None
     sweep.fail_fast = not args.no_fail_fast
+    sweep.check_seeds = sweep.check_seeds or args.check_seeds
     if args.submit:
         return _submit(args, sweep)
     if oversubscribed(sweep.plan, sweep.at_once):

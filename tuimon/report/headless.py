@@ -18,6 +18,7 @@ from rich.text import Text
 
 from tuimon.engine.judge.artifacts import lines as artifact_lines
 from tuimon.engine.judge.hints import Hint, likely_causes
+from tuimon.engine.judge.seed_check import pair_exit_code, pair_seeds
 from tuimon.engine.judge.verdict import Summary, exit_code
 from tuimon.engine.sources.replicas import replica_lines
 from tuimon.engine.sources.session import Batch, PairSession
@@ -158,7 +159,8 @@ class PairReport:
     @property
     def code(self) -> int:
         """The pair's exit code: 3 when it was not saved (a pair not saved is not done)."""
-        return 3 if self.save_error else exit_code(self.summary)
+        code = 3 if self.save_error else exit_code(self.summary)
+        return pair_exit_code(code, self.doc, self.summary.verdict)  # `--seeds A,B --check-seeds`
 
     def json_line(self) -> str:
         """`--json`: one line with the summary, the save, the hints and what was explained."""
@@ -173,10 +175,17 @@ class PairReport:
             **({"artifacts": artifacts} if artifacts else {}),
             **({"against": self.doc["against"]} if "against" in self.doc else {}),
             **({"replicas": self.doc["replicas"]} if "replicas" in self.doc else {}),
+            **(self._seeds() if "seeds" in self.doc else {}),
         }
         if self.explained is not None:
             record["explain"] = self.explained
         return json_text(record) + "\n"
+
+    def _seeds(self) -> dict[str, Any]:
+        """`pair --seeds A,B`: the seeds, whether they gave the same log, the exit code."""
+        not_applied = self.doc.get("seeds_not_applied", [])
+        return {"seeds": self.doc["seeds"], "seeds_not_applied": not_applied,
+                "exit_code": self.code}  # fmt: skip
 
     def text(self) -> str:
         """The headline, the artifacts, the hints, the explanation and where the pair is."""
@@ -184,6 +193,9 @@ class PairReport:
         lines += [clean(line, None) for line in artifact_lines(self.artifacts)]
         lines += against_lines(self.doc)
         lines += [clean(line, None) for line in replica_lines(self.doc.get("replicas"))]
+        if (same := pair_seeds(self.doc, self.summary.verdict)) is not None:
+            check = " — fails the check (--check-seeds)" if self.doc.get("check_seeds") else ""
+            lines.append(same.text() + check)
         lines += [hint.text() for hint in self.hints]
         if self.explained is not None:
             from tuimon.engine.analyses.explain import describe

@@ -90,6 +90,8 @@ def text(result: SpreadResult) -> str:
     lines.append("")
     lines += [*measure_lines(result), "", f"rule: {rule(result.options)}"]
     lines += [f"  why {result.verdict}: {clean(r, 300)}" for r in result.reasons]
+    check = " — fails the report (--check-seeds)" if result.options.check_seeds else ""
+    lines += [clean(s.text(), 300) + check for s in result.same_seeds]
     lines.append(f"{result.verdict}: {sentence(result)}")
     return "\n".join(lines)
 
@@ -109,6 +111,9 @@ def as_dict(result: SpreadResult) -> dict[str, Any]:
         "pairs": [_pair_dict(p, result) for p in result.pairs],
         "measures": [m.to_dict() for m in result.measures],
         "key_frequency_sets": result.freq_counts,
+        "check_seeds": o.check_seeds,
+        "seeds_not_applied": [s.to_dict() for s in result.same_seeds],
+        "exit_code": result.exit_code,
     }
 
 

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tuimon.engine.runs.submit import attach_line
-from tuimon.engine.runs.sweep import COLUMNS, Sweep, hint_lines, row
+from tuimon.engine.runs.sweep import COLUMNS, Sweep, hint_lines, row, seed_lines
 from tuimon.report.headless import SIGNALS
 from tuimon.sanitize import json_text
 from tuimon.store import StoreError
@@ -112,7 +112,7 @@ def print_result(sweep: Sweep, out: Any) -> None:
     width = None if getattr(out, "isatty", lambda: False)() else 200
     printer = Console(file=out, width=width, highlight=False, markup=False, emoji=False)
     printer.print(sweep_table(sweep))
-    for line in hint_lines(sweep.jobs):
+    for line in [*seed_lines(sweep.jobs, sweep.check_seeds), *hint_lines(sweep.jobs)]:
         printer.print(Text(line))
     if sweep.failing.reason:
         printer.print(Text(f"sweep stopped: {sweep.failing.reason}"))

@@ -214,6 +214,15 @@ def headline(summary: Summary) -> str:
             text = text.replace(f" of {side} `", f" of {side} (file line {shown}) `", 1)
     if s.reason:
         text += f" [{clean(s.reason, 300)}]"
+    if s.replicas_parted:  # a replica that parted inside a side: named first
+        from tuimon.engine.judge.verdict import replica_text
+
+        parted = "; ".join(
+            clean(replica_text(p["side"], p["rank"], p["step"], p["tensors"]), 200)
+            for p in s.replicas_parted[:4]
+        )
+        more = f" (and {len(s.replicas_parted) - 4} more)" if len(s.replicas_parted) > 4 else ""
+        text = f"{verdict}: {parted}{more}; between the sides: {text.removeprefix(verdict + ': ')}"
     return text
 
 

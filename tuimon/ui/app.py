@@ -270,6 +270,7 @@ def run_app(
 def _verdict_code(sessions: list[PairSession], *, explain: bool) -> int:
     """The exit code of the pair the view showed: its verdict's (0 IDENTICAL or CLOSE,
     1 DIVERGED, 3 INCOMPLETE: stopped, a run failed, or no verdict), as headless gives it."""
+    from tuimon.engine.judge.seed_check import pair_exit_code
     from tuimon.engine.judge.verdict import exit_code
 
     session = sessions[-1]
@@ -279,7 +280,10 @@ def _verdict_code(sessions: list[PairSession], *, explain: bool) -> int:
 
         if (done := explain_after(session, print)) is not None:
             print(describe(done))
-    return 3 if summary is None else exit_code(summary)
+    if summary is None:
+        return 3
+    meta = getattr(getattr(session, "options", None), "meta", None) or {}
+    return pair_exit_code(exit_code(summary), meta, summary.verdict)  # `--seeds A,B`
 
 
 def terminal_alive() -> bool:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tuimon.engine.analyses.explain import saved_line
 from tuimon.engine.judge.byte_rule import hold
-from tuimon.engine.judge.verdict import Summary
+from tuimon.engine.judge.verdict import Summary, hold_replicas
 from tuimon.engine.sources.saved_pair import SavedPair, boxed_end, resolve_logs, saved_ending
 from tuimon.engine.sources.side_state import SideState
 from tuimon.errors import CompareError, ReplayError
@@ -118,6 +118,7 @@ def judge_saved(pair: SavedPair) -> Judgement:
     if devices is None and all(named):
         devices = (named[0], named[1])
     hold(summary, pair.a, pair.b, reading=pair.reading, select=pair.select, devices=devices)
+    hold_replicas(summary, pair.doc.more.get("replicas"))
     sides = {}
     for side, log in logs.items():
         state = pair.side_state(side, quick=True)

@@ -16,7 +16,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
-from tuimon.engine.runs.sweep import COLUMNS, Sweep, hint_lines, row
+from tuimon.engine.runs.sweep import COLUMNS, Sweep, hint_lines, row, seed_lines
 from tuimon.engine.sources.session import Batch, merge_batches
 from tuimon.store import is_pair_dir
 from tuimon.ui.command_palette import ScreenActions
@@ -172,7 +172,8 @@ class SweepScreen(ReportsWorkerErrors, Screen[None]):
             text += f" · exit code {self.sweep.exit_code()}"
             if self.sweep.todo():
                 text += f" · `tuimon sweep --resume {self.sweep.id}` runs the rest"
-        lines = [clean(line, 400) for line in [text, *hint_lines(jobs)[:3]]]
+        told = [*seed_lines(jobs, self.sweep.check_seeds), *hint_lines(jobs)][:3]
+        lines = [clean(line, 400) for line in [text, *told]]
         if lines != self._status_lines:  # an update lays the screen out again: only a change
             self._status_lines = lines
             self.query_one("#sweep-status", Static).update(Text("\n").join(map(Text, lines)))

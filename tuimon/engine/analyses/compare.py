@@ -21,7 +21,7 @@ from tuimon.engine.judge.byte_rule import hold
 from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.fingerprints import env_diff
 from tuimon.engine.judge.matcher import ColumnMatcher
-from tuimon.engine.judge.verdict import Ending, Summary
+from tuimon.engine.judge.verdict import Ending, Summary, hold_replicas
 from tuimon.engine.sources.log_blocks import Progress, located, read_both
 from tuimon.engine.sources.saved_pair import SavedPair, resolve_logs, saved_ending
 from tuimon.errors import CompareError, ReplayError, StoreError
@@ -70,6 +70,7 @@ def judge(
     )
     summary.first_divergent_lines = first_lines(logs, aligner, summary, sides)
     hold(summary, logs.a, logs.b, reading=logs.reading, select=select, devices=_devices(sides))
+    hold_replicas(summary, logs.doc.more.get("replicas"))  # a saved pair of --nproc runs
     return Judged(summary, aligned, _doc(logs, sides, summary, whole=keep), sides)
 
 

@@ -35,6 +35,7 @@ import numpy as np
 import orjson
 
 from tuimon.argv import without_options
+from tuimon.engine.judge.known_ops import FIX_WORDS, KnownOp, known_op
 from tuimon.engine.launch.consent import Planned
 from tuimon.engine.launch.descendants import RUN_ENV, Tree, new_tag
 from tuimon.engine.launch.ranks import MARK, rewrap
@@ -61,69 +62,6 @@ NO_HELPER = (
     "(docs/explain-emb-check-spread-plot.md, '`tuimon explain`: the op where two runs part')"
 )
 
-DOCS = "torch.use_deterministic_algorithms docs (PyTorch 2.x)"
-NONDETERMINISTIC: tuple[tuple[frozenset[str], frozenset[str], bool | None, str], ...] = (
-    # (aten ops, device types, accumulate flag it needs or None, what the docs say)
-    (
-        frozenset({"index_put", "index_put_", "_index_put_impl_"}),
-        frozenset({"cpu"}),
-        True,
-        "index_put with accumulate=True on a CPU tensor (the backward of indexing, "
-        "e.g. W_E[:, x]) is non-deterministic",
-    ),
-    (
-        frozenset({"index_put", "index_put_", "_index_put_impl_"}),
-        frozenset({"cuda"}),
-        False,
-        "index_put with accumulate=False is non-deterministic",
-    ),
-    (
-        frozenset({"put_", "put"}),
-        frozenset({"cpu", "cuda"}),
-        None,
-        "put_ is non-deterministic (accumulate=True on CPU; any put_ on CUDA)",
-    ),
-    (
-        frozenset({"scatter_add", "scatter_add_", "scatter", "scatter_", "scatter_reduce"}),
-        frozenset({"cuda"}),
-        None,
-        "scatter / scatter_add_ / scatter_reduce on a CUDA tensor are non-deterministic",
-    ),
-    (
-        frozenset({"index_add", "index_add_", "index_copy", "index_copy_"}),
-        frozenset({"cpu", "cuda"}),
-        None,
-        "index_add (CUDA) and index_copy (CPU, CUDA) are non-deterministic",
-    ),
-    (
-        frozenset({"gather_backward", "index_select_backward", "repeat_interleave"}),
-        frozenset({"cuda"}),
-        None,
-        "the backward of gather / index_select / repeat_interleave on CUDA is non-deterministic",
-    ),
-    (
-        frozenset({"convolution", "convolution_backward", "cudnn_convolution"}),
-        frozenset({"cuda"}),
-        None,
-        "convolutions on CUDA are non-deterministic (cuDNN picks algorithms)",
-    ),
-    (
-        frozenset({"nll_loss_forward", "nll_loss2d_forward", "histc", "bincount", "cumsum"}),
-        frozenset({"cuda"}),
-        None,
-        "NLLLoss, histc, bincount (weights), cumsum (float) on CUDA are non-deterministic",
-    ),
-    (
-        frozenset({"embedding_dense_backward", "_embedding_bag_backward"}),
-        frozenset({"cuda"}),
-        None,
-        "the backward of embedding lookups on CUDA accumulates with atomics",
-    ),
-)
-"""A small excerpt of PyTorch's list of non-deterministic operations, from the documentation of
-torch.use_deterministic_algorithms (the ops it makes deterministic or refuses). Keyed by aten
-op name; matched on the device the op ran on."""
-
 
 def short_op(name: str) -> str:
     """aten.index_put.default -> index_put."""
@@ -131,18 +69,16 @@ def short_op(name: str) -> str:
     return parts[1] if len(parts) > 1 and parts[0] == "aten" else name
 
 
+def known(op: dict[str, Any]) -> KnownOp | None:
+    """The known-ops table's entry for a traced op on its device (`known_ops`), or None."""
+    return known_op(str(op.get("op", "")), op.get("devices") or [], op.get("accumulate"))
+
+
 def nondeterministic(op: dict[str, Any]) -> str | None:
-    """What the docs say about this op on its device, or None when it is not on the list."""
-    short = short_op(str(op.get("op", "")))
-    kinds = {str(d).split(":")[0] for d in op.get("devices") or []}
-    for ops, devices, accumulate, text in NONDETERMINISTIC:
-        if short not in ops or not kinds & devices:
-            continue
-        flag = op.get("accumulate")
-        if accumulate is not None and flag is not None and bool(flag) != accumulate:
-            continue
-        return f"{text} ({DOCS})"
-    return None
+    """What is known about this op on its device, with its source (the table's line), or None
+    when the table does not list it."""
+    entry = known(op)
+    return entry.line() if entry is not None else None
 
 
 class ExplainError(Exception):
@@ -516,7 +452,9 @@ def _describe_op(a: dict[str, Any], b: dict[str, Any] | None) -> dict[str, Any]:
         out["devices"]["b"] = b.get("devices")
         if not out["params"]:
             out["params"] = b.get("params") or []
-    out["nondeterministic"] = nondeterministic(a) or (nondeterministic(b) if b else None)
+    entry = known(a) or (known(b) if b else None)
+    out["nondeterministic"] = entry.line() if entry is not None else None
+    out["known"] = entry.to_dict() if entry is not None else None
     if a.get("state"):
         out["state"] = True
     return out
@@ -695,11 +633,11 @@ def _cleanup(runs: dict[str, SideRun]) -> None:
 
 def hint(first: dict[str, Any], result: dict[str, Any]) -> str | None:
     """The likely cause in a few words, where one applies."""
-    if first.get("nondeterministic"):
-        return (
-            "a non-deterministic op: torch.use_deterministic_algorithms(True) "
-            "(tuimon pair --deterministic) should make the runs equal"
-        )
+    entry = first.get("known")
+    if isinstance(entry, dict) and entry.get("fix") in FIX_WORDS:
+        return f"a non-deterministic op: {FIX_WORDS[entry['fix']]} (tuimon pair --deterministic)"
+    if first.get("nondeterministic"):  # an explanation saved before the table had `fix`
+        return "a non-deterministic op (tuimon pair --deterministic may make the runs equal)"
     if result.get("cross_device"):
         dtypes = first.get("dtypes") or {}
         return (
@@ -767,8 +705,8 @@ def describe(result: dict[str, Any]) -> str:
         text += f" ({result['repeats'] - result['reproduced']} reruns did not diverge)"
     if result.get("hint"):
         text += f"; likely cause: {result['hint']}"
-    elif first.get("nondeterministic"):
-        text += f"; {first['nondeterministic']}"
+    if first.get("nondeterministic"):  # the known-ops table's entry, with its source
+        text += f"; known: {clean(str(first['nondeterministic']), 2000)}"
     return text
 
 

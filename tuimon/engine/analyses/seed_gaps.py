@@ -11,6 +11,7 @@ between the sides matters at run scale when it is about as large as what a chang
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -20,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from tuimon.engine.analyses.pair_runs import PairRun, SideRun, SpreadError
-from tuimon.store import SIDES
+from tuimon.engine.judge.seed_check import SameLog, same_logs
+from tuimon.store import SIDES, SavedLogs, StoreError
 
 SAME = "SAME AT RUN SCALE"
 DIFFERENT = "DIFFERENT AT RUN SCALE"
@@ -37,6 +39,8 @@ class Options:
     threshold: float = 0.99
     limit: float = 0.5
     """SAME when every judged ratio (sides' median gap / seeds' median gap) is below this."""
+    check_seeds: bool = False
+    """`--check-seeds`: seeds whose runs gave the same log fail the report (exit 1)."""
 
 
 @dataclass
@@ -99,10 +103,14 @@ class SpreadResult:
     verdict: str
     reasons: list[str] = field(default_factory=list)
     """Why INCOMPLETE (empty otherwise)."""
+    same_seeds: list[SameLog] = field(default_factory=list)
+    """Seeds whose runs gave the same log (`judge.seed_check`): the seed is not applied."""
 
     @property
     def exit_code(self) -> int:
-        return EXIT_CODES[self.verdict]
+        """The verdict's; with `--check-seeds`, 1 when seeds gave the same log (3 stays)."""
+        code = EXIT_CODES[self.verdict]
+        return 1 if self.options.check_seeds and self.same_seeds and code != 3 else code
 
     @property
     def seeds(self) -> list[int]:
@@ -268,7 +276,18 @@ def judge(pairs: Sequence[PairRun], o: Options, extra: Sequence[str] = ()) -> Sp
         verdict = DIFFERENT
     else:
         verdict = SAME
-    return SpreadResult(list(pairs), o, ms, freq_counts(pairs), verdict, reasons)
+    return SpreadResult(list(pairs), o, ms, freq_counts(pairs), verdict, reasons, same_seeds(pairs))
+
+
+def same_seeds(pairs: Sequence[PairRun]) -> list[SameLog]:
+    """Seeds whose runs gave the same log: side a of each pair, by seed (`seed_check`)."""
+    runs = []
+    for p in pairs:
+        if p.seed is not None:
+            with contextlib.suppress(StoreError, OSError):
+                logs = SavedLogs.open(p.path)
+                runs.append((p.seed, logs.a))
+    return same_logs(runs, None, "a")
 
 
 def rule(o: Options) -> str:

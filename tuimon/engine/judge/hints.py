@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tuimon.engine.judge.known_ops import embedding_entry
+
 SIDES = ("a", "b")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 VERSION_KEYS = ("torch", "cuda", "cudnn", "driver", "cuda_driver", "nvidia_driver", "python")
@@ -129,9 +131,11 @@ def _mps(pair: _Pair) -> Hint | None:
     if not on_mps:
         return None
     where = " and ".join(f"run {side}" for side in on_mps)
+    entry = embedding_entry("mps")
+    known = f"; known: {entry.line()}" if entry is not None else ""
     return Hint(
         "mps",
-        "MPS: its kernels differ from other devices' and are not promised deterministic",
+        f"MPS: its kernels differ from other devices' and are not promised deterministic{known}",
         f"{where} on mps (devices {devices['a']} vs {devices['b']})",
     )
 
@@ -144,10 +148,16 @@ def _embedding(pair: _Pair) -> Hint | None:
     embeds = [str(t) for t in tensors if any(n in str(t).lower() for n in EMBEDDING_NAMES)]
     if not embeds:
         return None
+    entries: dict[str, None] = {}  # each side's device's entry (a CPU side's: its threads)
+    for side in SIDES:
+        entry = embedding_entry(pair.devices[side], _threads(pair.envs[side]))
+        if entry is not None and entry.device != "mps":  # MPS's: the `mps` hint quotes it
+            entries.setdefault(entry.line(), None)
+    known = "; known: " + " | ".join(entries) if entries else ""
     return Hint(
         "embedding",
-        "the embedding's gradient (index accumulate, not deterministic with more "
-        "than one thread or on GPU) parted first",
+        "the embedding's gradient (index_put with accumulate, not deterministic with more "
+        f"than one CPU thread or on MPS) parted first{known}",
         f"first divergent tensor(s) at step {pair.summary['first_divergent_step']}: "
         + ", ".join(tensors),
     )
@@ -193,6 +203,9 @@ def likely_causes(meta: Mapping[str, Any]) -> list[Hint]:
     summary = summary if isinstance(summary, Mapping) else {}
     if summary.get("first_divergent_step") is None:
         return []
+    seeds = meta.get("seeds")
+    if isinstance(seeds, list) and len(set(map(str, seeds))) > 1:  # `pair --seeds A,B`:
+        return []  # the seeds differ, and that is why the runs do
     envs = _envs(meta)
     diff = meta.get("env_diff")
     diff = diff if isinstance(diff, Mapping) else {}

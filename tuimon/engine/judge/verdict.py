@@ -17,10 +17,10 @@ from tuimon.steplog import jsonable
 IDENTICAL, CLOSE, DIVERGED, INCOMPLETE = "IDENTICAL", "CLOSE", "DIVERGED", "INCOMPLETE"
 VERDICTS = (IDENTICAL, CLOSE, DIVERGED, INCOMPLETE)
 PRECEDENCE = (
-    "DIVERGED as soon as a difference beyond tolerance was seen (a fact even if a run was cut "
-    "short); otherwise INCOMPLETE unless both runs ended normally, every aligned step compared "
-    "at least one shared value and both sides logged the same steps; then IDENTICAL when "
-    "bitwise equal, else CLOSE"
+    "DIVERGED as soon as a difference beyond tolerance was seen, or a replica parted inside a "
+    "side (a fact even if a run was cut short); otherwise INCOMPLETE unless both runs ended "
+    "normally, every aligned step compared at least one shared value and both sides logged the "
+    "same steps; then IDENTICAL when bitwise equal, else CLOSE"
 )
 """The rule `verdict` applies, in words: docs/verdicts-and-divergence.md says it word for word
 (tests/unit/test_docs.py checks that it does). Nothing prints it."""
@@ -79,6 +79,9 @@ class Summary:
     what differs and why it may; empty until a path that ends the pair holds it to the bytes."""
     precision: dict[str, Any] = field(default_factory=dict)
     """How exactly the values were compared (`tuimon.engine.judge.precision.Precision`)."""
+    replicas_parted: list[dict[str, Any]] = field(default_factory=list)
+    """`--nproc`: each rank whose replica parted from its side's rank 0 (`side`, `rank`,
+    `step`, `tensors`); any makes the pair DIVERGED (`hold_replicas`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (non-finite floats as strings); `jsonable` copies every container, so
@@ -117,6 +120,45 @@ class Summary:
 def _names(names: Sequence[str], most: int = 6) -> str:
     more = f", … ({len(names) - most} more)" if len(names) > most else ""
     return ", ".join(names[:most]) + more
+
+
+def replica_text(side: Any, rank: Any, step: Any, tensors: Sequence[str] = ()) -> str:
+    """`side a: rank 1 parted from rank 0 at step 5 (W_E)`."""
+    shown = ", ".join(tensors[:6]) + (", ..." if len(tensors) > 6 else "")
+    return f"side {side}: rank {rank} parted from rank 0 at step {step}" + (
+        f" ({shown})" if tensors else ""
+    )
+
+
+def replica_partings(replicas: Any) -> list[dict[str, Any]]:
+    """Each parted rank in pair.json's `replicas` (`ranks_parted`, else the side's first
+    `parted`; values of the wrong type skipped), by step, side and rank."""
+    found: list[dict[str, Any]] = []
+    for side, info in replicas.items() if isinstance(replicas, dict) else ():
+        if not isinstance(info, dict):
+            continue
+        ranks = info.get("ranks_parted")
+        parted = list(ranks.values()) if isinstance(ranks, dict) else [info.get("parted")]
+        for p in parted:
+            if not isinstance(p, dict):
+                continue
+            rank, step, tensors = p.get("rank"), p.get("step"), p.get("tensors")
+            if not all(isinstance(x, int) and not isinstance(x, bool) for x in (rank, step)):
+                continue
+            names = [t for t in tensors if isinstance(t, str)] if isinstance(tensors, list) else []
+            found.append({"side": str(side), "rank": rank, "step": step, "tensors": names})
+    return sorted(found, key=lambda p: (p["step"], p["side"], p["rank"]))
+
+
+def hold_replicas(summary: Summary, replicas: Any) -> None:
+    """A replica that parted inside a side (`--nproc`: a rank whose digests left rank 0's)
+    fails the pair as Megatron's replica check fails a run: DIVERGED, each parted rank named
+    with its step (`summary.replicas_parted`). Every path that ends a pair calls this after
+    the byte rule: live and replay with what their check found, `compare`, the browser and a
+    saved pair's summary with pair.json's `replicas`."""
+    summary.replicas_parted = replica_partings(replicas)
+    if summary.replicas_parted:
+        summary.verdict = DIVERGED
 
 
 EXIT_CODES = {IDENTICAL: 0, CLOSE: 0, DIVERGED: 1}

@@ -122,6 +122,15 @@ class PairPlan:
     """`pair --against`: the saved run that is side b; only side a is launched."""
     nproc: tuple[int | None, int | None] = (None, None)
     """Ranks of each side under torch.distributed's launcher (`--nproc`); None: one process."""
+    seeds: tuple[int, int] | None = None
+    """`pair --seeds A,B`: side a runs seed A, side b seed B (`seed` is A), a check that the
+    seed is applied (`judge.seed_check`)."""
+    check_seeds: bool = False
+    """`--check-seeds`: the exit code is the seed check's (`seed_check.pair_exit_code`)."""
+
+    def seed_of(self, side: str) -> int | None:
+        """The seed one side runs (`seeds` when given, else `seed`)."""
+        return self.seeds[SIDES.index(side)] if self.seeds else self.seed
 
     def __post_init__(self) -> None:
         """A mistyped `{name}` in the template or --log-file (`{sed}`) is UsageError: it
@@ -140,7 +149,7 @@ class PairPlan:
             "TUIMON_THREADS": threads,
             "TUIMON_SIDE": side,
             "TUIMON_DEVICE": device,
-            "TUIMON_SEED": "" if self.seed is None else str(self.seed),
+            "TUIMON_SEED": "" if (seed := self.seed_of(side)) is None else str(seed),
         }
         if self.deterministic:
             env["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
@@ -165,9 +174,8 @@ class PairPlan:
         device = self.devices[SIDES.index(side)]
         remote = bool(self.launch[SIDES.index(side)])
         threads = self.threads[SIDES.index(side)]
-        values = dict(
-            zip(SUBSTITUTED, (self.seed, device, side, threads, pair_dir or "."), strict=True)
-        )
+        given = (self.seed_of(side), device, side, threads, pair_dir or ".")
+        values = dict(zip(SUBSTITUTED, given, strict=True))
         log_file = None
         if self.log_file:
             log_file = Path(substitute([self.log_file], values)[0])
@@ -187,8 +195,8 @@ class PairPlan:
             "--threads",
             str(threads),
         ]
-        if self.seed is not None:
-            cmd += ["--seed", str(self.seed)]
+        if (seed := self.seed_of(side)) is not None:
+            cmd += ["--seed", str(seed)]
         if self.steps is not None:
             cmd += ["--steps", str(self.steps)]
         for key, value in self.workload.items():
@@ -232,6 +240,7 @@ class PairPlan:
             **({"sweep": self.sweep} if self.sweep else {}),
             **({"launch": launch} if any(self.launch) else {}),
             **({"nproc": list(self.nproc)} if any(self.nproc) else {}),
+            **({"seeds": list(self.seeds), "check_seeds": self.check_seeds} if self.seeds else {}),
         }
 
     def session_factory(

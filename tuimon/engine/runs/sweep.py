@@ -26,6 +26,7 @@ import orjson
 from tuimon.engine.judge.artifacts import describe_freqs
 from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.hints import likely_causes
+from tuimon.engine.judge.seed_check import SameLog, same_logs
 from tuimon.engine.judge.verdict import CLOSE, DIVERGED, IDENTICAL
 from tuimon.engine.launch.consent import Planned, quote, show
 from tuimon.engine.runs.fail_fast import FailFast, early_error, gate
@@ -36,6 +37,7 @@ from tuimon.errors import TuimonError
 from tuimon.readers import Reading
 from tuimon.store import (
     LockHeld,
+    SavedLogs,
     StoreError,
     hold_lock,
     lock_owner,
@@ -167,6 +169,9 @@ class Job:
     """Why the job is to run again (its monitor was gone), for the record."""
     submitted: dict[str, str] = field(default_factory=dict)
     """`--submit`: what each run's submission said (e.g. `Submitted batch job 12`)."""
+    same_log_as: list[int] = field(default_factory=list)
+    """The other seeds whose runs gave this seed's log (`judge.seed_check`): the seed is not
+    applied."""
     step: int | None = None
     """Live only: the furthest step either side has logged."""
     total: int | None = None
@@ -278,6 +283,8 @@ class Sweep:
         """`sweep --against`: each seed's saved run, side b of its pair."""
         self.against_source: str | None = None
         """What a saved record's `--against` named (such a sweep is not resumed)."""
+        self.check_seeds = False
+        """`--check-seeds`: seeds whose runs gave the same log fail the sweep (exit 1)."""
 
     @classmethod
     def create(
@@ -319,6 +326,7 @@ class Sweep:
             created=str(doc["created"]) if doc.get("created") else None,
         )
         sweep.monitor = doc.get("monitor")
+        sweep.check_seeds = doc.get("check_seeds") is True
         submit = doc.get("submit")
         sweep.submit = [str(x) for x in submit] if isinstance(submit, list) else None
         against = doc.get("against")
@@ -467,6 +475,8 @@ class Sweep:
             "jobs": [j.to_dict() for j in self.jobs],
             **({"submit": self.submit} if self.submit else {}),
             **({"against": self.against.to_dict()} if self.against else {}),
+            "check_seeds": self.check_seeds,
+            "seeds_not_applied": [s.to_dict() for s in same_seeds(self.jobs)],
         }
 
     def save(self) -> None:
@@ -475,11 +485,31 @@ class Sweep:
         write_json_atomic(self.path, self.to_dict())
 
     def exit_code(self) -> int:
-        """0 every pair IDENTICAL or CLOSE, 1 any DIVERGED, 3 any INCOMPLETE or not run."""
+        """0 every pair IDENTICAL or CLOSE, 1 any DIVERGED (or, with `--check-seeds`, seeds
+        that gave the same log), 3 any INCOMPLETE or not run."""
         verdicts = [j.verdict if j.status in ("finished", "failed") else None for j in self.jobs]
         if not verdicts or any(v not in (*OK_VERDICTS, DIVERGED) for v in verdicts):
             return 3
+        if self.check_seeds and any(j.same_log_as for j in self.jobs):
+            return 1
         return 1 if DIVERGED in verdicts else 0
+
+    def check_same_seeds(self) -> list[SameLog]:
+        """Seeds whose runs gave the same log (side a of their pairs, `judge.seed_check`),
+        noted on their jobs (`same_log_as`); read from the saved pairs once the sweep ends."""
+        runs = []
+        for index, job in enumerate(self.jobs):
+            job.same_log_as = []
+            path = self.pair_path(index)
+            if job.status == "finished" and path is not None and path.is_dir():
+                with contextlib.suppress(StoreError, OSError):
+                    runs.append((job.seed, SavedLogs.open(path).a))
+        found = same_logs(runs, self.plan.reading, "a")
+        for group in found:
+            for job in self.jobs:
+                if job.seed in group.seeds:
+                    job.same_log_as = [s for s in group.seeds if s != job.seed]
+        return found
 
     def stop(self) -> None:
         """Start no more pairs; stop the running ones (each is saved as interrupted)."""
@@ -509,6 +539,10 @@ class Sweep:
                 await gate(lambda: self.sessions.get(index), first)
             workers = [worker() for _ in range(min(self.at_once - alone, len(queue)))]
             await asyncio.gather(*workers, *([first] if alone else []))
+            for group in self.check_same_seeds():  # their rows say so: drawn again
+                for index, job in enumerate(self.jobs):
+                    if job.seed in group.seeds:
+                        self.on_change(index)
             self.save()
         finally:
             self.release()
@@ -594,6 +628,7 @@ COLUMNS = (
 def row(job: Job) -> list[str]:
     """A job's cells, for the headless table and the sweep screen alike."""
     status = job.status
+    tags = [h.get("tag", "?") for h in job.hints]
     if status == "running" and job.step is not None:
         status += f" {job.step + 1}" + (f"/{job.total}" if job.total else "")
     return [
@@ -605,7 +640,7 @@ def row(job: Job) -> list[str]:
         ", ".join(job.first_tensors) or "–",
         _max_divergence(job),
         job.key_frequencies or "–",
-        ", ".join(h.get("tag", "?") for h in job.hints) or "–",
+        ", ".join([*(["seed not applied"] if job.same_log_as else []), *tags]) or "–",
         job.pair or "–",
     ]
 
@@ -622,6 +657,24 @@ def _verdict(job: Job) -> str:
     if job.status == "running":
         return f"{job.verdict} so far" if job.first_step is not None and job.verdict else "–"
     return job.verdict or "–"
+
+
+def same_seeds(jobs: Sequence[Job]) -> list[SameLog]:
+    """The groups of seeds whose runs gave the same log, as the jobs note them."""
+    groups: dict[frozenset[int], list[int]] = {}
+    for job in jobs:
+        if job.same_log_as:
+            seeds = groups.setdefault(frozenset([job.seed, *job.same_log_as]), [])
+            if job.seed not in seeds:
+                seeds.append(job.seed)
+    return [SameLog(tuple(seeds), "a") for seeds in groups.values() if len(seeds) > 1]
+
+
+def seed_lines(jobs: Sequence[Job], check: bool = False) -> list[str]:
+    """`the seed is not applied: seeds 0 and 1 gave the same log (as did seed 2) (side a)`,
+    one line per group; with `--check-seeds`, said to fail the sweep."""
+    return [s.text() + (" — fails the sweep (--check-seeds)" if check else "")
+            for s in same_seeds(jobs)]  # fmt: skip
 
 
 def hint_lines(jobs: Sequence[Job]) -> list[str]:

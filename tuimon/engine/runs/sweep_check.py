@@ -97,6 +97,7 @@ JOB: tuple[tuple[str, Check, str], ...] = (
     ("note", _opt(lambda v: isinstance(v, str)), "text or null"),
     ("submitted", lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
      "an object of texts"),
+    ("same_log_as", lambda v: isinstance(v, list) and all(map(_int, v)), "a list of seeds"),
 )  # fmt: skip
 
 
@@ -123,6 +124,8 @@ def check_record(doc: Mapping[str, Any]) -> None:
         raise RecordError(f"'at_once' must be a count from 1 (got {_shown(doc['at_once'])})")
     if not _opt(_words)(doc.get("submit")):
         raise RecordError(f"'submit' must be a list of words or null (got {_shown(doc['submit'])})")
+    if not isinstance(doc.get("check_seeds", False), bool):
+        raise RecordError(f"'check_seeds' must be true or false (got {_shown(doc['check_seeds'])})")
     for key in ("monitor", "created", "stopped"):
         if not _opt(lambda v: isinstance(v, str))(doc.get(key)):
             raise RecordError(f"{key!r} must be text or null (got {_shown(doc.get(key))})")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tuimon.engine.judge.verdict import replica_text
 from tuimon.engine.launch.follower import Follower, FollowError
 from tuimon.engine.launch.ranks import failed_rank, rank_log
 from tuimon.readers import LineParser, Reading, line_parser
@@ -46,10 +47,7 @@ class Parting:
 
     def text(self) -> str:
         """`side a: rank 1 parted from rank 0 at step 5 (W_E)`."""
-        what = f" ({', '.join(self.tensors[:6])}{', ...' if len(self.tensors) > 6 else ''})"
-        return f"side {self.side}: rank {self.rank} parted from rank 0 at step {self.step}" + (
-            what if self.tensors else ""
-        )
+        return replica_text(self.side, self.rank, self.step, self.tensors)
 
     def to_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "step": self.step, "tensors": self.tensors}

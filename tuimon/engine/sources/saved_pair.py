@@ -19,7 +19,7 @@ from typing import IO
 from tuimon.engine.judge.align import PairAligner
 from tuimon.engine.judge.byte_rule import hold
 from tuimon.engine.judge.columns import MetricFilter
-from tuimon.engine.judge.verdict import Ending, RunEnd, Summary, how_it_ended
+from tuimon.engine.judge.verdict import Ending, RunEnd, Summary, hold_replicas, how_it_ended
 from tuimon.engine.sources.side_state import SideState
 from tuimon.errors import ReplayError, StoreError
 from tuimon.readers import (
@@ -245,6 +245,7 @@ class SavedPair(SavedLogs):
         )
         devices = self.doc.devices if len(self.doc.devices or ()) == 2 else None
         hold(summary, self.a, self.b, reading=self.reading, select=self.select, devices=devices)
+        hold_replicas(summary, self.doc.more.get("replicas"))
         return summary
 
     def side_state(self, side: str, *, final: bool = False, quick: bool = False) -> SideState:

@@ -27,7 +27,8 @@ from tuimon.engine.judge.byte_rule import hold
 from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.fingerprints import env_diff
 from tuimon.engine.judge.hints import likely_causes
-from tuimon.engine.judge.verdict import Ending, RunEnd, Summary, how_it_ended
+from tuimon.engine.judge.seed_check import pair_seeds
+from tuimon.engine.judge.verdict import Ending, RunEnd, Summary, hold_replicas, how_it_ended
 from tuimon.engine.launch.runner import TICK, LaunchError, Run, RunSpec, exit_text
 from tuimon.engine.sources.replicas import ReplicaWatch
 from tuimon.engine.sources.side_state import SideState
@@ -561,6 +562,8 @@ class PairSession:
             self._messages += self.options.replicas.poll()
         if not done:
             self.summary = self._judged_summary or self.aligner.summary(running=True)
+            if self.options.replicas:  # a parted replica: DIVERGED as soon as it is seen
+                hold_replicas(self.summary, self.options.replicas.to_dict())
         for side, state in self.sides.items():
             state.stderr_tail = list(self._stderr[side])
         batch = Batch(
@@ -602,6 +605,8 @@ class PairSession:
             complete=ending.complete, reason=ending.reason, interrupted=ending.interrupted
         )
         self._hold_to_bytes()
+        if self.options.replicas:
+            hold_replicas(self.summary, self.options.replicas.to_dict())
         ends = [self.sides[k].end for k in SIDES]
         if ends[0] is not None and ends[1] is not None:
             self.artifacts = compare_artifacts(ends[0].artifacts, ends[1].artifacts)
@@ -609,6 +614,8 @@ class PairSession:
             self.options.end_check(self)
         for name, result in self.artifacts.items():
             self._say(describe(name, result))
+        if (same := pair_seeds(self.options.meta, self.summary.verdict)) is not None:
+            self._say(same.text())
         message = None
         if self.writer is not None:
             try:
@@ -691,6 +698,8 @@ class PairSession:
             doc.more["stopped_on_divergence"] = self.stopped_at
         if self.options.replicas:
             doc.more["replicas"] = self.options.replicas.to_dict()
+        if (same := pair_seeds(self.options.meta, self.summary.verdict)) is not None:
+            doc.more["seeds_not_applied"] = [same.to_dict()]
         doc.more["hints"] = [h.to_dict() for h in likely_causes(doc.to_json())]
         return doc
 
