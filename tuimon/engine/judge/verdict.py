@@ -79,6 +79,11 @@ class Summary:
     what differs and why it may; empty until a path that ends the pair holds it to the bytes."""
     precision: dict[str, Any] = field(default_factory=dict)
     """How exactly the values were compared (`tuimon.engine.judge.precision.Precision`)."""
+    beyond: dict[str, Any] | None = None
+    """Where the pair first went beyond its tolerance (or band): step, metric (None when only
+    parameter digests differ), a, b, abs, rel, tolerance, band (`Tally._beyond`)."""
+    band: dict[str, Any] | None = None
+    """`--tolerance-from`: the band per metric it was judged with (`Band.to_dict`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (non-finite floats as strings); `jsonable` copies every container, so

@@ -23,6 +23,7 @@ from tuimon.applied import pair_applied
 from tuimon.engine.events import Exited, Judged, Lines, Note, SourceEvent, Stderr
 from tuimon.engine.judge.align import PairAligner
 from tuimon.engine.judge.artifacts import compare_artifacts, describe
+from tuimon.engine.judge.band import Band
 from tuimon.engine.judge.byte_rule import hold
 from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.fingerprints import env_diff
@@ -174,6 +175,8 @@ class PairOptions:
     """How a session judges and saves."""
 
     tolerance: float = 0.0
+    band: dict[str, Any] | None = None
+    """`--tolerance-from`: a band per metric judges instead of `tolerance` (`Band`)."""
     select: MetricFilter = field(default_factory=MetricFilter)
     """Which metrics are judged (`--ignore`, `--only`); clocks never are."""
     stall_timeout: float | None = None
@@ -217,7 +220,9 @@ class PairSession:
         self.sides = {s.side: s for s in sides}
         for state, total in zip(sides, self.options.totals, strict=True):
             state.total = state.total or total
-        self.aligner = PairAligner(self.options.tolerance, self.options.select)
+        self.aligner = PairAligner(
+            self.options.tolerance, self.options.select, Band.from_dict(self.options.band)
+        )
         self.interrupted = False
         self.ended = False
         """The session is over and its pair saved (or the save failed)."""
@@ -687,6 +692,8 @@ class PairSession:
         )
         if self.stopped_at is not None:
             doc.more["stopped_on_divergence"] = self.stopped_at
+        if self.options.band is not None:
+            doc.more["band"] = self.options.band
         if self.options.replicas:
             doc.more["replicas"] = self.options.replicas.to_dict()
         doc.more["hints"] = [h.to_dict() for h in likely_causes(doc.to_json())]
