@@ -32,7 +32,8 @@ def repeats(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Path]:
     store = tmp_path_factory.mktemp("store")
     junit = store.parent / "sweep.xml"
     argv = ["sweep", "--seeds", "0", "--repeat", "5", "--jobs", "1", "--headless",
-            "--store", str(store), "--junit", str(junit), *noisy(store.parent / "noise")]  # fmt: skip
+            "--store", str(store), "--junit", str(junit),
+            *noisy(store.parent / "noise")]  # fmt: skip
     assert main(argv) == 1  # bitwise (no tolerance): every repeat DIVERGED at step 0
     (record,) = (store / "sweeps").glob("*.json")
     return store, record.stem, junit
@@ -69,7 +70,8 @@ def test_tolerance_from_repeats_a_changed_lr_diverges_a_repeat_is_close(
     message = failure.message
     assert message.startswith("DIVERGED at step 1: loss a ")  # step 0 has lr * 0: inside
     assert "abs diff 9" in message and "rel diff 9" in message
-    assert f"beyond the band abs 2e-06, rel " in message and f"(10 runs of sweep {sweep})" in message
+    assert "beyond the band abs 2e-06, rel " in message
+    assert f"(10 runs of sweep {sweep})" in message
     md = summary.read_text()
     assert "0 passed, 1 failed (DIVERGED)" in md
     assert "| ❌ | seed 0 · cpu against " in md and "DIVERGED at step 1: loss" in md
