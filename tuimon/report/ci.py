@@ -64,7 +64,8 @@ def limit_words(summary: Mapping[str, Any], beyond: Mapping[str, Any] | None = N
     tolerance = summary.get("tolerance")
     if isinstance(band, Mapping):
         where = f"{band.get('runs')} runs of sweep {band.get('source')}"
-        metrics = band.get("metrics") if isinstance(band.get("metrics"), Mapping) else {}
+        found = band.get("metrics")
+        metrics: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
         wide = [
             m for m in metrics.values() if isinstance(m, Mapping) and (m.get("abs") or m.get("rel"))
         ]

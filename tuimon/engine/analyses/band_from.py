@@ -85,8 +85,8 @@ def measure(
         for (_, dx), (_, dy) in combinations(tables, 2):
             digests_differ = digests_differ or any(dy.get(s, d) != d for s, d in dx.items())
     seeds = sorted(groups)
-    runs = sum(len(r) for r in groups.values())
-    return Band(widest, source, runs, seeds, steps, digests_differ)
+    count = sum(len(r) for r in groups.values())
+    return Band(widest, source, count, seeds, steps, digests_differ)
 
 
 def _table(
