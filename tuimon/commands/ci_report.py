@@ -120,6 +120,15 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def check_paths(args: argparse.Namespace) -> None:
-    """A report named twice is refused before anything runs."""
+    """A report named twice, a directory, or a file in a folder that does not exist is
+    refused before anything runs."""
     if args.junit and args.summary and os.path.abspath(args.junit) == os.path.abspath(args.summary):
         raise UsageError("--junit and --summary name the same file")
+    for flag, name in (("--junit", args.junit), ("--summary", args.summary)):
+        if not name:
+            continue
+        where = os.path.dirname(os.path.abspath(name))
+        if os.path.isdir(name):
+            raise UsageError(f"{flag} {clean(name, None)} is a directory: give a file name")
+        if not os.path.isdir(where):
+            raise UsageError(f"{flag} {clean(name, None)}: no folder {clean(where, None)}")

@@ -256,7 +256,7 @@ def how_it_ended(
         failed = run.end is not None and run.end != "ok"
         if status == "interrupted" and stopped_at is not None:
             reasons.append(
-                f"run {side} stopped at the first divergent step {stopped_at} "
+                f"run {side} stopped at step {stopped_at}, the first judged DIVERGED "
                 "(--stop-on-divergence)"
             )
         elif status not in (None, "finished"):

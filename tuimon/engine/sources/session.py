@@ -373,12 +373,16 @@ class PairSession:
             or not isinstance(source, LiveSource)
         ):
             return
-        self.stopped_at = self.summary.first_divergent_step
+        beyond = self.summary.beyond  # past a tolerance or band: later than the first bits
+        self.stopped_at = beyond["step"] if beyond else self.summary.first_divergent_step
         live = [side for side in source.runs if not self.sides[side].over]
         if live:
+            limit = "band" if self.options.band else "tolerance"
+            past = beyond and (self.options.tolerance or self.options.band)
+            where = f"the first step past the {limit}" if past else "the first divergent step"
             self._say(
-                f"stopping run {' and '.join(live)} at the first divergent step "
-                f"{self.stopped_at} (--stop-on-divergence)"
+                f"stopping run {' and '.join(live)} at {where} {self.stopped_at} "
+                "(--stop-on-divergence)"
             )
             self._divergence_stop = asyncio.create_task(self._stop_sides(live))
 
