@@ -9,6 +9,7 @@ from pathlib import Path
 
 import junitparser
 import pytest
+from helpers import pair_json
 
 from tuimon.cli import main
 
@@ -81,6 +82,12 @@ def test_tolerance_from_repeats_a_changed_lr_diverges_a_repeat_is_close(
     (case,) = cases(junit)
     assert case.is_passed
     assert "| ✅ | seed 0 · cpu,cpu | CLOSE | CLOSE: 20 steps compared" in summary.read_text()
+    # saved with its band: compare judges it so, unless given a --tolerance of its own
+    docs = {p: pair_json(p) for p in store.iterdir() if (p / "pair.json").exists()}
+    (pair,) = [p for p, doc in docs.items() if "band" in doc and "against" not in doc]
+    capsys.readouterr()
+    assert main(["compare", str(pair)]) == 0
+    assert main(["compare", str(pair), "--tolerance", "0"]) == 1
 
 
 def test_compare_reports_incomplete_as_an_error_and_appends_the_step_summary(

@@ -96,8 +96,11 @@ def _compare_paths(
 
     logs = resolve(paths, reading)  # the one loader: a pair is judged as it was (as `replay`)
     select = select if select is not None else logs.select
+    own = tolerance is None  # a saved pair judged at its own tolerance: with its own band
     tolerance = logs.tolerance if tolerance is None else tolerance
-    chosen = Band.from_dict(band) if band is not None else saved_band(logs.doc, tolerance)
+    chosen = Band.from_dict(band) if band is not None else None
+    if band is None and own:
+        chosen = saved_band(logs.doc, tolerance)
     judged = judge(logs, tolerance, select, keep=save, band=chosen)
     if chosen is not None:
         judged.doc.more["band"] = chosen.to_dict()
