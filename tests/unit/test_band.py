@@ -81,7 +81,8 @@ def test_repeats_bitwise_equal_give_a_bitwise_band() -> None:
     same = [Step(s, {"loss": 1.0 / (s + 1)}, digest="d") for s in range(5)]
     band = measure({0: [same, list(same)]})
     assert band.exact
-    off = [Step(s, {"loss": 1.0 / (s + 1) + (1e-12 if s == 3 else 0)}, digest="d") for s in range(5)]
+    off = [Step(s, {"loss": 1.0 / (s + 1) + (1e-12 if s == 3 else 0)}, digest="d")
+           for s in range(5)]  # fmt: skip
     summary = compare_steps(same, off, band=band)[1].summary()
     assert summary.verdict == DIVERGED and summary.beyond is not None
     assert summary.beyond["step"] == 3 and summary.beyond["tolerance"] == 0.0
@@ -91,6 +92,7 @@ def test_a_band_round_trips_and_a_damaged_one_is_none() -> None:
     band = measure({0: repeats(3), 1: repeats(2)}, source="S")
     assert band.seeds == [0, 1]
     assert Band.from_dict(band.to_dict()) == band
-    for damaged in (None, [], {"metrics": {"loss": {"abs": -1, "rel": 0}}},
-                    {"metrics": {"loss": {"abs": float("inf"), "rel": 0}}}, {"metrics": 3}):  # fmt: skip
+    inf = float("inf")
+    for damaged in (None, [], {"metrics": 3}, {"metrics": {"loss": {"abs": -1, "rel": 0}}},
+                    {"metrics": {"loss": {"abs": inf, "rel": 0}}}):  # fmt: skip
         assert Band.from_dict(damaged) is None
