@@ -33,7 +33,7 @@ def test_junit_of_a_hostile_metric_name_is_valid_xml_naming_step_and_tolerance(t
     (failure,) = case.result
     assert suite.failures == 1 and suite.errors == 0
     assert failure.message.startswith('DIVERGED at step 2: loss\\x00\\x1b[31m<&">\\ud800')
-    said = "a 3 b 3.5, abs diff 0.5, rel diff 0.142857, beyond the tolerance 0.01 (relative)"
+    said = "a 3.0 b 3.5, abs diff 0.5, rel diff 0.143, beyond the tolerance 0.01 (relative)"
     assert said in failure.message
     assert "\\x07" in failure.text
 

@@ -43,10 +43,11 @@ class Case:
         return "failure" if self.verdict == DIVERGED else "error"
 
 
-def _number(value: object) -> str:
+def _number(value: object, digits: int = 3) -> str:
+    """A difference or a limit, short (`9e-05`); `digits` 0: a value in full (its repr)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
-    return repr(value) if isinstance(value, int) else f"{value:.6g}"
+    return repr(value) if isinstance(value, int) or not digits else f"{value:.{digits}g}"
 
 
 def limit_words(summary: Mapping[str, Any], beyond: Mapping[str, Any] | None = None) -> str:
@@ -74,7 +75,7 @@ def limit_words(summary: Mapping[str, Any], beyond: Mapping[str, Any] | None = N
         return f"the band of {len(metrics)} metrics ({where})"
     if not tolerance:
         return "the tolerance 0 (bitwise)"
-    return f"the tolerance {_number(tolerance)} (relative)"
+    return f"the tolerance {_number(tolerance, 0)} (relative)"
 
 
 def verdict_message(summary: Mapping[str, Any]) -> str:
@@ -90,8 +91,8 @@ def verdict_message(summary: Mapping[str, Any]) -> str:
             which = f" (tensors: {', '.join(map(str, tensors))})" if tensors else ""
             return f"DIVERGED at step {step}: parameter digests differ{which}; beyond {limit}"
         return (
-            f"DIVERGED at step {step}: {beyond['metric']} a {_number(beyond.get('a'))} "
-            f"b {_number(beyond.get('b'))}, abs diff {_number(beyond.get('abs'))}, "
+            f"DIVERGED at step {step}: {beyond['metric']} a {_number(beyond.get('a'), 0)} "
+            f"b {_number(beyond.get('b'), 0)}, abs diff {_number(beyond.get('abs'))}, "
             f"rel diff {_number(beyond.get('rel'))}, beyond {limit}"
         )
     if verdict == DIVERGED:  # a text line or a line of bytes no reader judged as a step
