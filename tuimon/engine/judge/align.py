@@ -254,18 +254,22 @@ class Tally:
                 self.first_digest = key
             if row.tensors and _before(key, self.first_tensor):
                 self.first_tensor, self.first_tensors = key, row.tensors
-            if band is not None:
+            out: list[str] = []
+            if band is not None and not equal:  # an equal row is inside any band
                 out = [
                     n for n, d in row.diffs.items()
                     if not d.equal and band.outside(n, tolerance, d.abs, d.rel)
                 ]  # fmt: skip
                 beyond = bool(out)
-            else:
+            elif band is None:
                 beyond = row.divergence > tolerance or (tolerance == 0 and not equal)
-                out = [
-                    n for n, d in row.diffs.items()
-                    if not d.equal and (tolerance == 0 or not d.rel <= tolerance)
-                ]  # fmt: skip
+                if beyond and _before(key, self.first_beyond):
+                    out = [
+                        n for n, d in row.diffs.items()
+                        if not d.equal and (tolerance == 0 or not d.rel <= tolerance)
+                    ]  # fmt: skip
+            else:
+                beyond = False
             if beyond:
                 self.beyond = True
                 if _before(key, self.first_beyond):
