@@ -6,6 +6,13 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from tuimon.commands.ci_report import (
+    add_reports,
+    add_tolerance_from,
+    band_of,
+    check_paths,
+    write_reports,
+)
 from tuimon.commands.options import (
     add_judging,
     add_store,
@@ -42,6 +49,8 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--save", action="store_true", help="save the comparison as a pair")
+    add_tolerance_from(p)
+    add_reports(p)
     add_judging(p)
     add_store(p)
     p.set_defaults(handler=run, help_prog=p.prog)
@@ -50,6 +59,8 @@ def add(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.save:
         check_storable(args)
+    check_paths(args)
+    band = band_of(args, tolerance_given=args.tolerance is not None)
     return _compare_paths(
         args.logs,
         tolerance=args.tolerance,
@@ -58,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
         save=args.save,
         reading=reading(args),
         select=select(args) if args.ignore or args.only else None,
+        band=band,
+        reports=args,
     )
 
 
@@ -70,17 +83,27 @@ def _compare_paths(
     save_to: str | None,
     reading: Reading | None = None,
     select: MetricFilter | None = None,
+    band: dict[str, Any] | None = None,
+    reports: argparse.Namespace | None = None,
 ) -> int:
-    """The `compare` command; returns the exit code."""
+    """The `compare` command; returns the exit code. `band`: `--tolerance-from`'s (a saved
+    pair judged at its own tolerance: its own band); `reports`: --junit / --summary."""
     from tuimon.engine.analyses.compare import judge, resolve
     from tuimon.engine.analyses.compare import save as save_pair
+    from tuimon.engine.judge.band import Band, saved_band
     from tuimon.engine.judge.verdict import exit_code
     from tuimon.errors import StoreError
 
     logs = resolve(paths, reading)  # the one loader: a pair is judged as it was (as `replay`)
     select = select if select is not None else logs.select
+    own = tolerance is None  # a saved pair judged at its own tolerance: with its own band
     tolerance = logs.tolerance if tolerance is None else tolerance
-    judged = judge(logs, tolerance, select, keep=save)
+    chosen = Band.from_dict(band) if band is not None else None
+    if band is None and own:
+        chosen = saved_band(logs.doc, tolerance)
+    judged = judge(logs, tolerance, select, keep=save, band=chosen)
+    if chosen is not None:
+        judged.doc.more["band"] = chosen.to_dict()
     summary = judged.summary
     saved = None
     save_error: str | None = None
@@ -101,7 +124,24 @@ def _compare_paths(
         sys.stdout.write(json_text(out) + "\n")
     else:
         _print_text(judged, logs.doc.artifacts, saved, save_error, logs.doc.more.get("replicas"))
+    if reports is not None:
+        _write_reports(reports, paths, judged, saved)
     return 3 if save_error else exit_code(summary)
+
+
+def _write_reports(
+    args: argparse.Namespace, paths: list[str], judged: Any, saved: Path | None
+) -> None:
+    """--junit / --summary (or $GITHUB_STEP_SUMMARY): one test case, the two logs or the pair."""
+    from tuimon.report.ci import case_of
+    from tuimon.report.wording import headline
+    from tuimon.sanitize import clean
+
+    name = " vs ".join(clean(p, 200) for p in paths)
+    details = [headline(judged.summary), f"  {judged.summary.coverage_line()}"]
+    if saved:
+        details.append(f"pair saved in {clean(saved, None)}")
+    write_reports(args, "tuimon compare", [case_of(name, judged.summary.to_dict(), details)])
 
 
 def _print_text(
@@ -110,11 +150,19 @@ def _print_text(
     """The verdict, coverage, each metric's largest difference, what else differs, the
     replicas inside each side (a saved pair of `--nproc` runs)."""
     from tuimon.engine.judge.artifacts import lines as artifact_lines
-    from tuimon.report.wording import account_lines, bytes_line, headline, metric_max_line
+    from tuimon.report.wording import (
+        account_lines,
+        beyond_line,
+        bytes_line,
+        headline,
+        metric_max_line,
+    )
     from tuimon.sanitize import clean
 
     summary, doc = judged.summary, judged.doc
     print(headline(summary))
+    if beyond := beyond_line(summary):
+        print(beyond)
     print(f"  {summary.coverage_line()}")
     if checked := bytes_line(summary):
         print(f"  {checked}")

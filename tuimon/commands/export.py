@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         return 0
     path = Path(args.output)
-    with _opened(path, args.force) as out:
+    with safe_open(path, args.force) as out:
         count = export.write(aligned, out, fmt)
     said = clean(path, None)  # the name as given: data, never a terminal's control
     print(f"tuimon: {count} aligned rows written to {said} ({fmt})", file=sys.stderr)
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _opened(path: Path, force: bool):  # type: ignore[no-untyped-def]
+def safe_open(path: Path, force: bool):  # type: ignore[no-untyped-def]
     """`path` opened for writing, so that a failed export never touches what was there.
 
     A regular file (an existing one only with `force`) or a new name: written to a temporary

@@ -8,6 +8,14 @@ import os
 import shutil
 from typing import TYPE_CHECKING
 
+from tuimon.commands.ci_report import (
+    add_reports,
+    add_tolerance_from,
+    asked,
+    band_of,
+    check_paths,
+    write_reports,
+)
 from tuimon.commands.options import (
     INT64,
     SUBSTITUTIONS,
@@ -29,6 +37,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from tuimon.engine.runs.plan import PairPlan
+    from tuimon.report.headless import PairReport
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -123,6 +132,7 @@ def add_pair_options(p: argparse.ArgumentParser) -> None:
         default=0.0,
         help="relative difference still judged CLOSE (default 0: bitwise)",
     )
+    add_tolerance_from(p)
     p.add_argument(
         "--stall-timeout",
         type=non_negative_float,
@@ -166,6 +176,7 @@ def add_pair_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--launch-b", default=None, metavar="PREFIX", help="launcher of run B")
     add_nproc(p)
     add_headless(p)
+    add_reports(p)
 
 
 def add_nproc(p: argparse.ArgumentParser) -> None:
@@ -328,6 +339,7 @@ def pair_plan(
     devices = _pair_devices(args)
     template = tuple(args.command[1:] if args.command[:1] == ["--"] else args.command)
     threads = _check_pair_args(args, template, devices)
+    check_paths(args)
     launch = _launchers(args)
     plan = PairPlan(
         seed=seed,
@@ -352,6 +364,7 @@ def pair_plan(
     )
     if template and not args.shell:
         _check_programs(plan)
+    plan.band = band_of(args, tolerance_given=bool(args.tolerance))
     local = [d for d, launcher in zip(devices, launch, strict=True) if not launcher]
     if getattr(args, "against", None):  # side b is saved: nothing of it runs
         if args.launch_b:
@@ -480,6 +493,23 @@ def _two_seeds(args: argparse.Namespace) -> tuple[int, int] | None:
     return seeds[0], seeds[1]
 
 
+def _write_reports(args: argparse.Namespace, plan: PairPlan, reports: list[PairReport]) -> None:
+    """--junit / --summary (or $GITHUB_STEP_SUMMARY): a test case per pair run."""
+    from tuimon.report.ci import case_of
+    from tuimon.sanitize import clean
+
+    devices = ",".join(plan.devices)
+    name = f"seed {plan.seed} · {devices}"
+    if plan.against is not None:
+        name = f"seed {plan.seed} · {plan.devices[0]} against {clean(plan.against.log, 200)}"
+    cases = []
+    for i, report in enumerate(reports, 1):
+        repeat = f" · repeat {i}" if args.repeat > 1 else ""
+        cases.append(case_of(name + repeat, report.summary.to_dict(), report.detail_lines(),
+                             seconds=report.seconds))  # fmt: skip
+    write_reports(args, "tuimon pair", cases)
+
+
 def run(args: argparse.Namespace) -> int:
     seeds = _two_seeds(args)
     if args.against:
@@ -490,10 +520,13 @@ def run(args: argparse.Namespace) -> int:
     args.seed = plan.seed
     check_log_file(args, plan)
     factories = [plan.session_factory(store) for _ in range(args.repeat)]
-    if args.headless or not terminal("pair"):
+    if args.headless or asked(args) or not terminal("pair"):
         from tuimon.report.headless import run_headless
 
-        return run_headless(factories, as_json=args.json, explain=args.explain)
+        reports: list[PairReport] = []
+        code = run_headless(factories, as_json=args.json, explain=args.explain, reports=reports)
+        _write_reports(args, plan, reports)
+        return code
     from tuimon.store import resolve_store
     from tuimon.ui.app import run_app
 

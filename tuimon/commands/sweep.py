@@ -7,6 +7,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from tuimon.commands.ci_report import asked, write_reports
 from tuimon.commands.options import add_store, add_yes, confirm, int64, terminal
 from tuimon.commands.pair import add_pair_options, check_log_file, pair_plan
 from tuimon.errors import UsageError
@@ -156,17 +157,41 @@ def run(args: argparse.Namespace) -> int:
             "results (see --threads, --jobs)",
             file=sys.stderr,
         )
-    headless = args.headless or not terminal("sweep")
+    headless = args.headless or asked(args) or not terminal("sweep")
     if args.resume and (headless or args.yes):
         _consent(sweep, yes=args.yes)
     if headless:
         from tuimon.report.sweep import run_sweep_headless
 
-        return run_sweep_headless(sweep, as_json=args.json)
+        code = run_sweep_headless(sweep, as_json=args.json)
+        _write_reports(args, sweep)
+        return code
     from tuimon.ui.app import run_app
 
     ask = sweep.consent_lines() if args.resume and not args.yes else None
     return run_app(store=sweep.store, sweep=sweep, title=f"tuimon sweep · {sweep.id}", confirm=ask)
+
+
+def _write_reports(args: argparse.Namespace, sweep: Sweep) -> None:
+    """--junit / --summary (or $GITHUB_STEP_SUMMARY): a test case per seed and repeat."""
+    from tuimon.report.ci import case_of
+    from tuimon.sanitize import clean
+    from tuimon.store import StoreError, read_pair
+
+    cases = []
+    many = any(j.repeat > 1 for j in sweep.jobs)
+    for job in sweep.jobs:
+        summary, details, why = None, [], f"the pair {job.status}"
+        if job.pair:
+            details.append(f"pair {clean(sweep.store / job.pair, None)}")
+            try:
+                found = read_pair(sweep.store / job.pair).get("summary")
+                summary = found if isinstance(found, dict) and job.verdict else None
+            except StoreError as exc:
+                why = str(exc)
+        name = f"seed {job.seed}" + (f" · repeat {job.repeat}" if many else "")
+        cases.append(case_of(name, summary, details, why=why))
+    write_reports(args, f"tuimon sweep {sweep.id}", cases)
 
 
 def _against(args: argparse.Namespace, seeds: list[int]):  # type: ignore[no-untyped-def]
@@ -262,10 +287,12 @@ def _attach(args: argparse.Namespace) -> int:
     if not any(j.status == "submitted" for j in sweep.jobs):
         raise UsageError(f"sweep {sweep.id} has no submitted pair left to judge")
     attach(sweep, args.stall_timeout)
-    if args.headless or not terminal("sweep"):
+    if args.headless or asked(args) or not terminal("sweep"):
         from tuimon.report.sweep import run_sweep_headless
 
-        return run_sweep_headless(sweep, as_json=args.json)
+        code = run_sweep_headless(sweep, as_json=args.json)
+        _write_reports(args, sweep)
+        return code
     from tuimon.ui.app import run_app
 
     return run_app(store=sweep.store, sweep=sweep, title=f"tuimon sweep · {sweep.id} (attached)")

@@ -25,6 +25,7 @@ from tuimon.engine.sources.session import Batch, PairSession
 from tuimon.report.against import against_lines, pair_headline
 from tuimon.report.wording import (
     account_lines,
+    beyond_line,
     divergence_line,
     first_divergence_event,
     side_line,
@@ -101,19 +102,25 @@ def run_headless(
     as_json: bool,
     out: Any = None,
     explain: bool = False,
+    reports: list[PairReport] | None = None,
 ) -> int:
-    """Run pairs one after another (`--repeat`), report each, return the worst exit code."""
+    """Run pairs one after another (`--repeat`), report each, return the worst exit code;
+    each pair's `PairReport` is added to `reports` (`--junit`, `--summary`)."""
     out = out or sys.stdout
     console = Console(stderr=True, highlight=False)
     codes = []
     for i, make in enumerate(sessions):
         if len(sessions) > 1:
             console.rule(f"pair {i + 1} of {len(sessions)}")
+        began = time.monotonic()
         with HeadlessReporter(console) as reporter:
             session = make(reporter)
             session.aligned = False  # the report reads the last divergence, not every step
             summary = asyncio.run(_run_with_signals(session))
         report = PairReport.of(session, summary)
+        report.seconds = time.monotonic() - began
+        if reports is not None:
+            reports.append(report)
         codes.append(report.code)
         if explain and not session.interrupted:
             from tuimon.engine.analyses.explain import explain_after
@@ -146,6 +153,8 @@ class PairReport:
     """What both runs saved at the end, compared (`end_artifacts`)."""
     doc: dict[str, Any] = field(default_factory=dict)
     """The pair's document (pair.json as written): `against` ..."""
+    seconds: float | None = None
+    """How long the pair ran (a JUnit test case's time)."""
 
     @classmethod
     def of(cls, session: PairSession, summary: Summary) -> PairReport:
@@ -187,9 +196,23 @@ class PairReport:
         return {"seeds": self.doc["seeds"], "seeds_not_applied": not_applied,
                 "exit_code": self.code}  # fmt: skip
 
+    def detail_lines(self) -> list[str]:
+        """The headline and where the pair is saved (a CI report's details)."""
+        lines = [pair_headline(self.summary, self.doc), f"  {self.summary.coverage_line()}"]
+        if beyond := beyond_line(self.summary):
+            lines.insert(1, beyond)
+        if self.saved:
+            lines.append(f"pair saved in {clean(self.session.pair_path, None)}")
+        elif self.save_error:
+            lines.append(f"pair NOT saved: {clean(self.save_error, None)}")
+        return lines
+
     def text(self) -> str:
         """The headline, the artifacts, the hints, the explanation and where the pair is."""
-        lines = [pair_headline(self.summary, self.doc), *account_lines(self.summary)]
+        lines = [pair_headline(self.summary, self.doc)]
+        if beyond := beyond_line(self.summary):
+            lines.append(beyond)
+        lines += account_lines(self.summary)
         lines += [clean(line, None) for line in artifact_lines(self.artifacts)]
         lines += against_lines(self.doc)
         lines += [clean(line, None) for line in replica_lines(self.doc.get("replicas"))]

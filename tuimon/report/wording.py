@@ -226,6 +226,28 @@ def headline(summary: Summary) -> str:
     return text
 
 
+def beyond_line(summary: Summary) -> str | None:
+    """Where a DIVERGED pair first went past its tolerance or band, when that is not where
+    it first differed bitwise (a tolerance, or a band): `  beyond at step 40: loss a 1.2 b
+    1.3, abs diff 0.1, rel diff 0.077, beyond the band abs 2e-06, rel 1e-06 (10 runs of
+    sweep ID)`; None otherwise."""
+    if summary.verdict != "DIVERGED" or not summary.beyond:
+        return None
+    if not summary.tolerance and summary.band is None:
+        return None  # bitwise: the headline's first divergent step is where it went past
+    from tuimon.report.ci import verdict_message
+
+    said = verdict_message(
+        {
+            "verdict": summary.verdict,
+            "beyond": summary.beyond,
+            "band": summary.band,
+            "tolerance": summary.tolerance,
+        }
+    )
+    return "  " + clean(said.replace("DIVERGED at step", "beyond at step", 1), None)
+
+
 def equal_phrase(summary: Summary) -> str:
     """How equal an equal pair is: `bitwise equal`, or `equal as printed (4 decimals: a
     difference under 5e-05 would not show)` for a log written rounded (`precision`)."""

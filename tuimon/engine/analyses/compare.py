@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tuimon.engine.judge.align import PairAligner, compare_steps
+from tuimon.engine.judge.band import Band, saved_band
 from tuimon.engine.judge.block_reader import SideLog
 from tuimon.engine.judge.byte_rule import hold
 from tuimon.engine.judge.columns import MetricFilter
@@ -52,10 +53,16 @@ class Judged:
 
 
 def judge(
-    logs: SavedLogs, tolerance: float, select: MetricFilter | None = None, *, keep: bool = False
+    logs: SavedLogs,
+    tolerance: float,
+    select: MetricFilter | None = None,
+    *,
+    keep: bool = False,
+    band: Band | None = None,
 ) -> Judged:
-    """Compare two logs at once; `keep` also keeps every aligned step and the raw lines."""
-    aligner = PairAligner(tolerance, select)
+    """Compare two logs at once; `keep` also keeps every aligned step and the raw lines;
+    `band`: a band per metric judges instead of `tolerance` (`--tolerance-from`)."""
+    aligner = PairAligner(tolerance, select, band)
     sides, matcher = read_both(logs, aligner, keep)
     empty = [(side, log) for side, log in zip(SIDES, sides, strict=True) if not log.steps]
     if aligner.text.compared and logs.reading.step_key is None:  # text logs: lines judged
@@ -88,8 +95,9 @@ def judge_pair(
     record, text lines and steps counted (`SideLog`). `progress` is told after each block.
     `fork`: worker processes may read the logs (not from a thread of a process whose event
     loop handles signals: a forked worker would share its wakeup pipe).
-    Two logs with no step are not refused here: the replay says so as a live pair does."""
-    aligner = PairAligner(tolerance, select)
+    Two logs with no step are not refused here: the replay says so as a live pair does.
+    A saved pair judged at its own tolerance is judged with its own band, if it has one."""
+    aligner = PairAligner(tolerance, select, saved_band(logs.doc, tolerance))
     sides, matcher = read_both(logs, aligner, False, progress, fork=fork)
     return _settled(logs, aligner, matcher, False)[1], sides
 
@@ -102,7 +110,7 @@ def _settled(
     aligned: list[AlignedStep] = []
     if keep or (matcher is not None and matcher.repeated):  # record by record, in order
         accounts, text = aligner.accounts, aligner.text
-        aligned, judged = _by_records(logs, aligner.tolerance, aligner.select)
+        aligned, judged = _by_records(logs, aligner.tolerance, aligner.select, aligner.band)
         judged.accounts, judged.text = accounts, text
         return aligned, judged
     if matcher is not None:
@@ -147,12 +155,12 @@ def first_lines(
 
 
 def _by_records(
-    logs: SavedLogs, tolerance: float, select: MetricFilter | None
+    logs: SavedLogs, tolerance: float, select: MetricFilter | None, band: Band | None = None
 ) -> tuple[list[AlignedStep], PairAligner]:
     """The steps of both logs through the one loader (`SavedPair`), judged record by record."""
     pair = SavedPair.of(logs)
     try:
-        return compare_steps(pair.steps("a"), pair.steps("b"), tolerance, select)
+        return compare_steps(pair.steps("a"), pair.steps("b"), tolerance, select, band)
     except ReplayError as exc:
         raise CompareError(str(exc)) from None
 

@@ -13,12 +13,14 @@ k-th of step s on the other (a key logged twice with other values is compared in
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from tuimon.engine.judge.band import Band
 from tuimon.engine.judge.columns import (
     Block,
     Columns,
@@ -65,6 +67,11 @@ class Tally:
     max_step: tuple[int, int] | None = None
     metric_max: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
     digests_not_comparable: int = 0
+    band: Band | None = None
+    """`--tolerance-from`: a band per metric instead of `tolerance` (`tuimon.engine.judge.band`)."""
+    first_beyond: tuple[int, int] | None = None
+    beyond_at: dict[str, Any] | None = None
+    """Where the pair first went beyond its tolerance (or band): `Summary.beyond`."""
 
     def add(self, block: Block) -> None:
         """Count one judged block."""
@@ -92,8 +99,17 @@ class Tally:
             self.digests_not_comparable += int(block.digests_apart.sum())
         differ = ~block.equal
         div = block.divergence
-        if (div > self.tolerance).any() or (self.tolerance == 0 and differ.any()):
+        outside = self._outside(block)
+        if outside is None:
+            outside = div > self.tolerance
+            if self.tolerance == 0:
+                outside |= differ
+        if outside.any():
             self.beyond = True
+            if (i := least(outside)) is not None and _before(
+                (k := _key(steps, occ, i)), self.first_beyond
+            ):
+                self.first_beyond, self.beyond_at = k, self._beyond_in_block(block, i)
         if (i := least(differ)) is not None and _before(
             (k := _key(steps, occ, i)), self.first_divergent
         ):
@@ -119,6 +135,64 @@ class Tally:
                 self.max_divergence, self.max_step = top, k
         if block.metrics:
             self._metric_max(block, order)
+
+    def _outside(self, block: Block) -> np.ndarray | None:
+        """Rows with a value outside the band (None without a band: the tolerance decides)."""
+        if self.band is None:
+            return None
+        rows = np.zeros(len(block.equal), bool)
+        for names, (both, eq, absd, rel, _) in block.metrics.groups:
+            rows |= self.band.outside_rows(names, self.tolerance, both, eq, absd, rel).any(axis=0)
+        return rows
+
+    def _beyond_in_block(self, block: Block, i: int) -> dict[str, Any]:
+        """The metric of row `i` furthest beyond the tolerance (or band), as `beyond`."""
+        found: list[tuple[str, float, float]] = []
+        for names, (both, eq, absd, rel, _) in block.metrics.groups:
+            col = (both[:, i] & ~eq[:, i]).copy()
+            if self.band is not None:
+                col &= self.band.outside_rows(
+                    names, self.tolerance, both[:, i : i + 1], eq[:, i : i + 1],
+                    absd[:, i : i + 1], rel[:, i : i + 1],
+                )[:, 0]  # fmt: skip
+            elif self.tolerance > 0:
+                col &= ~(rel[:, i] <= self.tolerance)
+            for j in np.flatnonzero(col).tolist():
+                found.append((names[j], float(absd[j, i]), float(rel[j, i])))
+        if found:
+            name, d_abs, d_rel = _widest(found)
+            va, vb = float(block.a.values[name][i]), float(block.b.values[name][i])
+            return self._beyond(int(block.a.steps[i]), name, va, vb, d_abs, d_rel)
+        tensors = block.tensors[i] if block.tensors is not None else ()
+        return self._beyond(int(block.a.steps[i]), None, tensors=tensors)
+
+    def _beyond(
+        self,
+        step: int,
+        name: str | None,
+        a: float | None = None,
+        b: float | None = None,
+        absd: float | None = None,
+        rel: float | None = None,
+        tensors: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        """`Summary.beyond`: the step, the metric (None: digests only), both values, their
+        absolute and relative difference, and the limit they went past."""
+        out: dict[str, Any] = {
+            "step": step,
+            "metric": name,
+            "a": a,
+            "b": b,
+            "abs": absd,
+            "rel": rel,
+            "tolerance": self.tolerance,
+        }
+        if self.band is not None and name is not None:
+            got = self.band.limit(name)
+            out["band"] = {"abs": got[0], "rel": got[1]} if got else None
+        if tensors:
+            out["tensors"] = list(tensors)
+        return out
 
     def _metric_max(self, block: Block, order: np.ndarray | None) -> None:
         """Each metric's largest relative difference (the least step among ties), all metrics
@@ -169,19 +243,43 @@ class Tally:
         self.digests_not_comparable += rows.apart
         tolerance = self.tolerance
         top, top_row = 0.0, None
+        band = self.band
         for row in order:
             key = _row_key(row)
-            if not rows.equal[at[id(row)]]:
-                self.beyond = self.beyond or tolerance == 0
-                if _before(key, self.first_divergent):
-                    self.first_divergent = key
-                    self.first_divergent_metrics = [n for n, d in row.diffs.items() if not d.equal]
+            equal = rows.equal[at[id(row)]]
+            if not equal and _before(key, self.first_divergent):
+                self.first_divergent = key
+                self.first_divergent_metrics = [n for n, d in row.diffs.items() if not d.equal]
             if row.digest_equal is False and _before(key, self.first_digest):
                 self.first_digest = key
             if row.tensors and _before(key, self.first_tensor):
                 self.first_tensor, self.first_tensors = key, row.tensors
-            if row.divergence > tolerance:
+            out: list[str] = []
+            if band is not None and not equal:  # an equal row is inside any band
+                out = [
+                    n for n, d in row.diffs.items()
+                    if not d.equal and band.outside(n, tolerance, d.abs, d.rel)
+                ]  # fmt: skip
+                beyond = bool(out)
+            elif band is None:
+                beyond = row.divergence > tolerance or (tolerance == 0 and not equal)
+                if beyond and _before(key, self.first_beyond):
+                    out = [
+                        n for n, d in row.diffs.items()
+                        if not d.equal and (tolerance == 0 or not d.rel <= tolerance)
+                    ]  # fmt: skip
+            else:
+                beyond = False
+            if beyond:
                 self.beyond = True
+                if _before(key, self.first_beyond):
+                    self.first_beyond = key
+                    if out:
+                        name = _widest([(n, row.diffs[n].abs, row.diffs[n].rel) for n in out])[0]
+                        d = row.diffs[name]
+                        self.beyond_at = self._beyond(row.step, name, d.a, d.b, d.abs, d.rel)
+                    else:
+                        self.beyond_at = self._beyond(row.step, None, tensors=row.tensors)
             if row.divergence > top:
                 top, top_row = row.divergence, row
         if top_row is not None and top >= self.max_divergence:
@@ -204,6 +302,12 @@ class Tally:
         cur: dict[str, Any] | None = self.metric_max.get(name)
         if cur is None or top > cur["rel"] or (top == cur["rel"] and step < cur["step"]):
             self.metric_max[name] = {"rel": top, "abs": absd, "step": step}
+
+
+def _widest(found: Sequence[tuple[str, float, float]]) -> tuple[str, float, float]:
+    """Of (name, abs, rel) beyond the limit at one step, the largest relative difference
+    (the least name among ties): the same whichever order a judge met them in."""
+    return min(found, key=lambda f: (-f[2], f[0]))
 
 
 def _rising(steps: np.ndarray) -> bool:
@@ -229,12 +333,16 @@ def _before(key: tuple[int, int], current: tuple[int, int] | None) -> bool:
 class PairAligner:
     """Aligns step records from two runs fed in any interleaving; judges the pair so far."""
 
-    def __init__(self, tolerance: float = 0.0, select: MetricFilter | None = None) -> None:
+    def __init__(
+        self, tolerance: float = 0.0, select: MetricFilter | None = None, band: Band | None = None
+    ) -> None:
         if not tolerance >= 0:
             raise ValueError("tolerance must be >= 0")
         self.tolerance = tolerance
         self.select = select or MetricFilter()
-        self.tally = Tally(tolerance)
+        self.band = band
+        """`--tolerance-from`: a bitwise band (repeats bitwise equal) judges as tolerance 0."""
+        self.tally = Tally(tolerance, band=None if band is None or band.exact else band)
         self._pending: dict[str, dict[tuple[int, int], Step]] = {"a": {}, "b": {}}
         self._count = {"a": StepCounts(), "b": StepCounts()}
         self.top = {"a": -1, "b": -1}
@@ -388,9 +496,10 @@ class PairAligner:
         if text.first is not None and (first is None or _text_first(text.first.step, first)):
             first = text.first.step
             metrics = [f"text line {text.first.line_a}"]
+        limit = math.inf if t.band is not None else self.tolerance  # a band: `t.beyond` says
         judged = verdict(t.steps_compared + text.compared,
                          t.steps_equal + text.compared - text.differ, t.max_divergence,
-                         self.tolerance, ok, beyond=t.beyond or text.beyond)  # fmt: skip
+                         limit, ok, beyond=t.beyond or text.beyond)  # fmt: skip
         levels = any(LEVELS_NOTE in a.notes for a in self.accounts.values())
         only = {s: sorted(self.names[s] - self.names["b" if s == "a" else "a"]) for s in SIDES}
         return Summary(
@@ -424,6 +533,8 @@ class PairAligner:
             accounts={s: self.accounts[s].to_dict() for s in SIDES},
             text=text.to_dict(),
             step_levels=levels,
+            beyond=t.beyond_at,
+            band=self.band.to_dict() if self.band is not None else None,
             first_divergent_at=(
                 {"epoch": first // LEVEL, "iteration": first % LEVEL}
                 if levels and first is not None and first >= LEVEL
@@ -485,12 +596,13 @@ def compare_steps(
     b: Sequence[Step],
     tolerance: float = 0.0,
     select: MetricFilter | None = None,
+    band: Band | None = None,
 ) -> tuple[list[AlignedStep], PairAligner]:
     """Align two whole logs at once: each side goes through the aligner in one batch (judged
     column-wise), exactly as a live pair fed in any interleaving. Rows of one step are merged
     by the readers (`tuimon.readers.rows_to_steps`); what reaches here as several records of
     one step is compared occurrence by occurrence. Aligned steps come in step order."""
-    aligner = PairAligner(tolerance, select)
+    aligner = PairAligner(tolerance, select, band)
     aligner.feed_batch("a", a)
     aligned = aligner.feed_batch("b", b)
     aligned.sort(key=lambda s: (s.step, s.occurrence))

@@ -39,6 +39,7 @@ import orjson
 
 from tuimon.clocks import is_clock, mask_clocks
 from tuimon.engine.judge import precision
+from tuimon.engine.judge.band import Band
 from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.line_tokens import (
     json_tokens,
@@ -99,6 +100,8 @@ class Rules:
     devices: tuple[str, str] | None = None
     step_key: str | None = None
     """`--step-key NAME`: the step; the log's other step counters only count records."""
+    band: Band | None = None
+    """`--tolerance-from`: a band per metric instead of `tolerance` (never a bitwise band)."""
 
     def clock(self, name: str) -> bool:
         return is_clock(name) and not any(fnmatchcase(name, g) for g in self.judge_clocks)
@@ -109,9 +112,11 @@ class Rules:
         leaf = name.rsplit(".", 1)[-1]
         return not self.judged(name) or (leaf != name and not self.judged(leaf))
 
-    def close(self, x: str, y: str) -> bool:
-        """Two numbers within the tolerance (never at tolerance 0: that is bitwise)."""
-        if not self.tolerance:
+    def close(self, x: str, y: str, name: str = "") -> bool:
+        """Two numbers within the tolerance, or the band of `name` (never at tolerance 0 or
+        in a band of 0: that is bitwise)."""
+        limit = self.band.limit(name) or self.band.limit(leaf_key(name)) if self.band else None
+        if not self.tolerance and not limit:
             return False
         try:
             u, v = float(x), float(y)
@@ -120,7 +125,10 @@ class Rules:
         if math.isnan(u) or math.isnan(v) or math.isinf(u) or math.isinf(v):
             return False
         scale = max(abs(u), abs(v))
-        return scale == 0 or abs(u - v) / scale <= self.tolerance
+        rel = abs(u - v) / scale if scale else 0.0
+        if limit:
+            return limit != (0.0, 0.0) and abs(u - v) <= limit[0] and rel <= limit[1]
+        return rel <= self.tolerance
 
 
 @dataclass
@@ -506,9 +514,9 @@ class _Checker:
             return CLOCK
         if self.rules.ignored(name):
             return IGNORED
-        if not quoted and self.rules.close(x, y):
+        if not quoted and self.rules.close(x, y, name):
             return TOLERANCE
-        if self.rules.tolerance and _digest(name):
+        if (self.rules.tolerance or self.rules.band) and _digest(name):
             return TOLERANCE  # parameters apart within it: a CLOSE pair's digests differ
         if self.rules.step_key and name in STEP_KEYS and name != self.rules.step_key:
             return COUNTER
@@ -663,6 +671,7 @@ def hold(
             judge_clocks=reading.judge,
             devices=devices,
             step_key=reading.step_key,
+            band=band if (band := Band.from_dict(summary.band)) and not band.exact else None,
         )
         found = check(a, b, rules)
     float32 = _float32(a) or _float32(b)

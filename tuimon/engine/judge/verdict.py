@@ -82,6 +82,11 @@ class Summary:
     replicas_parted: list[dict[str, Any]] = field(default_factory=list)
     """`--nproc`: each rank whose replica parted from its side's rank 0 (`side`, `rank`,
     `step`, `tensors`); any makes the pair DIVERGED (`hold_replicas`)."""
+    beyond: dict[str, Any] | None = None
+    """Where the pair first went beyond its tolerance (or band): step, metric (None when only
+    parameter digests differ), a, b, abs, rel, tolerance, band (`Tally._beyond`)."""
+    band: dict[str, Any] | None = None
+    """`--tolerance-from`: the band per metric it was judged with (`Band.to_dict`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (non-finite floats as strings); `jsonable` copies every container, so
@@ -293,7 +298,7 @@ def how_it_ended(
         failed = run.end is not None and run.end != "ok"
         if status == "interrupted" and stopped_at is not None:
             reasons.append(
-                f"run {side} stopped at the first divergent step {stopped_at} "
+                f"run {side} stopped at step {stopped_at}, the first judged DIVERGED "
                 "(--stop-on-divergence)"
             )
         elif status not in (None, "finished"):

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.launch.ranks import under_torchrun
@@ -106,6 +107,8 @@ class PairPlan:
     workload: dict[str, object] = field(default_factory=dict)
     """Reference-workload flags (p, task, eval_every ...) when no template is given."""
     tolerance: float = 0.0
+    band: dict[str, Any] | None = None
+    """`--tolerance-from`: the band per metric (`Band.to_dict`) that judges instead."""
     stall_timeout: float | None = None
     stop_on_fail: bool = False
     label: str | None = None
@@ -260,6 +263,7 @@ class PairPlan:
             sides = tuple(SideState(s.side, s.device, self.shown(s, pair_dir)) for s in specs)
             options = PairOptions(
                 tolerance=self.tolerance,
+                band=self.band,
                 select=self.select,
                 stall_timeout=self.stall_timeout,
                 stop_on_fail=self.stop_on_fail,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from tuimon.engine.judge.align import PairAligner
+from tuimon.engine.judge.band import saved_band
 from tuimon.engine.judge.byte_rule import hold
 from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.verdict import Ending, RunEnd, Summary, hold_replicas, how_it_ended
@@ -169,7 +170,8 @@ class SavedPair(SavedLogs):
     ]:  # fmt: skip
         """Every record of both sides through one aligner as a live pair feeds it (steps
         matched on step and occurrence, text judged, the account kept); steps in order."""
-        aligner = PairAligner(self.tolerance if tolerance is None else tolerance, select)
+        tolerance = self.tolerance if tolerance is None else tolerance
+        aligner = PairAligner(tolerance, select, saved_band(self.doc, tolerance))
         aligned: list[AlignedStep] = []
         for side in SIDES:
             aligned += _feed(aligner, side, self.records(side), (0, None))[0]
@@ -199,7 +201,9 @@ class SavedPair(SavedLogs):
                         on_records(side, self.records(side))
                 yield from (self.judged if select is None else self.judge(None, select))[0]
                 return
-            aligner = PairAligner(self.tolerance, select or self.select)
+            aligner = PairAligner(
+                self.tolerance, select or self.select, saved_band(self.doc, self.tolerance)
+            )
             counts: dict[str, tuple[int, int | None]] = dict.fromkeys(SIDES, (0, None))
             while blocks:
                 for side, block in list(blocks.items()):

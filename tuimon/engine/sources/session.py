@@ -23,6 +23,7 @@ from tuimon.applied import pair_applied
 from tuimon.engine.events import Exited, Judged, Lines, Note, SourceEvent, Stderr
 from tuimon.engine.judge.align import PairAligner
 from tuimon.engine.judge.artifacts import compare_artifacts, describe
+from tuimon.engine.judge.band import Band
 from tuimon.engine.judge.byte_rule import hold
 from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.fingerprints import env_diff
@@ -175,6 +176,8 @@ class PairOptions:
     """How a session judges and saves."""
 
     tolerance: float = 0.0
+    band: dict[str, Any] | None = None
+    """`--tolerance-from`: a band per metric judges instead of `tolerance` (`Band`)."""
     select: MetricFilter = field(default_factory=MetricFilter)
     """Which metrics are judged (`--ignore`, `--only`); clocks never are."""
     stall_timeout: float | None = None
@@ -218,7 +221,9 @@ class PairSession:
         self.sides = {s.side: s for s in sides}
         for state, total in zip(sides, self.options.totals, strict=True):
             state.total = state.total or total
-        self.aligner = PairAligner(self.options.tolerance, self.options.select)
+        self.aligner = PairAligner(
+            self.options.tolerance, self.options.select, Band.from_dict(self.options.band)
+        )
         self.interrupted = False
         self.ended = False
         """The session is over and its pair saved (or the save failed)."""
@@ -369,12 +374,16 @@ class PairSession:
             or not isinstance(source, LiveSource)
         ):
             return
-        self.stopped_at = self.summary.first_divergent_step
+        beyond = self.summary.beyond  # past a tolerance or band: later than the first bits
+        self.stopped_at = beyond["step"] if beyond else self.summary.first_divergent_step
         live = [side for side in source.runs if not self.sides[side].over]
         if live:
+            limit = "band" if self.options.band else "tolerance"
+            past = beyond and (self.options.tolerance or self.options.band)
+            where = f"the first step past the {limit}" if past else "the first divergent step"
             self._say(
-                f"stopping run {' and '.join(live)} at the first divergent step "
-                f"{self.stopped_at} (--stop-on-divergence)"
+                f"stopping run {' and '.join(live)} at {where} {self.stopped_at} "
+                "(--stop-on-divergence)"
             )
             self._divergence_stop = asyncio.create_task(self._stop_sides(live))
 
@@ -696,6 +705,8 @@ class PairSession:
         )
         if self.stopped_at is not None:
             doc.more["stopped_on_divergence"] = self.stopped_at
+        if self.options.band is not None:
+            doc.more["band"] = self.options.band
         if self.options.replicas:
             doc.more["replicas"] = self.options.replicas.to_dict()
         if (same := pair_seeds(self.options.meta, self.summary.verdict)) is not None:
