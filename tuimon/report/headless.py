@@ -22,6 +22,7 @@ from tuimon.engine.judge.verdict import Summary, exit_code
 from tuimon.engine.sources.replicas import replica_lines
 from tuimon.engine.sources.session import Batch, PairSession
 from tuimon.report.against import against_lines, pair_headline
+from tuimon.report.resumed import resume_lines
 from tuimon.report.wording import (
     account_lines,
     divergence_line,
@@ -173,6 +174,7 @@ class PairReport:
             **({"artifacts": artifacts} if artifacts else {}),
             **({"against": self.doc["against"]} if "against" in self.doc else {}),
             **({"replicas": self.doc["replicas"]} if "replicas" in self.doc else {}),
+            **({"resume": self.doc["resume"]} if "resume" in self.doc else {}),
         }
         if self.explained is not None:
             record["explain"] = self.explained
@@ -183,6 +185,7 @@ class PairReport:
         lines = [pair_headline(self.summary, self.doc), *account_lines(self.summary)]
         lines += [clean(line, None) for line in artifact_lines(self.artifacts)]
         lines += against_lines(self.doc)
+        lines += resume_lines(self.doc, self.summary)
         lines += [clean(line, None) for line in replica_lines(self.doc.get("replicas"))]
         lines += [hint.text() for hint in self.hints]
         if self.explained is not None:

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from tuimon.freqs import key_frequencies
-from tuimon.steplog import StepLogger
+from tuimon.steplog import STATE_DIGESTS, StepLogger
 from tuimon.tracing import trace_step
 from tuimon.workload import digest, dist
 from tuimon.workload.data import Split, make_split
@@ -166,8 +166,8 @@ def write_record(
     if "key_freqs" in host:
         record["key_freqs"] = host["key_freqs"]
     whole, per = digest.format_digests(names, params, lanes)
-    if "state_digests" in host:
-        record["state_digests"] = host["state_digests"]
+    if STATE_DIGESTS in host:
+        record[STATE_DIGESTS] = host[STATE_DIGESTS]
     logger.step(step, t=logger.elapsed(), **record, param_digest=whole, param_digests=per)
 
 
@@ -225,7 +225,7 @@ def train(
             with trace_step(k, model, optimizer):  # a no-op unless `tuimon explain` asks for k
                 host: dict[str, Any] = {"lr": lr, **sizes}
                 if s.state_digests:  # as step k begins: what a resume before it must restore
-                    host["state_digests"] = state_digests(optimizer, data={"next_step": k})
+                    host[STATE_DIGESTS] = state_digests(optimizer, data={"next_step": k})
                 loss, correct = _shard_loss(model(mine.train_x), mine.train_y, sizes["n_train"],
                                             loss_dtype, world)  # fmt: skip
                 values = {"train_loss": loss, "train_correct": correct}

@@ -17,13 +17,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-STATE_TAG = "state1"
-"""The prefix of a state digest ("state1:<16 hex digits>"): never a number, never a
-parameter digest."""
-RESUME_ENV = ("TUIMON_CHECKPOINT_AT", "TUIMON_CHECKPOINT", "TUIMON_RESUME_FROM")
-"""What `tuimon pair --resume-at N` tells each run (also `{checkpoint_at}`, `{checkpoint}`,
-`{resume_from}` in its command): the step after which to save and stop, where to save, and the
-checkpoint to resume from (each empty or unset where it does not apply)."""
+from tuimon.steplog import RESUME_ENV, STATE_TAG
 
 
 def resume_settings() -> tuple[int | None, str | None, str | None]:

@@ -35,6 +35,7 @@ import numpy as np
 import orjson
 
 from tuimon.argv import without_options
+from tuimon.engine.analyses.resume import explain_resume, resume_of
 from tuimon.engine.launch.consent import Planned
 from tuimon.engine.launch.descendants import RUN_ENV, Tree, new_tag
 from tuimon.engine.launch.ranks import MARK, rewrap
@@ -179,7 +180,18 @@ def rerun_argv(argv: Sequence[str], last_step: int) -> list[str]:
     if not _is_reference(argv):
         return argv
     out = without_options(
-        argv, ("--save-emb", "--steps", "--log", "--trace-step", "--trace-file"), ("--time-only",)
+        argv,
+        (
+            "--save-emb",
+            "--steps",
+            "--log",
+            "--trace-step",
+            "--trace-file",
+            "--checkpoint-at",
+            "--checkpoint",
+            "--resume-from",
+        ),
+        ("--time-only",),
     )
     return [*out, "--steps", str(last_step + 1), "--time-only"]
 
@@ -568,6 +580,8 @@ def explain_pair(
     pair.json is data: the commands it holds run only when `confirm` (shown them exactly)
     says yes; otherwise `Refused`, and nothing runs."""
     say = progress or (lambda text: None)
+    if (resumed := _resumed(Path(path))) is not None:
+        return resumed  # what a resume lost is read from the logs: nothing is re-run
     doc, k, steps, commands = _prepare(Path(path), confirm, nproc)
     out_dir = Path(path) / "explain"
     result = _new_result(doc, k, steps, repeats)
@@ -604,6 +618,18 @@ def explain_pair(
             firsts.append(found)
         r += 1
     return _conclude(result, firsts, steps, repeats)
+
+
+def _resumed(path: Path) -> dict[str, Any] | None:
+    """A pair run with `--resume-at N` that parted after N (or never): what the resume lost
+    (`resume.explain_resume`); None for any other pair."""
+    doc = PairDoc.from_json(read_pair(path)).to_json()
+    resume = resume_of(doc)
+    summary = doc["summary"] if isinstance(doc.get("summary"), dict) else {}
+    first = summary.get("first_divergent_step")
+    if resume is None or (isinstance(first, int) and first <= resume[1]):
+        return None  # no resume, or the sides parted before it: the op is traced
+    return explain_resume(path, doc)
 
 
 def _prepare(
@@ -808,7 +834,7 @@ def run_explain(
     else:
         out.write(describe(result) + "\n")
     out.flush()
-    return 0 if result["status"] in ("explained", "not_reproduced") else 3
+    return 0 if result["status"] in ("explained", "not_reproduced", "resume") else 3
 
 
 def explain_after(session: Any, say: Callable[[str], None]) -> dict[str, Any] | None:

@@ -1,0 +1,44 @@
+"""A training script that stops and resumes as `tuimon pair --resume-at N` asks (its command
+takes {checkpoint_at}, {checkpoint} and {resume_from}); `--forget rng|optimizer` makes its
+resume lose that part of the state. Pure Python: no torch, so a pair of it takes a moment."""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import random
+
+from tuimon.adopt import StepLogger, apply_pair_settings, rng_state, set_rng_state, state_digests
+
+p = argparse.ArgumentParser()
+p.add_argument("--steps", type=int, default=8)
+p.add_argument("--checkpoint-at", default="")
+p.add_argument("--checkpoint", default="")
+p.add_argument("--resume-from", default="")
+p.add_argument("--forget", choices=("nothing", "rng", "optimizer"), default="nothing")
+args = p.parse_args()
+
+env = apply_pair_settings(seed=0)
+w, velocity, start = 0.0, 0.0, 0
+if args.resume_from:
+    with open(args.resume_from, "rb") as fh:
+        saved = pickle.load(fh)
+    w, start = saved["w"], saved["next_step"]
+    if args.forget != "optimizer":
+        velocity = saved["velocity"]
+    if args.forget != "rng":
+        set_rng_state(saved["rng"])
+log = StepLogger(run={"name": "resume-test"}, hyper={"steps": args.steps}, env=env)
+for step in range(start, args.steps):
+    state = state_digests({"velocity": velocity}, data=step)  # as the step begins
+    x = random.random()
+    log.step(step, loss=(w - x) ** 2, w=w, state_digests=state)
+    velocity = 0.9 * velocity + (w - x)
+    w -= 0.1 * velocity
+    if args.checkpoint_at and step == int(args.checkpoint_at):
+        with open(args.checkpoint, "wb") as fh:
+            pickle.dump(
+                {"w": w, "velocity": velocity, "rng": rng_state(), "next_step": step + 1}, fh
+            )
+        break
+log.close()
