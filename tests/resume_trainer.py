@@ -5,10 +5,11 @@ resume lose that part of the state. Pure Python: no torch, so a pair of it takes
 from __future__ import annotations
 
 import argparse
+import os
 import pickle
 import random
 
-from tuimon.adopt import StepLogger, apply_pair_settings, rng_state, set_rng_state, state_digests
+from tuimon.adopt import StepLogger, rng_state, set_rng_state, state_digests
 
 p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=8)
@@ -18,7 +19,7 @@ p.add_argument("--resume-from", default="")
 p.add_argument("--forget", choices=("nothing", "rng", "optimizer"), default="nothing")
 args = p.parse_args()
 
-env = apply_pair_settings(seed=0)
+random.seed(int(os.environ.get("TUIMON_SEED") or 0))
 w, velocity, start = 0.0, 0.0, 0
 if args.resume_from:
     with open(args.resume_from, "rb") as fh:
@@ -28,7 +29,7 @@ if args.resume_from:
         velocity = saved["velocity"]
     if args.forget != "rng":
         set_rng_state(saved["rng"])
-log = StepLogger(run={"name": "resume-test"}, hyper={"steps": args.steps}, env=env)
+log = StepLogger(run={"name": "resume-test"}, hyper={"steps": args.steps})
 for step in range(start, args.steps):
     state = state_digests({"velocity": velocity}, data=step)  # as the step begins
     x = random.random()
