@@ -108,7 +108,11 @@ class ResumedRun:
     async def start(self) -> None:
         """Start the first run (LaunchError when it cannot start)."""
         self.current.tick = self.tick
-        await self.current.start()
+        try:
+            await self.current.start()
+        except LaunchError:
+            self._remove_checkpoint()  # no pump will: the side never ran
+            raise
 
     async def pump(self) -> None:
         """The first run to its end; when it stopped after step `at` with its checkpoint, the
