@@ -17,6 +17,7 @@ p.add_argument("--checkpoint-at", default="")
 p.add_argument("--checkpoint", default="")
 p.add_argument("--resume-from", default="")
 p.add_argument("--forget", choices=("nothing", "rng", "optimizer"), default="nothing")
+p.add_argument("--no-digests", action="store_true", help="log no state digests")
 args = p.parse_args()
 
 random.seed(int(os.environ.get("TUIMON_SEED") or 0))
@@ -33,7 +34,8 @@ log = StepLogger(run={"name": "resume-test"}, hyper={"steps": args.steps})
 for step in range(start, args.steps):
     state = state_digests({"velocity": velocity}, data=step)  # as the step begins
     x = random.random()
-    log.step(step, loss=(w - x) ** 2, w=w, state_digests=state)
+    digests = {} if args.no_digests else {"state_digests": state}
+    log.step(step, loss=(w - x) ** 2, w=w, param_digest=repr(w), **digests)
     velocity = 0.9 * velocity + (w - x)
     w -= 0.1 * velocity
     if args.checkpoint_at and step == int(args.checkpoint_at):

@@ -18,9 +18,12 @@ RESUMES = ["--checkpoint-at", "{checkpoint_at}", "--checkpoint", "{checkpoint}",
            "--resume-from", "{resume_from}"]  # fmt: skip
 
 
-def _pair(store: Path, capsys: pytest.CaptureFixture[str], forget: str) -> tuple[int, dict]:
+def _pair(
+    store: Path, capsys: pytest.CaptureFixture[str], forget: str, *more: str
+) -> tuple[int, dict]:
+    command = [sys.executable, TRAINER, "--forget", forget, *RESUMES, *more]
     argv = ["pair", "--seed", "0", "--resume-at", "3", "--headless", "--json", "--store",
-            str(store), "--", sys.executable, TRAINER, "--forget", forget, *RESUMES]  # fmt: skip
+            str(store), "--", *command]  # fmt: skip
     code = main(argv)
     return code, json.loads(capsys.readouterr().out.splitlines()[-1])
 
@@ -74,6 +77,33 @@ def test_the_headless_report_names_the_step_after_the_resume(tmp_path: Path, cap
         "resume: run b stopped after step 3, saved its checkpoint and resumed from it; the "
         "sides part at step 4, the first step after it" in out
     )
+
+
+@pytest.mark.parametrize(
+    ("forget", "lost", "said"),
+    [
+        ("rng", ["data or RNG"], "at step 4 the weights agree but the losses differ: the resume "
+         "lost the data order or an RNG state"),
+        ("optimizer", ["optimizer"], "at step 4 the weights and losses agree, at step 5 the "
+         "weights differ: the resume lost the optimizer state"),
+    ],
+)  # fmt: skip
+def test_without_state_digests_the_records_tell_what_they_can(
+    tmp_path: Path, capsys, forget, lost, said
+) -> None:
+    code, _ = _pair(tmp_path, capsys, forget, "--no-digests")
+    assert code == 1
+    (pair,) = tmp_path.iterdir()
+    found = _explain(pair, capsys)
+    assert (found["lost"], found["how"]) == (lost, "records")
+    assert said in found["message"]
+
+
+def test_pair_explain_says_it_at_once(tmp_path: Path, capsys) -> None:
+    argv = ["pair", "--resume-at", "3", "--headless", "--explain", "--store", str(tmp_path),
+            "--", sys.executable, TRAINER, "--forget", "rng", *RESUMES]  # fmt: skip
+    assert main(argv) == 1
+    assert "the resume lost the RNG state (python): at step 4" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
