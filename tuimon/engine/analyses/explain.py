@@ -849,7 +849,7 @@ def explain_after(session: Any, say: Callable[[str], None]) -> dict[str, Any] | 
     if summary is None or path is None or summary.verdict != DIVERGED:
         return None
     sides = getattr(session, "sides", {})
-    typed = {side: state.command for side, state in sides.items()}
+    typed = {side: _as_typed(state.command) for side, state in sides.items()}
 
     def same_as_typed(commands: list[Planned]) -> bool:
         """pair.json still holds the commands this pair ran (nobody changed it meanwhile)."""
@@ -868,6 +868,13 @@ def explain_after(session: Any, say: Callable[[str], None]) -> dict[str, Any] | 
     except (StoreError, ExplainError) as exc:
         return {"status": "failed", "message": str(exc)}
     return result
+
+
+def _as_typed(shown: str) -> str:
+    """A side's command as run, from its pane's title (`resumed after step N · COMMAND`)."""
+    if shown.startswith("resumed after step ") and " · " in shown:
+        return shown.split(" · ", 1)[1]
+    return shown
 
 
 def saved_line(meta: dict[str, Any]) -> str | None:
