@@ -68,6 +68,15 @@ def test_a_resume_that_forgets_its_optimizer_state_is_named(tmp_path: Path, caps
     assert "the resume lost the optimizer state" in said["message"]
 
 
+def test_a_resume_that_loses_its_data_position_is_named(tmp_path: Path, capsys) -> None:
+    code, res = _pair(tmp_path, capsys, "data")
+    assert (code, res["verdict"], res["first_divergent_step"]) == (1, "DIVERGED", 4)
+    (pair,) = tmp_path.iterdir()
+    said = _explain(pair, capsys)
+    assert said["lost"] == ["data"]
+    assert "the resume lost the data order (its position): at step 4" in said["message"]
+
+
 def test_the_headless_report_names_the_step_after_the_resume(tmp_path: Path, capsys) -> None:
     argv = ["pair", "--resume-at", "3", "--headless", "--store", str(tmp_path), "--",
             sys.executable, TRAINER, "--forget", "rng", *RESUMES]  # fmt: skip
