@@ -25,6 +25,7 @@ from typing import Any
 
 from tuimon.applied import reported
 from tuimon.steplog import DIGEST_FORMAT, StepLogger
+from tuimon.workload.state import resume_settings, rng_state, set_rng_state, state_digests
 
 __all__ = [
     "DIGEST_FORMAT",
@@ -34,6 +35,10 @@ __all__ = [
     "model_digests",
     "param_digests",
     "reported",
+    "resume_settings",
+    "rng_state",
+    "set_rng_state",
+    "state_digests",
     "tensor_digest",
 ]
 
@@ -95,11 +100,11 @@ def apply_pair_settings(seed: int | None = None) -> dict[str, Any]:
     applied: dict[str, Any] = {"seed": seed, "asked": {
         "seed": asked_seed, "threads": threads, "deterministic": deterministic,
     }}  # fmt: skip
+    applied.update(_apply_torch(seed, threads, deterministic))
     if seed is not None:
         random.seed(seed)
-        if "numpy" in sys.modules:
+        if "numpy" in sys.modules:  # after torch, which imports it
             sys.modules["numpy"].random.seed(seed % 2**32)
-    applied.update(_apply_torch(seed, threads, deterministic))
     _applied = applied
     return {
         "applied": applied,

@@ -38,6 +38,17 @@ header's env block as `digest`; logs without it carry the blake2b digests of ear
 DIGEST_TAG = "devsum1"
 """The prefix of every digest string of that format ("devsum1:<hex>"), so that a judge can tell
 digests of two formats apart in the records themselves (they are never compared)."""
+STATE_DIGESTS = "state_digests"
+"""A step's digests of what a resume must restore, as that step begins: `rng.python`,
+`rng.numpy`, `rng.torch`, `rng.cuda`, `rng.mps`, `optimizer`, `data` (`tuimon.adopt`)."""
+STATE_TAG = "state1"
+"""The prefix of a state digest ("state1:<16 hex digits>"): never a number, never a
+parameter digest."""
+RESUME_ENV = ("TUIMON_CHECKPOINT_AT", "TUIMON_CHECKPOINT", "TUIMON_RESUME_FROM")
+"""What `tuimon pair --resume-at N` tells the runs of its resumed side (as `{checkpoint_at}`,
+`{checkpoint}`, `{resume_from}` in the command): the first run, the step after which it saves
+its checkpoint and stops, and where; the second, the checkpoint to resume from. Unset where
+they do not apply (side a, which runs through)."""
 
 
 @dataclass(frozen=True, slots=True)

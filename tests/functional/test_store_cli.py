@@ -376,7 +376,8 @@ def test_help_describes_each_subcommand_and_every_substitution():
         assert "{" + key + "}" in text, key
     template = tuple("{" + key + "}" for key in SUBSTITUTED)
     argv = plan(template=template).spec("a", Path("p")).argv
-    assert argv == ("3", "cpu", "a", "1", "p")  # each is substituted
+    assert argv == ("3", "cpu", "a", "1", "p", "", "", "")  # each is substituted (side a
+    # runs through: no {checkpoint_at}, {checkpoint} nor {resume_from})
 
 
 def test_the_tui_says_a_failed_save_after_the_screen_and_exits_3(tmp_path, capsys, monkeypatch):

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tuimon.engine.sources.saved_pair import SavedPair
-from tuimon.steplog import Header, Step, Text
+from tuimon.steplog import End, Header, Step, Text
 from tuimon.ui.divergence import spark_data
 from tuimon.ui.pair_model import (
     DIVERGENCE,
@@ -163,6 +163,21 @@ def test_a_late_sides_first_lines_come_before_its_steps() -> None:
     late.add("b", [Text(f"line {i}") for i in range(PRELUDE + 5)])
     before = [i for i, e in enumerate(late.entries) if e[0] is None and i < late.index_of(0)]
     assert len(before) == PRELUDE and len(late) == 3 + PRELUDE + 5  # the rest at the end
+
+
+def test_a_side_behind_shows_its_restart_where_it_came() -> None:
+    """`pair --resume-at`: side b stops after step 1 and starts again while a is ahead; its end
+    and header notes and tuimon's line sit between its steps 1 and 2, not after a's last row."""
+    rows = PairRows(100)
+    rows.add("a", [Step(i, {"x": 1.0}) for i in range(6)])
+    restart = "tuimon: run b stopped after step 1 and saved its checkpoint; restarted from it"
+    rows.add("b", [Step(0, {"x": 1.0}), Step(1, {"x": 1.0}), End("ok", 2)], [restart])
+    rows.add("b", [Header({}, {}, {}), Step(2, {"x": 1.0})], ["a warning"])
+    said = [e[1].get("b") for e in list(rows.entries)[2:5]]
+    assert said == [("note", "end · ok · 2 steps"), ("stderr", restart),
+                    ("note", "header · tuimon.steplog/1")]  # fmt: skip
+    assert rows.index_of(2, "a") == rows.index_of(2, "b") == 5
+    assert rows.entries[-1] == (None, {"b": ("stderr", "a warning")})  # a run's own: at the end
 
 
 def test_columns_put_losses_first() -> None:

@@ -13,7 +13,10 @@ INT64 = (-(2**63), 2**63 - 1)
 """The integers pair.json (and a step log) can hold."""
 REPLAY_SPEED = 50.0
 """Steps per second of a replay someone watches (a TUI, or headless in a terminal)."""
-SUBSTITUTIONS = "{seed}, {device}, {side} (a or b), {threads} and {pair_dir}"
+SUBSTITUTIONS = (
+    "{seed}, {device}, {side} (a or b), {threads}, {pair_dir} and, with --resume-at, "
+    "{checkpoint_at}, {checkpoint} and {resume_from}"
+)
 
 
 class Parser(argparse.ArgumentParser):

@@ -82,6 +82,15 @@ def add(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="after a DIVERGED verdict, run `tuimon explain` on the pair (names the op)",
     )
+    p.add_argument(
+        "--resume-at",
+        type=int64,
+        default=None,
+        metavar="N",
+        help="side b stops after step N with a checkpoint and is started again from it; side "
+        "a runs through: does the resumed run follow the unbroken one? (your command takes "
+        "{checkpoint_at}, {checkpoint} and {resume_from})",
+    )
     add_store(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND TEMPLATE ...")
     p.set_defaults(handler=run, help_prog=p.prog)
@@ -312,7 +321,33 @@ def _check_pair_args(
         raise UsageError("--side and --emb go with --against SAVED")
     if getattr(args, "against", None) and getattr(args, "explain", False):
         raise UsageError("--explain re-runs both sides of a pair: not with --against")
+    _check_resume(args, template)
     return threads
+
+
+def _check_resume(args: argparse.Namespace, template: tuple[str, ...]) -> None:
+    """--resume-at N: a step before the last, side b's stdout, one process on this machine."""
+    at = getattr(args, "resume_at", None)
+    if at is None:
+        return
+    steps = args.steps if args.steps is not None else (None if template else 300)
+    if at < 0 or (steps is not None and at >= steps - 1):
+        last = f" (--steps {steps}: 0 to {steps - 2})" if steps is not None else ""
+        raise UsageError(f"--resume-at must be a step before the last{last}, got {at}")
+    for flag, value in (("--against", getattr(args, "against", None)),
+                        ("--log-file", args.log_file), ("--nproc", getattr(args, "nproc", None)),
+                        ("--launch-b", args.launch_b or args.launch)):  # fmt: skip
+        if value:
+            raise UsageError(
+                f"--resume-at restarts side b on this machine from its stdout: not with {flag}"
+            )
+    if template and not any(
+        "{checkpoint_at}" in word or "{resume_from}" in word for word in template
+    ):
+        raise UsageError(
+            "--resume-at: the command takes neither {checkpoint_at} nor {resume_from}, so "
+            "side b would never stop nor resume (docs/your-script.md, 'Resume')"
+        )
 
 
 def _workload(args: argparse.Namespace) -> dict[str, object]:
@@ -361,6 +396,7 @@ def pair_plan(
         launch=launch,
         select=select(args, reference=not template),
         nproc=nproc_of(getattr(args, "nproc", None), devices),
+        resume_at=getattr(args, "resume_at", None),
     )
     if template and not args.shell:
         _check_programs(plan)

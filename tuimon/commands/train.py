@@ -59,6 +59,23 @@ def add(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="capture the whole step as one CUDA graph and replay it (CUDA only)",
     )
+    p.add_argument(
+        "--checkpoint-at",
+        type=int64,
+        default=None,
+        metavar="N",
+        help="after step N, save a checkpoint to --checkpoint and stop (model, optimizer, every "
+        "RNG, the data position; what `tuimon pair --resume-at N` asks of side b)",
+    )
+    p.add_argument("--checkpoint", default=None, metavar="PATH", help="where --checkpoint-at saves")
+    p.add_argument(
+        "--resume-from", default=None, metavar="PATH", help="resume from a --checkpoint-at file"
+    )
+    p.add_argument(
+        "--state-digests",
+        action="store_true",
+        help="log digests of the RNGs, the optimizer state and the data position at each step",
+    )
     p.add_argument("--time-only", action="store_true", help="save nothing but the log")
     p.add_argument("--save-emb", default=None, metavar="PATH", help="save W_E as .npy at the end")
     p.add_argument("--log", default=None, metavar="FILE", help="write the step log here (stdout)")

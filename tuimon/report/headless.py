@@ -23,6 +23,7 @@ from tuimon.engine.judge.verdict import Summary, exit_code
 from tuimon.engine.sources.replicas import replica_lines
 from tuimon.engine.sources.session import Batch, PairSession
 from tuimon.report.against import against_lines, pair_headline
+from tuimon.report.resumed import resume_lines
 from tuimon.report.wording import (
     account_lines,
     beyond_line,
@@ -185,6 +186,7 @@ class PairReport:
             **({"against": self.doc["against"]} if "against" in self.doc else {}),
             **({"replicas": self.doc["replicas"]} if "replicas" in self.doc else {}),
             **(self._seeds() if "seeds" in self.doc else {}),
+            **({"resume": self.doc["resume"]} if "resume" in self.doc else {}),
         }
         if self.explained is not None:
             record["explain"] = self.explained
@@ -215,6 +217,7 @@ class PairReport:
         lines += account_lines(self.summary)
         lines += [clean(line, None) for line in artifact_lines(self.artifacts)]
         lines += against_lines(self.doc)
+        lines += resume_lines(self.doc, self.summary)
         lines += [clean(line, None) for line in replica_lines(self.doc.get("replicas"))]
         if (same := pair_seeds(self.doc, self.summary.verdict)) is not None:
             check = " — fails the check (--check-seeds)" if self.doc.get("check_seeds") else ""

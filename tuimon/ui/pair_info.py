@@ -15,6 +15,7 @@ from tuimon.engine.judge.hints import likely_causes
 from tuimon.engine.sources.replicas import replica_lines
 from tuimon.engine.sources.side_state import SideState
 from tuimon.report.against import against_lines, pair_headline
+from tuimon.report.resumed import resume_lines
 from tuimon.report.wording import account_lines, metric_parts_line
 from tuimon.ui.pair_model import PairModel
 from tuimon.ui.text import clean
@@ -67,6 +68,7 @@ def summary_lines(
     lines = [pair_headline(model.summary, doc), *account_lines(model.summary)]
     lines += [clean(line, None) for line in model.artifact_lines()]
     lines += against_lines(doc)
+    lines += [clean(line, None) for line in resume_lines(doc, model.summary)]
     lines += replicas_of(doc)
     lines += run_errors(model.sides)
     lines += hints_of(doc)

@@ -84,13 +84,20 @@ PRELUDE = 64
 late file's header, a late run's start-up lines); later ones go to the end."""
 
 
+def _in_place(kind: str, text: str) -> bool:
+    """A side's line that stays beside its last step when the other side is ahead: its header
+    and end records and tuimon's own words (a run stopped and restarted by `--resume-at`)."""
+    return kind == "note" or (kind == "stderr" and text.startswith("tuimon: "))
+
+
 class PairRows:
     """The last `max_lines` rows of both panes, aligned by step (one buffer, two views).
 
     A row is a step (each side shows its metrics for that step, a blank where it has not logged
     it) or text (a non-log stdout line, stderr, a header/end note) with a slot per side: a
     side's text fills the text row right after its own last row when that slot is free (else a
-    new row at the end), so the two sides' headers,
+    new row at the end; a header/end note or tuimon's own line goes in a new row there, so a
+    side that restarts behind the other shows it where it did), so the two sides' headers,
     notes and stderr lines sit side by side. Text is cleaned on entry.
     """
 
@@ -143,6 +150,8 @@ class PairRows:
             self.entries[at - self.start][1].setdefault(side, (kind, text))
         elif at < self.end and side not in self.metrics and self._prelude.get(side, 0) < PRELUDE:
             self._insert(at, side, (kind, text))  # a late side's first lines come first
+        elif at < self.end and side in self.metrics and _in_place(kind, text):
+            self._insert(at, side, (kind, text))  # a side behind: its restart where it came
         else:
             at = self.end
             self.entries.append((None, {side: (kind, text)}))

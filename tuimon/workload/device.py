@@ -95,6 +95,19 @@ def apply_settings(seed: int | None, threads: int | None, deterministic: bool) -
     }
 
 
+def seed_generators(seed: int) -> None:
+    """Seed the global generators (Python, numpy, torch on every device) from the run's seed.
+    The workload draws its weights and split from generators of its own; seeded, the global
+    ones start where every run of the seed starts, so a resume that loses them is seen."""
+    import random
+
+    import numpy as np
+
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
 def configure(threads: int | None, deterministic: bool) -> None:
     """Set intra-op threads and deterministic algorithms (call CUBLAS setup before CUDA init)."""
     if threads is not None:

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from tuimon.freqs import key_frequencies
-from tuimon.steplog import StepLogger
+from tuimon.steplog import STATE_DIGESTS, StepLogger
 from tuimon.tracing import trace_step
 from tuimon.workload import digest, dist
 from tuimon.workload.data import Split, make_split
@@ -21,6 +21,7 @@ from tuimon.workload.digest import param_digests, tensor_digest
 from tuimon.workload.dist import World
 from tuimon.workload.model import Transformer
 from tuimon.workload.options import BETAS, Settings, lr_at
+from tuimon.workload.state import rng_state, set_rng_state, state_digests
 
 __all__ = ["build", "param_digests", "save_embedding", "tensor_digest", "train"]
 
@@ -165,7 +166,35 @@ def write_record(
     if "key_freqs" in host:
         record["key_freqs"] = host["key_freqs"]
     whole, per = digest.format_digests(names, params, lanes)
+    if STATE_DIGESTS in host:
+        record[STATE_DIGESTS] = host[STATE_DIGESTS]
     logger.step(step, t=logger.elapsed(), **record, param_digest=whole, param_digests=per)
+
+
+def save_checkpoint(
+    path: str, model: Transformer, optimizer: torch.optim.Optimizer, step: int
+) -> None:
+    """What step `step + 1` needs to go on exactly: the model, the optimizer, every RNG and the
+    data position (the next step: the batch is full), written atomically."""
+    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+             "rng": rng_state(), "next_step": step + 1}  # fmt: skip
+    tmp = Path(path).with_name(f".{Path(path).name}.{os.getpid()}.tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path: str, model: Transformer, optimizer: torch.optim.Optimizer) -> int:
+    """Restore a `save_checkpoint` file; the step to go on from."""
+    device = next(model.parameters()).device
+    state = torch.load(path, map_location=device, weights_only=False)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    rng = state["rng"]
+    for key in ("torch", "cuda", "mps"):  # generator states live on the host
+        if key in rng:
+            rng[key] = [t.cpu() for t in rng[key]] if isinstance(rng[key], list) else rng[key].cpu()
+    set_rng_state(rng)
+    return int(state["next_step"])
 
 
 def train(
@@ -188,12 +217,15 @@ def train(
     reader = StepReader(model, device, logger, pipelined)
     sizes = {"n_train": data.train_y.numel(), "n_test": data.test_y.numel()}
     mine = data if world is None else dist.shard(world, data)
+    start = 0 if s.resume_from is None else load_checkpoint(s.resume_from, model, optimizer)
     try:
-        for k in range(s.steps):
+        for k in range(start, s.steps):
             lr = lr_at(k, s.lr, s.warmup)
             lanes = reader.lanes()  # outside the traced step, as the digests always were
             with trace_step(k, model, optimizer):  # a no-op unless `tuimon explain` asks for k
                 host: dict[str, Any] = {"lr": lr, **sizes}
+                if s.state_digests:  # as step k begins: what a resume before it must restore
+                    host[STATE_DIGESTS] = state_digests(optimizer, data={"next_step": k})
                 loss, correct = _shard_loss(model(mine.train_x), mine.train_y, sizes["n_train"],
                                             loss_dtype, world)  # fmt: skip
                 values = {"train_loss": loss, "train_correct": correct}
@@ -211,6 +243,10 @@ def train(
                 for group in optimizer.param_groups:
                     group["lr"] = lr
                 optimizer.step()
+            if k == s.checkpoint_at and s.checkpoint is not None:
+                reader.flush()
+                save_checkpoint(s.checkpoint, model, optimizer, k)
+                return
     except BaseException:
         with contextlib.suppress(Exception):  # what was computed is written; the error stands
             reader.flush()

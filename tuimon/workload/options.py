@@ -44,6 +44,13 @@ class Settings:
     gather: str = "view"
     freq_every: int = 0
     cuda_graph: bool = False
+    checkpoint_at: int | None = None
+    """Save a checkpoint after this step (to `checkpoint`) and stop (`pair --resume-at`)."""
+    checkpoint: str | None = None
+    resume_from: str | None = None
+    """Resume from a checkpoint saved with `checkpoint_at`: model, optimizer, RNGs, step."""
+    state_digests: bool = False
+    """Log the digests of the RNGs, optimizer state and data position with each step."""
 
     @property
     def n_train(self) -> int:
@@ -90,10 +97,34 @@ def check(s: Settings) -> None:
     _fail_unless(
         not (s.time_only and s.save_emb), "--time-only saves nothing: drop it or --save-emb"
     )
-    for flag, path in (("--log", s.log), ("--save-emb", s.save_emb)):
+    _check_resume(s)
+    for flag, path in (
+        ("--log", s.log),
+        ("--save-emb", s.save_emb),
+        ("--checkpoint", s.checkpoint),
+    ):
         if path is not None:
             folder = Path(path).parent
             _fail_unless(folder.is_dir(), f"{flag} {path}: folder {str(folder)!r} does not exist")
+
+
+def _check_resume(s: Settings) -> None:
+    """--checkpoint-at goes with --checkpoint, before the last step; one process, no graph."""
+    at = s.checkpoint_at
+    _fail_unless(
+        (at is None) == (s.checkpoint is None), "--checkpoint-at and --checkpoint go together"
+    )
+    _fail_unless(
+        at is None or 0 <= at < s.steps - 1,
+        f"--checkpoint-at must be from 0 to {s.steps - 2} (--steps {s.steps}), got {at}",
+    )
+    if at is not None or s.resume_from is not None:
+        _fail_unless(
+            not s.cuda_graph, "--checkpoint-at / --resume-from do not run with --cuda-graph"
+        )
+    if s.resume_from is not None:
+        _fail_unless(os.path.isfile(s.resume_from),
+                     f"--resume-from {s.resume_from}: no such checkpoint file")  # fmt: skip
 
 
 def lr_at(step: int, lr: float, warmup: int) -> float:

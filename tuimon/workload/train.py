@@ -111,6 +111,10 @@ def run_settings(s: Settings, argv: list[str] | None = None) -> int:
             "--cuda-graph needs CUDA, and torch sees no CUDA device here: run without it"
         )
     world = dist.from_env()  # a torch.distributed launcher started this process
+    resumed = s.checkpoint_at is not None or s.resume_from is not None
+    if resumed and world is not None and world.size > 1:
+        raise UsageError("--checkpoint-at / --resume-from run one process, this job has "
+                         f"{world.size}: run without them")  # fmt: skip
     if s.cuda_graph and world is not None and world.size > 1:
         raise UsageError(f"--cuda-graph runs one rank, this job has {world.size}: run without it")
     device = dev.resolve_device(dist.device_for(world, s.device))
@@ -118,6 +122,7 @@ def run_settings(s: Settings, argv: list[str] | None = None) -> int:
         raise UsageError(f"--cuda-graph runs on CUDA only: add --device cuda (not {device})")
     loss_dtype = dev.torch_loss_dtype(device, s.loss_dtype)
     dev.configure(s.threads, s.deterministic)
+    dev.seed_generators(s.seed)
     world = dist.start(world, device)
     env = dev.fingerprint(device, loss_dtype, s.time_only)
     logger = _open_logger(
@@ -172,6 +177,8 @@ def _train_and_save(
     else:
         loop.train(s, model, data, loss_dtype, logger, world=world)
     path = emb_path(s, str(device))
+    if s.checkpoint_at is not None:  # stopped with a checkpoint: the run goes on elsewhere
+        return {}
     if path is None or (world is not None and not world.leader):
         return {}
     loop.save_embedding(model, path)

@@ -35,6 +35,7 @@ import numpy as np
 import orjson
 
 from tuimon.argv import without_options
+from tuimon.engine.analyses.resume import explain_resume, resume_of
 from tuimon.engine.judge.known_ops import FIX_WORDS, KnownOp, known_op
 from tuimon.engine.launch.consent import Planned
 from tuimon.engine.launch.descendants import RUN_ENV, Tree, new_tag
@@ -115,7 +116,18 @@ def rerun_argv(argv: Sequence[str], last_step: int) -> list[str]:
     if not _is_reference(argv):
         return argv
     out = without_options(
-        argv, ("--save-emb", "--steps", "--log", "--trace-step", "--trace-file"), ("--time-only",)
+        argv,
+        (
+            "--save-emb",
+            "--steps",
+            "--log",
+            "--trace-step",
+            "--trace-file",
+            "--checkpoint-at",
+            "--checkpoint",
+            "--resume-from",
+        ),
+        ("--time-only",),
     )
     return [*out, "--steps", str(last_step + 1), "--time-only"]
 
@@ -506,6 +518,8 @@ def explain_pair(
     pair.json is data: the commands it holds run only when `confirm` (shown them exactly)
     says yes; otherwise `Refused`, and nothing runs."""
     say = progress or (lambda text: None)
+    if (resumed := _resumed(Path(path))) is not None:
+        return resumed  # what a resume lost is read from the logs: nothing is re-run
     doc, k, steps, commands = _prepare(Path(path), confirm, nproc)
     out_dir = Path(path) / "explain"
     result = _new_result(doc, k, steps, repeats)
@@ -542,6 +556,18 @@ def explain_pair(
             firsts.append(found)
         r += 1
     return _conclude(result, firsts, steps, repeats)
+
+
+def _resumed(path: Path) -> dict[str, Any] | None:
+    """A pair run with `--resume-at N` that parted after N (or never): what the resume lost
+    (`resume.explain_resume`); None for any other pair."""
+    doc = PairDoc.from_json(read_pair(path)).to_json()
+    resume = resume_of(doc)
+    summary = doc["summary"] if isinstance(doc.get("summary"), dict) else {}
+    first = summary.get("first_divergent_step")
+    if resume is None or (isinstance(first, int) and first <= resume[1]):
+        return None  # no resume, or the sides parted before it: the op is traced
+    return explain_resume(path, doc)
 
 
 def _prepare(
@@ -746,7 +772,7 @@ def run_explain(
     else:
         out.write(describe(result) + "\n")
     out.flush()
-    return 0 if result["status"] in ("explained", "not_reproduced") else 3
+    return 0 if result["status"] in ("explained", "not_reproduced", "resume") else 3
 
 
 def explain_after(session: Any, say: Callable[[str], None]) -> dict[str, Any] | None:
@@ -761,7 +787,7 @@ def explain_after(session: Any, say: Callable[[str], None]) -> dict[str, Any] | 
     if summary is None or path is None or summary.verdict != DIVERGED:
         return None
     sides = getattr(session, "sides", {})
-    typed = {side: state.command for side, state in sides.items()}
+    typed = {side: _as_typed(state.command) for side, state in sides.items()}
 
     def same_as_typed(commands: list[Planned]) -> bool:
         """pair.json still holds the commands this pair ran (nobody changed it meanwhile)."""
@@ -780,6 +806,13 @@ def explain_after(session: Any, say: Callable[[str], None]) -> dict[str, Any] | 
     except (StoreError, ExplainError) as exc:
         return {"status": "failed", "message": str(exc)}
     return result
+
+
+def _as_typed(shown: str) -> str:
+    """A side's command as run, from its pane's title (`resumed after step N · COMMAND`)."""
+    if shown.startswith("resumed after step ") and " · " in shown:
+        return shown.split(" · ", 1)[1]
+    return shown
 
 
 def saved_line(meta: dict[str, Any]) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.launch.ranks import under_torchrun
+from tuimon.engine.launch.resumed import Resume
 from tuimon.engine.launch.runner import RunSpec, mistyped_placeholder, substitute
 from tuimon.engine.sources.against import AgainstCheck, AgainstSource, copy_saved_emb
 from tuimon.engine.sources.against_side import SavedSide
@@ -20,6 +22,7 @@ from tuimon.engine.sources.session import Batch, LiveSource, PairOptions, PairSe
 from tuimon.engine.sources.side_state import SideState
 from tuimon.errors import UsageError
 from tuimon.readers import Reading
+from tuimon.steplog import RESUME_ENV
 from tuimon.store import SIDES, PairWriter
 
 REMOTE_PYTHON = "python3"
@@ -61,7 +64,9 @@ two frequencies (36 against 25) is not how far the runs are apart, and they can 
 where W_E, which is judged, already has. The end-of-run comparison of the saved W_E says
 whether the two runs' key frequencies agree."""
 
-SUBSTITUTED = ("seed", "device", "side", "threads", "pair_dir")
+SUBSTITUTED = (
+    "seed", "device", "side", "threads", "pair_dir", "checkpoint_at", "checkpoint", "resume_from"
+)  # fmt: skip
 """The `{name}`s substituted in a command template and in --log-file (`pair --help` says so)."""
 
 
@@ -125,6 +130,8 @@ class PairPlan:
     """`pair --against`: the saved run that is side b; only side a is launched."""
     nproc: tuple[int | None, int | None] = (None, None)
     """Ranks of each side under torch.distributed's launcher (`--nproc`); None: one process."""
+    resume_at: int | None = None
+    """`--resume-at N`: side b stops after step N with a checkpoint and resumes from it."""
     seeds: tuple[int, int] | None = None
     """`pair --seeds A,B`: side a runs seed A, side b seed B (`seed` is A), a check that the
     seed is applied (`judge.seed_check`)."""
@@ -161,10 +168,18 @@ class PairPlan:
             env["TUIMON_LOSS_DTYPE"] = self.loss_dtype
         return env
 
-    def spec(self, side: str, pair_dir: Path | None, *, ranks: bool = True) -> RunSpec:
+    def spec(
+        self,
+        side: str,
+        pair_dir: Path | None,
+        *,
+        ranks: bool = True,
+        part: tuple[str, Path] | None = None,
+    ) -> RunSpec:
         """The command of one side, as `--nproc` ranks (unless `ranks` is False) and through
-        its launcher when it has one."""
-        spec = self._local_spec(side, pair_dir)
+        its launcher when it has one; `part` ("stop" or "resume", and the checkpoint): one of
+        the two runs of a resumed side (`--resume-at`)."""
+        spec = self._local_spec(side, pair_dir, part)
         launcher = self.launch[SIDES.index(side)]
         nproc = self.nproc[SIDES.index(side)]
         if nproc and ranks:
@@ -173,12 +188,39 @@ class PairPlan:
             return spec
         return replace(spec, argv=launched(launcher, spec), shell=False)
 
-    def _local_spec(self, side: str, pair_dir: Path | None) -> RunSpec:
+    def resume(self, pair_dir: Path | None) -> Resume | None:
+        """Side b's second run and its checkpoint under `--resume-at` (None without it): the
+        checkpoint is `checkpoint-b` in the pair directory, or in a folder of its own with
+        `--no-save` (removed with it)."""
+        if self.resume_at is None:
+            return None
+        folder = pair_dir or Path(tempfile.mkdtemp(prefix="tuimon-resume-"))
+        checkpoint = folder / "checkpoint-b"
+        then = self.spec("b", pair_dir, part=("resume", checkpoint))
+        return Resume("b", self.resume_at, checkpoint, then, scratch=pair_dir is None)
+
+    def _resume_values(self, part: tuple[str, Path] | None) -> tuple[str, str, str]:
+        """{checkpoint_at}, {checkpoint} and {resume_from} of a run: empty but where they
+        apply (the first run of a resumed side stops and saves, its second resumes)."""
+        if part is None:
+            return "", "", ""
+        kind, path = part
+        return (
+            (str(self.resume_at), str(path), "") if kind == "stop" else ("", str(path), str(path))
+        )
+
+    def _local_spec(
+        self, side: str, pair_dir: Path | None, part: tuple[str, Path] | None = None
+    ) -> RunSpec:
         device = self.devices[SIDES.index(side)]
         remote = bool(self.launch[SIDES.index(side)])
         threads = self.threads[SIDES.index(side)]
-        given = (self.seed_of(side), device, side, threads, pair_dir or ".")
-        values = dict(zip(SUBSTITUTED, given, strict=True))
+        resumed = self._resume_values(part)
+        values = dict(
+            zip(SUBSTITUTED, (self.seed_of(side), device, side, threads, pair_dir or ".", *resumed),
+                strict=True)
+        )  # fmt: skip
+        told = {k: v for k, v in zip(RESUME_ENV, resumed, strict=True) if v}
         log_file = None
         if self.log_file:
             log_file = Path(substitute([self.log_file], values)[0])
@@ -188,7 +230,7 @@ class PairPlan:
                 argv = (" ".join(substitute(self.template, values, shlex.quote)),)
             else:
                 argv = substitute(self.template, values)
-            env = self.env(side, device)
+            env = {**self.env(side, device), **told}
             return RunSpec(side, device, argv, env, self.shell, log_file, self.reading)
         cmd = [
             *([REMOTE_PYTHON, "-m", "tuimon"] if remote else python_module("tuimon")),
@@ -210,16 +252,30 @@ class PairPlan:
             cmd.append("--deterministic")
         if self.loss_dtype:
             cmd += ["--loss-dtype", self.loss_dtype]
+        if self.resume_at is not None:  # both sides log what a resume must restore
+            cmd.append("--state-digests")
+        if part is not None and part[0] == "stop":
+            cmd += ["--checkpoint-at", str(self.resume_at), "--checkpoint", str(part[1])]
+        elif part is not None:
+            cmd += ["--resume-from", str(part[1])]
         if pair_dir is None:
             cmd.append("--time-only")
         elif not remote:  # the other machine cannot write into this pair directory
             cmd += ["--save-emb", str(pair_dir / f"emb-{side}.npy")]
-        return RunSpec(side, device, tuple(cmd), self.env(side, device), reading=self.reading)
+        env = {**self.env(side, device), **told}
+        return RunSpec(side, device, tuple(cmd), env, reading=self.reading)
+
+    @staticmethod
+    def _part(side: str, resume: Resume | None) -> tuple[str, Path] | None:
+        """The first run of the resumed side stops with the checkpoint; other sides run whole."""
+        return ("stop", resume.checkpoint) if resume is not None and side == resume.side else None
 
     def shown(self, spec: RunSpec, pair_dir: Path | None) -> str:
         """A side's command as its pane shows it: `2 ranks · python train.py ...` for a side
         under torch.distributed's launcher (pair.json's `commands` holds the whole line)."""
         nproc = self.nproc[SIDES.index(spec.side)]
+        if self.resume_at is not None and spec.side == "b":
+            return f"resumed after step {self.resume_at} · {spec.command_text()}"
         if not nproc:
             return spec.command_text()
         inner = self.spec(spec.side, pair_dir, ranks=False).command_text()
@@ -259,7 +315,11 @@ class PairPlan:
             )
             pair_dir = writer.path if writer else None
             saved = self.against
-            specs = tuple(self.spec(side, pair_dir) for side in (SIDES[:1] if saved else SIDES))
+            resume = self.resume(pair_dir)
+            specs = tuple(
+                self.spec(side, pair_dir, part=self._part(side, resume))
+                for side in (SIDES[:1] if saved else SIDES)
+            )
             sides = tuple(SideState(s.side, s.device, self.shown(s, pair_dir)) for s in specs)
             options = PairOptions(
                 tolerance=self.tolerance,
@@ -272,7 +332,9 @@ class PairPlan:
                 meta=self.meta(specs),
                 replicas=ReplicaWatch(pair_dir, self.nproc, self.reading) or None,
             )
-            source = LiveSource(specs, writer=writer)  # type: ignore[arg-type]
+            if resume is not None:
+                options.meta["resume"] = resume.record  # `restarted` is set as b starts again
+            source = LiveSource(specs, writer=writer, resume=resume)  # type: ignore[arg-type]
             if saved is not None:
                 device = self.devices[1]
                 sides += (SideState("b", device, f"saved: {shlex.quote(str(saved.log))}"),)

@@ -505,7 +505,12 @@ def replay_session(
     session = PairSession(
         source,
         (pair.side_state("a", quick=quick), pair.side_state("b", quick=quick)),
-        options=PairOptions(tolerance=tolerance, select=select or pair.select, replicas=replicas),
+        options=PairOptions(
+            tolerance=tolerance,
+            select=select or pair.select,
+            replicas=replicas,
+            meta={k: v for k, v in pair.doc.more.items() if k == "resume"},  # said again
+        ),
         on_batch=on_batch,
     )
     session.pair_path = pair.pair_dir

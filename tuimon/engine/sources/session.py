@@ -30,6 +30,7 @@ from tuimon.engine.judge.fingerprints import env_diff
 from tuimon.engine.judge.hints import likely_causes
 from tuimon.engine.judge.seed_check import pair_seeds
 from tuimon.engine.judge.verdict import Ending, RunEnd, Summary, hold_replicas, how_it_ended
+from tuimon.engine.launch.resumed import Resume, ResumedRun
 from tuimon.engine.launch.runner import TICK, LaunchError, Run, RunSpec, exit_text
 from tuimon.engine.sources.replicas import ReplicaWatch
 from tuimon.engine.sources.side_state import SideState
@@ -134,17 +135,22 @@ class LiveSource:
     runs: dict[str, Run] = field(default_factory=dict)
     tick: float = TICK
     """Seconds between two deliveries of a run's lines at least (`Run.tick`)."""
+    resume: Resume | None = None
+    """`--resume-at`: the side that stops with a checkpoint and runs again from it."""
 
     async def run(self, queue: asyncio.Queue[SourceEvent]) -> None:
         writer = self.writer
         for spec in self.specs:
-            self.runs[spec.side] = Run(
-                spec,
-                queue,
-                grace=self.grace,
-                save=writer.raw_bytes if writer else None,
-                save_stderr=writer.stderr if writer else None,
-            )
+            save = writer.raw_bytes if writer else None
+            save_stderr = writer.stderr if writer else None
+            if self.resume is not None and spec.side == self.resume.side:
+                self.runs[spec.side] = ResumedRun(  # type: ignore[assignment]
+                    spec, self.resume, queue, grace=self.grace, save=save, save_stderr=save_stderr
+                )
+            else:
+                self.runs[spec.side] = Run(
+                    spec, queue, grace=self.grace, save=save, save_stderr=save_stderr
+                )
             self.runs[spec.side].tick = self.tick
         for spec in self.specs:
             try:
