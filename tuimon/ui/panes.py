@@ -329,10 +329,14 @@ class StepPane(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         step, slots = self.rows.entries[index]
         at = self.rows.start + index
+        rows = self.rows
         key = (  # what the row's look depends on: a row once drawn is drawn again for free
             at,
+            rows.shifts,
+            step,
+            step is not None and rows.written.get(step),
             step is not None and self.buffer.metrics_of(step) is not None,
-            step is not None and self.rows.metrics_of(step, self._other) is not None,
+            step is not None and rows.metrics_of(step, self._other) is not None,
             len(slots),
             step is not None and step == self.marked,
             at == self.cursor,
