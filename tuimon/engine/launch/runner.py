@@ -476,15 +476,3 @@ class Run:
             self.signal(signal.SIGKILL)
             await self.proc.wait()
         await self._end_tree()
-
-
-def exit_text(code: int | None) -> str:
-    """`exit 1`, `killed by SIGKILL` (asyncio gives -N for a signal), or `did not start`."""
-    if code is None:
-        return "did not start"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit {code}"
