@@ -45,7 +45,7 @@ from tuimon.steplog import (
 )
 
 BOM = b"\xef\xbb\xbf"
-RELEASE_AFTER = 0.5
+RELEASE_AFTER = 0.3
 """Seconds a followed stream (a run's stdout, a log file) stays quiet before the step its
 parser holds for merging is shown (`LineParser.release`): a log that stops without an end
 record is shown whole, its last line within a second."""
