@@ -9,7 +9,7 @@ from test_ui_pair import live_app, pair_screen
 
 
 async def test_follow_survives_resizes(tmp_path: Path) -> None:
-    app = live_app(tmp_path, steps=400, delay=0.01)
+    app = live_app(tmp_path, steps=5000, delay=0.02)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = pair_screen(app)
         await wait_for(pilot, lambda: screen.model.aligned_count >= 10)
@@ -26,7 +26,7 @@ async def test_follow_survives_resizes(tmp_path: Path) -> None:
 
 
 async def test_held_and_wide_survive_resizes(tmp_path: Path) -> None:
-    app = live_app(tmp_path, steps=400, delay=0.01)
+    app = live_app(tmp_path, steps=5000, delay=0.02)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = pair_screen(app)
         await wait_for(pilot, lambda: screen.model.aligned_count >= 10)
