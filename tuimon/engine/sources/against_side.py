@@ -105,10 +105,8 @@ class SavedSide:
         )
         code, status = ending.exits[SAVED_SIDE]
         why = ending.why.get(SAVED_SIDE)
-        if why is not None and status == "finished":
-            code, status = (
-                (1, "failed") if end is not None and end.status != "ok" else (None, "interrupted")
-            )
+        if why is not None and status == "finished":  # cut short: a run never finished
+            code, status = None, "interrupted"
         return code, status, why
 
     def provenance(self) -> dict[str, Any]:
