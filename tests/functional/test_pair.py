@@ -88,8 +88,10 @@ def test_stop_on_fail_stops_the_other(tmp_path, capsys):
                 extra=("--stop-on-fail",))  # fmt: skip
     assert main(args) == 3
     meta = pair_json(only_pair(tmp_path))
-    assert meta["runs"]["a"]["status"] == "interrupted"
+    assert meta["runs"]["a"]["status"] == "stopped"  # by tuimon's rule, not interrupted
     assert meta["runs"]["a"]["steps"] < 200
+    reason = meta["summary"]["reason"]
+    assert "run a stopped (SIGTERM from tuimon)" in reason and "run b failed (exit 1)" in reason
 
 
 def test_exit_before_output(tmp_path, capsys):

@@ -315,13 +315,20 @@ def test_stop_on_divergence_in_an_ordinary_pair(tmp_path, capsys):
             sys.executable, FAKE_TRAINER, "--side", "{side}", "--steps", "300",
             "--diverge-at", "2", "--sleep", "0.02"]  # fmt: skip
     assert main(argv) == 1
-    res = result(capsys)
+    out, err = capsys.readouterr()
+    res = json.loads(out.strip().splitlines()[-1])
     assert (res["verdict"], res["first_divergent_step"], res["status"]) == (
         "DIVERGED", 2, "stopped"
     )  # fmt: skip
     _, doc = new_pair(store)
-    assert all(doc["runs"][s]["status"] == "interrupted" for s in "ab")
+    # one word for a run tuimon stopped: the pair's and each run's in pair.json, --json's,
+    # and the progress lines' (issue 41)
+    assert all(doc["runs"][s]["status"] == "stopped" for s in "ab")
     assert max(doc["runs"][s]["last_step"] for s in "ab") < 200
+    assert doc["status"] == res["status"] == "stopped"
+    err = " ".join(err.split())
+    assert "stopped (SIGTERM from tuimon)" in err and "interrupted" not in err
+    assert "exit -" not in err and "exit 143" not in err
 
 
 def test_a_saved_pair_whose_monitor_was_killed_is_incomplete(tmp_path, capsys):

@@ -16,6 +16,7 @@ from tuimon.engine.sources.follow import watch_factory
 from tuimon.engine.sources.session import Batch, PairOptions, PairSession
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.pair_screen import PairScreen
+from tuimon.ui.panes import SideHeader
 
 
 def step(i: int, loss: float | None = None) -> str:
@@ -84,7 +85,8 @@ def test_idle_files_without_end_records_end_the_watch(tmp_path, capsys):
     assert "nothing new for 0.5 s: taken as over" in err
 
 
-def test_a_file_that_never_appears_is_incomplete(tmp_path, capsys):
+def test_a_file_that_never_appears_is_incomplete(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "1000")  # the console wraps long lines, a path mid-word
     a = tmp_path / "a.log"
     a.write_text("".join(step(i) for i in range(3)))
     argv = ["watch", str(a), str(tmp_path / "nope.log"), "--headless", "--json", "--no-save",
@@ -223,3 +225,62 @@ async def test_quitting_a_watch_asks_to_stop_watching_not_the_runs(tmp_path):
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         assert app.screen.question == WATCH_QUESTION  # type: ignore[attr-defined]
         await pilot.press("escape")
+
+
+async def test_a_quiet_file_shows_its_last_step_after_a_short_idle(tmp_path):
+    """A log that stops without an end record is shown whole (issue 41): the parser holds the
+    last step for a row of it that may come, and lets it go once the file is quiet
+    `release_after` seconds (by the source's clock, here a fake one)."""
+    from tuimon.engine.events import Lines
+    from tuimon.engine.sources.follow import FollowSource
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for path in (a, b):
+        path.write_text("".join(step(i) for i in range(30)))
+    now = [100.0]
+    source = FollowSource((a, b), idle=0, release_after=0.5, clock=lambda: now[0])
+    queue: asyncio.Queue = asyncio.Queue()
+    tails = list(source.tails.values())
+
+    async def look() -> dict[str, list[int]]:
+        await source.look(tails, queue)
+        steps: dict[str, list[int]] = {"a": [], "b": []}
+        while not queue.empty():
+            event = queue.get_nowait()
+            if isinstance(event, Lines):
+                steps[event.side] += [r.step for r in event.records if hasattr(r, "step")]
+        return steps
+
+    assert await look() == {"a": list(range(29)), "b": list(range(29))}  # 29: held to merge
+    now[0] += 0.4
+    assert await look() == {"a": [], "b": []}  # quiet, not yet long enough
+    now[0] += 0.1
+    assert await look() == {"a": [29], "b": [29]}
+    write(a, step(30))  # a line that comes later is read as ever, and shown once quiet
+    assert await look() == {"a": [], "b": []}
+    now[0] += 0.5
+    assert await look() == {"a": [30], "b": []}
+    assert not any(t.over for t in tails)  # shown, not ended: the file may still grow
+
+
+async def test_the_view_shows_the_last_step_of_a_quiet_log(tmp_path):
+    """`tuimon watch` of two 30-line logs without end records shows step 29 and 30 steps,
+    while the watch goes on (release_after=0: the first quiet look lets it go)."""
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for path in (a, b):
+        path.write_text("".join(step(i) for i in range(30)))
+    make = watch_factory((a, b), None, idle=0, options=PairOptions(), release_after=0)
+    app = TuimonApp(store=tmp_path / "store", make_session=make)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = next(s for s in app.screen_stack if isinstance(s, PairScreen))
+        await wait_for(pilot, lambda: screen.model.aligned_count >= 30)
+        await pilot.pause()
+        assert not screen.model.done  # still watching
+        for side in "ab":
+            assert screen.model.sides[side].step == 29
+            status = screen.query_one(f"#header-{side}", SideHeader).status_text
+            assert status.startswith("running · 30 steps"), status
+            pane = screen.panes.pane(side)
+            last = pane.line_text(len(pane.buffer) - 1).plain
+            assert last.split()[0] == "29" and "0.0333" in last, last  # 1/30
+            assert pane.follow

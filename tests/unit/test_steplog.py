@@ -637,3 +637,34 @@ def test_throughput_and_eta_names_are_clocks() -> None:
         assert is_clock(name), name
     for name in ("loss", "train_loss", "lr", "acc1", "norm", "steps", "items", "loss_s"):
         assert not is_clock(name), name
+
+
+def test_sigterm_while_a_step_is_written_counts_it_in_the_end_record():
+    """A SIGTERM that comes while `tuimon train` writes a step record waits for the record and
+    its count: the end record's step count is the records the log holds (issue 41: a pane's
+    header said 3/30 steps while its end row said 2)."""
+    import io
+
+    import pytest
+
+    from tuimon.steplog import StepLogger
+    from tuimon.workload import train
+
+    out = io.BytesIO()
+    logger = train._WholeSteps(out)
+    write = StepLogger._write
+
+    def signalled(self: StepLogger, obj: dict) -> None:
+        write(self, obj)
+        if obj.get("type") == "step" and obj["step"] == 2:
+            train._raise_terminated(15, None)  # the handler runs here, mid-step
+
+    logger._write = signalled.__get__(logger)  # type: ignore[method-assign]
+    with pytest.raises(train.Terminated):
+        for step in range(5):
+            logger.step(step, loss=1.0)
+    logger.close("interrupted")
+    records = [json.loads(line) for line in out.getvalue().splitlines()]
+    steps = [r for r in records if r["type"] == "step"]
+    assert len(steps) == 3 and records[-1]["steps"] == 3
+    assert not train._Hold.depth and not train._Hold.pending

@@ -322,3 +322,38 @@ def test_column_judge_equals_record_judge(
         assert orjson.dumps(got.to_dict(), option=sort) == orjson.dumps(want.to_dict(), option=sort)
     finally:
         shutil.rmtree(folder)
+
+
+def test_a_runs_exit_reads_one_way():
+    """A signal's exit reads one way (the -N asyncio gives, the 128 + N a shell gives), and a
+    run tuimon ended says so, whatever code it then exited with (issue 41)."""
+    from tuimon.engine.judge.verdict import exit_words, status_words
+
+    assert exit_words(-9) == exit_words(137) == "killed by SIGKILL"
+    assert exit_words(-15) == exit_words(143) == "killed by SIGTERM"
+    assert exit_words(1) == "exit 1" and exit_words(None) == "did not start"
+    for code in (143, -15, 0, 1):
+        assert status_words("interrupted", code) == "interrupted (SIGTERM from tuimon)"
+    assert status_words("stopped", -9) == "stopped (SIGKILL from tuimon)"
+    assert status_words("failed", 2) == "failed (exit 2)"
+    assert status_words("finished", 0) == "finished" and status_words("interrupted", None) == (
+        "interrupted"
+    )
+
+
+def test_how_it_ended_says_where_a_saved_run_stopped():
+    from tuimon.engine.judge.verdict import RunEnd, how_it_ended
+
+    def why(**run: object) -> str | None:
+        return how_it_ended([RunEnd("b", **run)]).why.get("b")  # type: ignore[arg-type]
+
+    assert why(cut_short=True, where=True, last_step=9) == (
+        "was cut short at step 9 (its log has no end record)"
+    )
+    assert why(where=True, last_step=9, planned=20) == "was cut short at step 9 of 20 planned"
+    assert why(where=True, last_step=19, planned=20) is None
+    assert why(status="stopped", exit_code=-15) == "stopped (SIGTERM from tuimon)"
+    ended = how_it_ended([RunEnd("b", "stopped", -15)], stopped_at=4)
+    assert ended.reasons == [
+        "run b stopped at step 4, the first judged DIVERGED (--stop-on-divergence)"
+    ]

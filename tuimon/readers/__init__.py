@@ -36,7 +36,7 @@ from tuimon.readers.formats import (
     read_bytes,
     read_path,
 )
-from tuimon.readers.lines import BOM, LineParser
+from tuimon.readers.lines import BOM, RELEASE_AFTER, LineParser
 from tuimon.readers.reading import Reading, parse_map
 from tuimon.readers.tensorboard import MissingExtra
 from tuimon.readers.text import PatternError
@@ -57,6 +57,7 @@ __all__ = [
     "FORMATS",
     "FORMATS_TRIED",
     "HELP",
+    "RELEASE_AFTER",
     "Account",
     "Format",
     "LineParser",

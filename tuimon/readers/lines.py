@@ -45,6 +45,10 @@ from tuimon.steplog import (
 )
 
 BOM = b"\xef\xbb\xbf"
+RELEASE_AFTER = 0.3
+"""Seconds a followed stream (a run's stdout, a log file) stays quiet before the step its
+parser holds for merging is shown (`LineParser.release`): a log that stops without an end
+record is shown whole, its last line within a second."""
 """UTF-8's byte-order mark, which Windows tools put before a file's first line: not data."""
 _loads = loads
 
@@ -66,7 +70,7 @@ class LineParser:
     (`tuimon.readers.line_formats`, asked in the registry's order); `rule` is the rule that
     read the last line and `format` the entry that read the stream. A line no rule takes is
     text. Rows of one step on consecutive lines are merged (a step is shown when the next one
-    starts, or at the end: call `close`).
+    starts, at the end: `close`, or when the stream has gone quiet: `release`).
     """
 
     def __init__(
@@ -201,6 +205,17 @@ class LineParser:
                 out += self._merger.feed(Text(NOTE + self.notes.pop()))
             out += self._merger.feed(record, complete=complete)
         return out
+
+    @property
+    def holding(self) -> bool:
+        """Records wait for the next line (the last step, to merge a row of it that may come)."""
+        return self._merger.holding
+
+    def release(self) -> list[Record]:
+        """What is held, now: the stream has gone quiet (`RELEASE_AFTER`), so its last step is
+        shown. A row of that step that comes later is a record of its own (the step logged
+        again, compared in order)."""
+        return self._merger.close()
 
     def close(self) -> list[Record]:
         """What is held at the end of the stream."""

@@ -361,8 +361,13 @@ class StreamMerger:
         self._held.append(record)
         return self.close() if len(self._held) >= self.MAX_HELD else []
 
+    @property
+    def holding(self) -> bool:
+        """A step (or text after it) waits for the next row."""
+        return self._pending is not None or bool(self._held)
+
     def close(self) -> list[Record]:
-        """Everything held."""
+        """Everything held (at the end, or when the stream went quiet: `LineParser.release`)."""
         out: list[Record] = [self._pending] if self._pending is not None else []
         out += self._held
         self._pending, self._held = None, []

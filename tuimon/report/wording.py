@@ -70,7 +70,7 @@ def eta(seconds: float | None) -> str:
 def side_line(s: SideState) -> str:
     """`42/300 steps · 3.2 steps/s · ETA 1:20 · running` for one side (headless progress)."""
     rate = "- steps/s" if not s.rate else f"{s.rate:.{1 if s.rate < 100 else 0}f} steps/s"
-    status = s.status + (f" ({exit_text(s.exit_code)})" if s.exit_code not in (None, 0) else "")
+    status = status_words(s.status, s.exit_code)
     return f"{count(s.step, s.total)} steps · {rate} · ETA {eta(s.eta)} · {status}"
 
 
@@ -81,9 +81,7 @@ def side_status(state: SideState, *, live: bool = True, compact: int = 0) -> tup
     the total ("running · 138 · 41/s · ETA 1:10"). Counts are steps done / steps planned.
     """
     status = state.status
-    parts = [status]
-    if status == "failed" and state.exit_code is not None:
-        parts[0] = f"failed ({exit_text(state.exit_code)})"
+    parts = [status_words(status, state.exit_code)]
     if state.step is not None:
         done = count(state.step, state.total if compact < 2 else None)
         parts.append(done if compact else f"{done} steps")
@@ -324,12 +322,12 @@ def account_lines(summary: Summary) -> list[str]:
     ]
 
 
-def exit_text(code: int | None) -> str:
-    """`tuimon.engine.launch.runner.exit_text`, imported when a line needs it (the runner imports
-    asyncio: `tuimon compare` prints without it)."""
-    from tuimon.engine.launch.runner import exit_text as text
+def status_words(status: str, code: int | None) -> str:
+    """`tuimon.engine.judge.verdict.status_words` (`failed (exit 1)`, `interrupted (SIGTERM
+    from tuimon)`), imported when a line needs it."""
+    from tuimon.engine.judge.verdict import status_words as words
 
-    return text(code)
+    return words(status, code)
 
 
 def metric_max_line(name: str, worst: Mapping[str, Any]) -> str:

@@ -16,7 +16,7 @@ from tuimon.engine.sources.replicas import replica_lines
 from tuimon.engine.sources.side_state import SideState
 from tuimon.report.against import against_lines, pair_headline
 from tuimon.report.resumed import resume_lines
-from tuimon.report.wording import account_lines, metric_parts_line
+from tuimon.report.wording import account_lines, metric_parts_line, status_words
 from tuimon.ui.pair_model import PairModel
 from tuimon.ui.text import clean
 
@@ -31,9 +31,7 @@ def run_errors(sides: Mapping[str, SideState]) -> list[str]:
         end_bad = state.end is not None and state.end.status != "ok"
         if not (failed or end_bad):
             continue
-        parts = [f"run {side} {state.status}"]
-        if state.exit_code is not None:
-            parts.append(f"exit {state.exit_code}")
+        parts = [f"run {side} {status_words(state.status, state.exit_code)}"]
         if state.end is not None and state.end.status != "ok":
             parts.append(f"end: {state.end.status}")
         tail = [line for line in state.stderr_tail if line.strip()]

@@ -125,6 +125,14 @@ class PairRows:
         """Set while a pane scrolls both panes itself (not the user)."""
         self.changes = 0
         """Counts the batches that changed the rows (a view with nothing new draws nothing)."""
+        self.shifts = 0
+        """Counts the rows put before others (`_insert`): a row's absolute index then names
+        another row, so a pane draws every row afresh."""
+        self.written: dict[int, int] = {}
+        """step -> the serial of the last write of its values (either side): a step logged
+        again (a restarted run, a row after a pause) is drawn afresh, never from a row drawn
+        with its old values."""
+        self._serial = 0
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -141,6 +149,8 @@ class PairRows:
             self.rows_of[step] = self.end
             self.entries.append((step, {}))
         self.metrics.setdefault(side, {})[step] = metrics
+        self._serial += 1
+        self.written[step] = self._serial
         self._fill[side] = self.rows_of[step] + 1
 
     def _text(self, side: str, kind: str, text: str) -> None:
@@ -164,6 +174,7 @@ class PairRows:
         self.rows_of = {step: i + (i >= at) for step, i in self.rows_of.items()}
         self._fill = {s: i + (i > at) for s, i in self._fill.items()}
         self.changes += 1
+        self.shifts += 1
 
     def follow_end(self) -> int:
         """Where a following view ends (a position among the kept rows, exclusive): after the
@@ -190,6 +201,7 @@ class PairRows:
             step, _ = self.entries.popleft()
             if step is not None:
                 self.rows_of.pop(step, None)
+                self.written.pop(step, None)
                 self.gone = max(self.gone, step)
                 for by_step in self.metrics.values():
                     by_step.pop(step, None)
@@ -237,6 +249,7 @@ class PairRows:
         self.start += len(self.entries)
         self.entries.clear()
         self.rows_of.clear()
+        self.written.clear()
         self.metrics.clear()
         self._fill.clear()
         self._prelude.clear()

@@ -207,7 +207,14 @@ class StepPane(ScrollView, can_focus=True):
         super().watch_scroll_y(old_value, new_value)
         partner = self.partner
         if partner is not None and partner.is_mounted and partner.scroll_y != new_value:
-            partner.scroll_to(y=new_value, animate=False, immediate=True, force=True)
+            # the partner moves with this pane, not by the user's hand: it posts nothing (a
+            # resize clamps one pane first, and the other, taller for a moment, would read
+            # the move as the user's scroll up and drop following)
+            auto, self.rows.auto_scrolling = self.rows.auto_scrolling, True
+            try:
+                partner.scroll_to(y=new_value, animate=False, immediate=True, force=True)
+            finally:
+                self.rows.auto_scrolling = auto
         user_up = new_value < old_value and new_value < self.max_scroll_y  # not a resize clamp
         if user_up and self.follow and self.is_mounted and not self.rows.auto_scrolling:
             self.post_message(self.UserScrolledUp())
@@ -322,10 +329,14 @@ class StepPane(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         step, slots = self.rows.entries[index]
         at = self.rows.start + index
+        rows = self.rows
         key = (  # what the row's look depends on: a row once drawn is drawn again for free
             at,
+            rows.shifts,
+            step,
+            step is not None and rows.written.get(step),
             step is not None and self.buffer.metrics_of(step) is not None,
-            step is not None and self.rows.metrics_of(step, self._other) is not None,
+            step is not None and rows.metrics_of(step, self._other) is not None,
             len(slots),
             step is not None and step == self.marked,
             at == self.cursor,

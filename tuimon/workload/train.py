@@ -31,8 +31,33 @@ class Terminated(BaseException):
     """SIGTERM arrived: stop training, write the end record, exit 143."""
 
 
+class _Hold:
+    """SIGTERM held while a step record is written and counted (`_WholeSteps`): the end
+    record's step count is the records the log holds, never one less."""
+
+    depth = 0
+    pending = False
+
+
 def _raise_terminated(signum: int, frame: object) -> None:
+    if _Hold.depth:
+        _Hold.pending = True
+        return
     raise Terminated
+
+
+class _WholeSteps(StepLogger):
+    """A step log whose step records are written whole with their count (`_Hold`)."""
+
+    def step(self, step: int, **metrics: Any) -> None:
+        _Hold.depth += 1
+        try:
+            super().step(step, **metrics)
+        finally:
+            _Hold.depth -= 1
+        if _Hold.pending and not _Hold.depth:
+            _Hold.pending = False
+            raise Terminated
 
 
 @contextmanager
@@ -48,7 +73,7 @@ def _sigterm_raises() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-class _Progress(StepLogger):
+class _Progress(_WholeSteps):
     """A step log written to `--log FILE`, with its progress on stderr (the terminal saw
     nothing for minutes): redrawn in place on a terminal, a line every 30 s otherwise."""
 
@@ -94,7 +119,7 @@ def _open_logger(s: Settings, **blocks: Any) -> StepLogger:
     try:
         if s.log:
             return _Progress(s.log, s.steps, **blocks)
-        return StepLogger(s.log, **blocks)
+        return _WholeSteps(s.log, **blocks)
     except OSError as exc:
         raise UsageError(f"cannot write the log {s.log}: {exc.strerror or exc}") from None
 

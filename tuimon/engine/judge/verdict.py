@@ -8,6 +8,7 @@ the aligner (`tuimon.engine.judge.align`) counts, and `verdict` names the outcom
 from __future__ import annotations
 
 import math
+import signal
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -25,6 +26,46 @@ PRECEDENCE = (
 """The rule `verdict` applies, in words: docs/verdicts-and-divergence.md says it word for word
 (tests/unit/test_docs.py checks that it does). Nothing prints it."""
 NO_STEP = "no step logged by both runs"
+BY_TUIMON = ("interrupted", "stopped")
+"""A run's status when tuimon ended it: `interrupted` (quit, Ctrl-C, a signal to tuimon) or
+`stopped` (its own rule: `--stop-on-divergence`, `--stop-on-fail`); pair.json, the panes,
+headless output and `--json` use the same word."""
+
+
+def signal_name(number: int) -> str:
+    """`SIGKILL` for 9 (`signal 99` for a number no signal has)."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def exit_words(code: int | None, status: str | None = None) -> str:
+    """How a run's process ended, said one way everywhere (panes, headless, `i`, the reasons
+    of pair.json and `--json`), after its status (`status_words`): a run tuimon ended
+    (`BY_TUIMON`) `SIGTERM from tuimon`, or `SIGKILL from tuimon` when it had to kill it after
+    the grace, whatever code the run then exited with; another signal `killed by SIGKILL`,
+    from the -N asyncio gives or the 128 + N a shell or a handler exits with; else `exit N`;
+    no code: `did not start`."""
+    killed = -code if code is not None and code < 0 else None
+    if code is not None and 128 < code <= 128 + 64:
+        killed = code - 128
+    if status in BY_TUIMON:
+        return f"{signal_name(9 if killed == 9 else 15)} from tuimon"
+    if code is None:
+        return "did not start"
+    if killed is not None:
+        return f"killed by {signal_name(killed)}"
+    return f"exit {code}"
+
+
+def status_words(status: str, code: int | None) -> str:
+    """A run's status and, when it did not simply finish, how its process ended:
+    `failed (exit 1)`, `interrupted (SIGTERM from tuimon)`, `stopped (SIGKILL from tuimon)`,
+    `failed (killed by SIGSEGV)`; `finished`, `running`, `interrupted` (no process)."""
+    if code is None or (code == 0 and status not in BY_TUIMON) or status == "finished":
+        return status
+    return f"{status} ({exit_words(code, status)})"
 
 
 @dataclass(slots=True)
@@ -237,10 +278,16 @@ class RunEnd:
     cut_short: bool = False
     """A log that ends with an end record (a tuimon step log) has none, and no monitor says
     how its run ended: it was cut short."""
-    exit: str | None = None
-    """Its exit in words (`exit 1`, `killed by SIGKILL`): said when its code is not 0."""
     note: str | None = None
     """What else is known of its failure (a rank that failed first)."""
+    where: bool = False
+    """Say where its log stops (`last_step`) in the words of a side that did not end normally
+    (the saved run of `pair --against`)."""
+    last_step: int | None = None
+    """The last step its log holds (None: none)."""
+    planned: int | None = None
+    """The steps its header planned: a log without a monitor that stops before them was cut
+    short (with `last_step`)."""
     steps: int | None = None
     """Step records read (None: not counted: how the runs ended, not what they logged)."""
     texts: int = 0
@@ -257,6 +304,8 @@ class Ending:
     exits: dict[str, tuple[int | None, str]]
     reasons: list[str]
     interrupted: bool
+    why: dict[str, str] = field(default_factory=dict)
+    """What each side that did not end normally came to, in the words that follow `run a`."""
 
     @property
     def reason(self) -> str | None:
@@ -293,22 +342,33 @@ def how_it_ended(
     pair.json cannot be read. Then no side's exit is known."""
     reasons = [NO_DOC] if no_doc else []
     exits: dict[str, tuple[int | None, str]] = {}
+    why: dict[str, str] = {}
     for run in runs:
         side, status = run.side, run.status
         failed = run.end is not None and run.end != "ok"
-        if status == "interrupted" and stopped_at is not None:
-            reasons.append(
-                f"run {side} stopped at step {stopped_at}, the first judged DIVERGED "
-                "(--stop-on-divergence)"
+        last = "no step" if run.last_step is None else f"step {run.last_step}"
+        at = f" at {last}" if run.where else ""
+        short = run.where and run.planned is not None and run.last_step is not None
+        if no_doc and run.where:
+            why[side] = f"has no pair.json in its pair (its monitor stopped at {last})"
+        elif status in BY_TUIMON and stopped_at is not None:
+            why[side] = (
+                f"stopped at step {stopped_at}, the first judged DIVERGED (--stop-on-divergence)"
             )
         elif status not in (None, "finished"):
             interrupted = interrupted or status == "interrupted"
-            said = f" ({run.exit})" if run.exit and run.exit_code not in (None, 0) else ""
-            reasons.append(f"run {side} {status}{said}" + (f": {run.note}" if run.note else ""))
+            note = f": {run.note}" if run.note else ""
+            why[side] = status_words(status, run.exit_code) + at + note
         elif failed:
-            reasons.append(f"run {side} ended with status {run.end}")
+            why[side] = f"ended with status {run.end}{at}"
+        elif run.cut_short and at:
+            why[side] = f"was cut short{at} (its log has no end record)"
         elif run.cut_short:
             reasons.append(f"run {side}'s log has no end record (cut short?)")
+        elif short and run.last_step < run.planned - 1:  # type: ignore[operator]
+            why[side] = f"was cut short{at} of {run.planned} planned"
+        if side in why and not (no_doc and run.where):
+            reasons.append(f"run {side} {why[side]}")
         if no_doc or damaged:
             exits[side] = (None, "interrupted")
         elif status is not None:
@@ -323,4 +383,4 @@ def how_it_ended(
         ]
     if pair_status not in (None, "finished") and not reasons:
         reasons.append(pair_reason or str(pair_status))
-    return Ending(exits, reasons, interrupted)
+    return Ending(exits, reasons, interrupted, why)

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tuimon.engine.events import Exited, Lines, SourceEvent, Stderr
-from tuimon.engine.launch.runner import LaunchError, Run, RunSpec, exit_text
+from tuimon.engine.judge.verdict import exit_words
+from tuimon.engine.launch.runner import LaunchError, Run, RunSpec
 from tuimon.steplog import Step
 
 
@@ -139,7 +140,7 @@ class ResumedRun:
     def _why_not_restart(self, first: Exited) -> str | None:
         """Why the second run does not start (None: it does)."""
         if first.status != "finished":
-            return f"ended ({exit_text(first.code)})"
+            return f"ended ({exit_words(first.code, first.status)})"
         at, last = self.resume.at, self._held.last_step
         if last is None or last < at:
             shown = "no step" if last is None else f"its last step was {last}"

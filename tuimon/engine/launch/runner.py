@@ -41,7 +41,15 @@ from tuimon.engine.launch.follower import Follower, FollowError, NotLines
 from tuimon.engine.launch.pipes import PipeReader, waker
 from tuimon.engine.launch.watchdog import Watchdog
 from tuimon.errors import LaunchError
-from tuimon.readers import LineParser, ReaderError, Reading, line_parser, load, to_line
+from tuimon.readers import (
+    RELEASE_AFTER,
+    LineParser,
+    ReaderError,
+    Reading,
+    line_parser,
+    load,
+    to_line,
+)
 from tuimon.steplog import Step
 
 TICK = 0.05
@@ -292,6 +300,7 @@ class Run:
         every = max(WALK_EVERY, WALK_TICKS * self.tick)
         while True:
             await self._deliver(out, err, parser)
+            await self._release(parser, out.last_read)
             if time.monotonic() - walked > every and not wait.done():
                 walked = time.monotonic()
                 self._walk()
@@ -341,6 +350,13 @@ class Run:
             if len(lines) > PARSE_SLICE:
                 await asyncio.sleep(0)
 
+    async def _release(self, parser: LineParser, last_read: float) -> None:
+        """The step the parser holds, once the stream has been quiet for `RELEASE_AFTER`
+        seconds (a run that pauses, or stops without an end record, shows its last step)."""
+        quiet = time.monotonic() - last_read >= RELEASE_AFTER
+        if parser.holding and quiet and (records := parser.release()):
+            await self.queue.put(Lines(self.spec.side, [], records, saved=True))
+
     def _parser(self, *, text: bool = True) -> LineParser:
         """Records from lines (JSON Lines, printed text by patterns unless `text` is False)."""
         return line_parser(self.spec.reading, self.spec.side, text=text)
@@ -368,6 +384,7 @@ class Run:
                 await self.queue.put(Stderr(side, text.encode()))
             if lines:
                 await self.queue.put(Lines(side, lines, parser.feed(lines), saved=True))
+            await self._release(parser, file.last_change)
             if file.drained and not failed:
                 if self._done.is_set():
                     break
@@ -459,15 +476,3 @@ class Run:
             self.signal(signal.SIGKILL)
             await self.proc.wait()
         await self._end_tree()
-
-
-def exit_text(code: int | None) -> str:
-    """`exit 1`, `killed by SIGKILL` (asyncio gives -N for a signal), or `did not start`."""
-    if code is None:
-        return "did not start"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit {code}"

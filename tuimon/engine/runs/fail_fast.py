@@ -15,7 +15,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from tuimon.engine.launch.runner import exit_text
+from tuimon.engine.judge.verdict import exit_words
 from tuimon.engine.sources.session import PairSession
 
 GATE_S = 10.0
@@ -30,7 +30,7 @@ def early_error(session: PairSession) -> str | None:
     for side, state in session.sides.items():
         if state.status == "failed" and not state.records:
             last = next((line for line in reversed(state.stderr_tail) if line.strip()), None)
-            return f"run {side}: " + (last.strip() if last else exit_text(state.exit_code))
+            return f"run {side}: " + (last.strip() if last else exit_words(state.exit_code))
     return None
 
 

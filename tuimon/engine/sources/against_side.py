@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tuimon.engine.judge.verdict import RunEnd, how_it_ended
 from tuimon.engine.sources.saved_pair import read_records, saved_reading
 from tuimon.errors import ReplayError, StoreError, UsageError
 from tuimon.readers import Reading
@@ -81,24 +82,32 @@ class SavedSide:
         return str(device) if device else None
 
     def ending(self) -> tuple[int | None, str, str | None]:
-        """How the saved run ended: exit code, status (finished / failed / interrupted) and,
-        when it did not finish, why (words that follow "the saved run")."""
-        last = "no step" if self.last_step is None else f"step {self.last_step}"
-        if self.pair_dir is not None and not PairDoc.written(self.pair_dir):
-            why = f"has no pair.json in its pair (its monitor stopped at {last})"
-            return None, "interrupted", why
+        """How the saved run ended (`how_it_ended`, the one rule): exit code, status (finished /
+        failed / interrupted; a run cut short is not finished) and, when it did not finish,
+        why (words that follow "the saved run")."""
         run = self.doc.run(self.side) if self.side else None
-        if run is not None and run.status not in (None, "finished"):
-            return run.exit_code, run.status, f"{run.status} at {last}"
-        end = self.end
-        if end is not None and end.status != "ok":
-            return 1, "failed", f"ended with status {end.status} at {last}"
-        if self.header is not None and end is None:
-            return None, "interrupted", f"was cut short at {last} (its log has no end record)"
         planned = self.hyper.get("steps")
-        if isinstance(planned, int) and self.last_step is not None and self.last_step < planned - 1:
-            return None, "interrupted", f"was cut short at {last} of {planned} planned"
-        return 0, "finished", None
+        end = self.end
+        ending = how_it_ended(
+            [
+                RunEnd(
+                    SAVED_SIDE,
+                    run.status if run is not None else None,
+                    run.exit_code if run is not None else None,
+                    None if end is None else end.status,
+                    cut_short=self.header is not None and end is None,
+                    where=True,
+                    last_step=self.last_step,
+                    planned=planned if type(planned) is int else None,
+                )
+            ],
+            no_doc=self.pair_dir is not None and not PairDoc.written(self.pair_dir),
+        )
+        code, status = ending.exits[SAVED_SIDE]
+        why = ending.why.get(SAVED_SIDE)
+        if why is not None and status == "finished":  # cut short: a run never finished
+            code, status = None, "interrupted"
+        return code, status, why
 
     def provenance(self) -> dict[str, Any]:
         """pair.json `against`: where the saved side came from and what it recorded."""

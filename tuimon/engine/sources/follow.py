@@ -5,7 +5,9 @@ A `FollowSource` is a session source like the live one: it reads what each file 
 said once as a note on that side), and the same `PairSession` aligns and judges the lines, so
 the verdict is the one a live pair would give on the same bytes. A side ends with its end
 record; the watch ends when every side still open has been idle past the stall timeout (a run
-that logs no end record, a job that died), or when stopped. Nothing here imports textual.
+that logs no end record, a job that died), or when stopped. A file quiet for `RELEASE_AFTER`
+seconds has its last step shown (the parser held it to merge rows of one step): what a log
+holds is on screen within a second. Nothing here imports textual.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from tuimon.engine.events import Exited, Lines, Note, SourceEvent, Stderr
 from tuimon.engine.launch.follower import Follower, FollowError
 from tuimon.engine.sources.session import Batch, PairOptions, PairSession
 from tuimon.engine.sources.side_state import SideState
-from tuimon.readers import LineParser, Reading, line_parser
+from tuimon.readers import RELEASE_AFTER, LineParser, Reading, line_parser
 from tuimon.sanitize import clean
 from tuimon.steplog import End
 from tuimon.store import SIDES, PairWriter
@@ -61,6 +63,8 @@ class Tail:
     told_missing: bool = False
     told: list[str] = field(default_factory=list)
     """Notes passed on as events, for the source to say as status lines too."""
+    lines_at: float = 0.0
+    """When (the source's clock) the file last gave lines."""
 
     def note(self, text: str) -> None:
         """Say something about the file (shown on its side, and as a status line)."""
@@ -129,6 +133,11 @@ class Tail:
             events.append(Lines(self.side, rest, records, saved=self.saved or self.raw))
         return self._notes(events + self._stderr())
 
+    def release(self) -> list[SourceEvent]:
+        """The step the parser holds for a row that has not come (`LineParser.release`)."""
+        records = self.parser.release()
+        return [Lines(self.side, [], records, saved=True)] if records else []
+
     def _lines(self, lines: list[bytes]) -> Lines:
         records = self.parser.feed(lines)
         for record in records:
@@ -154,6 +163,8 @@ class FollowSource:
         idle: float,
         reading: Reading | None = None,
         writer: PairWriter | None = None,
+        release_after: float = RELEASE_AFTER,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.tails = {
             side: Tail(
@@ -165,6 +176,9 @@ class FollowSource:
             for side, path in zip(SIDES, paths, strict=True)
         }
         self.idle = idle
+        self.release_after = release_after
+        """Seconds a file is quiet before its held step is shown (`Tail.release`)."""
+        self.clock = clock
         self._stop = asyncio.Event()
 
     @classmethod
@@ -181,21 +195,32 @@ class FollowSource:
     async def run(self, queue: asyncio.Queue[SourceEvent]) -> None:
         open_tails = list(self.tails.values())
         while open_tails:
-            busy = False
-            for tail in open_tails:
-                busy |= await self._poll(tail, queue)
-            if self._stop.is_set():
-                for tail in open_tails:
-                    await self._end(tail, queue, None, "interrupted")
-            elif self.idle and all(
-                t.idle_for() > self.idle and not t.still_queued() for t in open_tails
-            ):
-                for tail in open_tails:
-                    await self._end_idle(tail, queue)
+            busy = await self.look(open_tails, queue)
             open_tails = [t for t in open_tails if not t.over]
             if open_tails and not busy:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), POLL)
+
+    async def look(self, open_tails: list[Tail], queue: asyncio.Queue[SourceEvent]) -> bool:
+        """One look at every open file (`run` takes one each `POLL` while nothing comes): its
+        new lines, its held step once it is quiet, its end; True when lines came."""
+        busy = False
+        for tail in open_tails:
+            busy |= await self._poll(tail, queue)
+        now = self.clock()
+        for tail in open_tails:
+            if tail.parser.holding and not tail.over and now - tail.lines_at >= self.release_after:
+                for event in tail.release():
+                    await self._put(event, queue)
+        if self._stop.is_set():
+            for tail in open_tails:
+                await self._end(tail, queue, None, "interrupted")
+        elif self.idle and all(
+            t.idle_for() > self.idle and not t.still_queued() for t in open_tails
+        ):
+            for tail in open_tails:
+                await self._end_idle(tail, queue)
+        return busy
 
     async def _poll(self, tail: Tail, queue: asyncio.Queue[SourceEvent]) -> bool:
         """One look at a file; True when it had something new."""
@@ -206,6 +231,9 @@ class FollowSource:
             tail.note(text)
             await self._end(tail, queue, None, "failed")
             return False
+        came = any(isinstance(e, Lines) for e in events)
+        if came:
+            tail.lines_at = self.clock()
         for event in events:
             await self._put(event, queue)
         if tail.end is not None:
@@ -214,7 +242,7 @@ class FollowSource:
             for event in tail.poll():  # what it wrote before its wrapper wrote the code
                 await self._put(event, queue)
             await self._end(tail, queue, code, "finished" if code == 0 else "failed")
-        return any(isinstance(e, Lines) for e in events)
+        return came
 
     async def _end_idle(self, tail: Tail, queue: asyncio.Queue[SourceEvent]) -> None:
         if not tail.file.appeared:
@@ -265,6 +293,7 @@ def watch_factory(
     idle: float,
     options: PairOptions,
     reading: Reading | None = None,
+    release_after: float = RELEASE_AFTER,
 ) -> Callable[[Callable[[Batch], None]], PairSession]:
     """A session factory (as `PairPlan.session_factory`) for `tuimon watch A B`: the pair is
     saved in `store` like a live one (raw lines as read, aligned log, pair.json)."""
@@ -276,7 +305,9 @@ def watch_factory(
             if store is not None
             else None
         )
-        source = FollowSource(paths, idle=idle, reading=reading, writer=writer)
+        source = FollowSource(
+            paths, idle=idle, reading=reading, writer=writer, release_after=release_after
+        )
         sides = tuple(
             SideState(side, name, f"watch {clean(str(path), 300)}")
             for side, name, path in zip(SIDES, names, paths, strict=True)

@@ -516,4 +516,7 @@ def replay_session(
     session.pair_path = pair.pair_dir
     session.controls = source
     session.logs = pair
+    stopped = pair.doc.more.get("stopped_on_divergence")
+    if type(stopped) is int:  # the pair was stopped there: its replay says so, as it did
+        session.stopped_at = stopped
     return session

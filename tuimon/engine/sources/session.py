@@ -29,9 +29,17 @@ from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.fingerprints import env_diff
 from tuimon.engine.judge.hints import likely_causes
 from tuimon.engine.judge.seed_check import pair_seeds
-from tuimon.engine.judge.verdict import Ending, RunEnd, Summary, hold_replicas, how_it_ended
+from tuimon.engine.judge.verdict import (
+    BY_TUIMON,
+    Ending,
+    RunEnd,
+    Summary,
+    hold_replicas,
+    how_it_ended,
+    status_words,
+)
 from tuimon.engine.launch.resumed import Resume, ResumedRun
-from tuimon.engine.launch.runner import TICK, LaunchError, Run, RunSpec, exit_text
+from tuimon.engine.launch.runner import TICK, LaunchError, Run, RunSpec
 from tuimon.engine.sources.replicas import ReplicaWatch
 from tuimon.engine.sources.side_state import SideState
 from tuimon.readers import PatternError, Reading
@@ -231,6 +239,7 @@ class PairSession:
             self.options.tolerance, self.options.select, Band.from_dict(self.options.band)
         )
         self.interrupted = False
+        self._stopping = set()
         self.ended = False
         """The session is over and its pair saved (or the save failed)."""
         self.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -369,6 +378,9 @@ class PairSession:
     _divergence_stop: asyncio.Task[None] | None = None
     stopped_at: int | None = None
     """The first divergent step at which `--stop-on-divergence` ended the live runs."""
+    _stopping: set[str]
+    """Sides tuimon ends by its own rule (`--stop-on-divergence`, `--stop-on-fail`): their
+    status is `stopped`, not `interrupted`."""
 
     def _stop_if_diverged(self) -> None:
         """With `stop_on_divergence`, end the live runs once the pair is DIVERGED."""
@@ -395,6 +407,7 @@ class PairSession:
 
     async def _stop_sides(self, sides: list[str]) -> None:
         assert isinstance(self.source, LiveSource)
+        self._stopping.update(sides)
         await asyncio.gather(*(self.source.stop_side(side) for side in sides))
 
     _wake: Callable[[], None] | None = None
@@ -423,6 +436,8 @@ class PairSession:
             self._stderr_text(event.side, self._err_split[event.side].flush())
             state.exit_code = event.code
             state.status = event.status
+            if event.status == "interrupted" and event.side in self._stopping:
+                state.status = "stopped"  # by tuimon's own rule, not by the user: pair.json's word
             state.wall_s = time.monotonic() - state.started
         if self.writer and self.writer.error and not self._store_error_told:
             self._store_error_told = True
@@ -536,11 +551,12 @@ class PairSession:
                 )
             ):
                 tail = f"{rank}; {tail}"
-            self._say(f"run {event.side} failed ({exit_text(event.code)}): {tail[-300:]}")
+            self._say(f"run {event.side} {status_words('failed', event.code)}: {tail[-300:]}")
             if self.options.stop_on_fail and isinstance(self.source, LiveSource):
                 other = "b" if event.side == "a" else "a"
                 if not self.sides[other].over:
                     self._say(f"stopping run {other} (--stop-on-fail)")
+                    self._stopping.add(other)
                     await self.source.stop_side(other)
         state.stderr_tail = list(self._stderr[event.side])
 
@@ -560,7 +576,7 @@ class PairSession:
         failed = self.options.replicas.failed if self.options.replicas else {}
         runs = [
             RunEnd(side, s.status, s.exit_code, None if s.end is None else s.end.status,
-                   exit=exit_text(s.exit_code), note=failed.get(side), steps=s.records,
+                   note=failed.get(side), steps=s.records,
                    texts=s.texts, first_text=self._first_text.get(side))
             for side, s in self.sides.items()
         ]  # fmt: skip
@@ -606,7 +622,7 @@ class PairSession:
         if self.interrupted:
             return "interrupted"
         if self.stopped_at is not None and all(
-            s.status in ("finished", "interrupted") for s in self.sides.values()
+            s.status in ("finished", *BY_TUIMON) for s in self.sides.values()
         ):
             return "stopped"
         return "finished" if all(s.status == "finished" for s in self.sides.values()) else "failed"

@@ -17,7 +17,8 @@ class SideState:
     device: str
     command: str
     status: str = "starting"
-    """starting / running / stalled / finished / failed / interrupted"""
+    """starting / running / stalled / finished / failed / interrupted (quit, Ctrl-C, a signal to
+    tuimon) / stopped (by tuimon's own rule: `--stop-on-divergence`, `--stop-on-fail`)"""
     exit_code: int | None = None
     step: int | None = None
     total: int | None = None
@@ -41,4 +42,4 @@ class SideState:
     @property
     def over(self) -> bool:
         """The run has ended, one way or another."""
-        return self.status in ("finished", "failed", "interrupted")
+        return self.status in ("finished", "failed", "interrupted", "stopped")
