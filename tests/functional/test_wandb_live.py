@@ -102,3 +102,45 @@ def test_watch_follows_a_run_while_wandb_writes_it(tmp_path: Path) -> None:
     assert any(isinstance(r, Text) and "best=0.5" in r.text for r in records)
     ended = got["ended"]
     assert isinstance(ended, list) and {e.status for e in ended} == {"finished"}
+
+
+SCRIPT = """
+import sys
+import wandb
+seed, side = int(sys.argv[1]), sys.argv[2]
+run = wandb.init(project="demo", mode="offline", config={"seed": seed},
+                 settings=wandb.Settings(console="off"))
+print("training", flush=True)
+w = float(seed)
+for step in range(60):
+    w = w * 0.9 + 0.1
+    if side == "b" and step == 40:
+        w += 1e-12
+    wandb.log({"train/loss": w * w, "w": w}, step=step)
+run.finish()
+"""
+
+
+def test_pair_reads_a_scripts_offline_wandb_run_as_its_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A script that calls `wandb.init(mode="offline")` and prints no step: each side runs
+    with its own WANDB_DIR in the pair's folder, and the run W&B writes there is its log."""
+    import json
+
+    from tuimon.cli import main
+
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    monkeypatch.delenv("WANDB_DIR", raising=False)
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    store = tmp_path / "store"
+    argv = ["pair", "--seed", "0", "--headless", "--json", "--store", str(store), "--"]
+    code = main([*argv, sys.executable, str(script), "{seed}", "{side}"])
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (code, out["verdict"], out["first_divergent_step"]) == (1, "DIVERGED", 40)
+    (pair,) = [p for p in store.iterdir() if p.is_dir()]
+    assert list((pair / "wandb-a" / "wandb").glob("offline-run-*/run-*.wandb"))
+    assert main(["replay", "--headless", "--json", str(pair)]) == 1  # as saved: the same
+    again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (again["verdict"], again["first_divergent_step"]) == ("DIVERGED", 40)

@@ -187,6 +187,8 @@ class RunFollower:
         self.fh: IO[bytes] | None = None
         self.stream: Any = None
         self.appeared = False
+        self.over = False
+        """The run was read to its end (its exit record, or `close`): never opened again."""
         self.drained = True
         self.last_change = time.monotonic()
         self.notes: list[str] = []
@@ -236,7 +238,7 @@ class RunFollower:
     def read(self) -> list[Any]:
         """The records the run's file gained (up to `READ_SIZE` bytes); none while it is not
         there. `FollowError`, OSError; `readers.MissingExtra` without the wandb package."""
-        if self.fh is None and not self._open():
+        if self.over or (self.fh is None and not self._open()):
             return []
         assert self.fh is not None
         data = self.fh.read(READ_SIZE)
@@ -252,6 +254,7 @@ class RunFollower:
     def close(self) -> list[Any]:
         """The end: what is left of the file read, then the records that follow the steps
         (the summary, where reading stopped, the end record)."""
+        self.over = True
         if self.fh is None:
             return []
         out: list[Any] = []

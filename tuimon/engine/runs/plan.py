@@ -178,7 +178,13 @@ class PairPlan:
             else:
                 argv = substitute(self.template, values)
             env = self.env(side, device)
-            return RunSpec(side, device, argv, env, self.shell, log_file, self.reading)
+            wandb_dir = None
+            if log_file is None and pair_dir is not None and not remote and not _wandb_set():
+                wandb_dir = pair_dir / f"wandb-{side}"  # a W&B run the script starts lands here
+                env["WANDB_DIR"] = str(wandb_dir)
+            return RunSpec(
+                side, device, argv, env, self.shell, log_file, self.reading, wandb_dir=wandb_dir
+            )
         cmd = [
             *([REMOTE_PYTHON, "-m", "tuimon"] if remote else python_module("tuimon")),
             "train",
@@ -276,3 +282,8 @@ class PairPlan:
             )
 
         return make
+
+
+def _wandb_set() -> bool:
+    """The user chose where W&B writes (`WANDB_DIR`): a run's W&B folder is left there."""
+    return bool(os.environ.get("WANDB_DIR"))
