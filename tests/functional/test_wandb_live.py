@@ -144,3 +144,11 @@ def test_pair_reads_a_scripts_offline_wandb_run_as_its_log(
     assert main(["replay", "--headless", "--json", str(pair)]) == 1  # as saved: the same
     again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert (again["verdict"], again["first_divergent_step"]) == ("DIVERGED", 40)
+    against = next((pair / "wandb-b" / "wandb").glob("offline-run-*"))
+    live = ["--", sys.executable, str(script), "{seed}", "a"]
+    code = main(["pair", "--seed", "0", "--headless", "--json", "--no-save", "--against",
+                 str(against), *live])  # fmt: skip
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (code, out["verdict"], out["first_divergent_step"]) == (1, "DIVERGED", 40)
+    assert main(["spread", str(against)]) == 2  # a run folder is one log, not a pair
+    assert "one run's log" in capsys.readouterr().err

@@ -185,6 +185,18 @@ def _binary(head: bytes) -> bool:
     return control > len(head) // 10
 
 
+def log_folder(path: Path) -> bool:
+    """Whether a folder is a log a reader takes (a W&B run, TensorBoard events, an MLflow run,
+    numbered JSON files), told without reading it."""
+    try:
+        return bool(
+            run_files(path) or event_dirs(path) or mlflow_metrics(path) is not None
+            or json_files(path)
+        )  # fmt: skip
+    except OSError:
+        return False
+
+
 def read_path(path: Path, reading: Reading, side: str) -> Loaded:
     """A log by content, through the registry: a folder by the entries' folder readers, a
     file by their file readers in order (a TensorBoard file, a JSON document, a CSV with a

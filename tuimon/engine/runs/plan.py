@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -130,6 +131,14 @@ class PairPlan:
         if problem := mistyped_placeholder(args, SUBSTITUTED):
             raise UsageError(problem)
 
+    def _scratch(self) -> Path:
+        """Where a pair that is not saved lets W&B write its sides' runs (a temporary folder,
+        made once per plan and left for the user: W&B runs are data)."""
+        found = self.__dict__.get("_scratch_dir")
+        if found is None:
+            found = self.__dict__["_scratch_dir"] = Path(tempfile.mkdtemp(prefix="tuimon-wandb-"))
+        return found
+
     def env(self, side: str, device: str) -> dict[str, str]:
         """The child's environment additions: the same on both sides but for the device."""
         threads = str(self.threads[SIDES.index(side)])
@@ -179,8 +188,8 @@ class PairPlan:
                 argv = substitute(self.template, values)
             env = self.env(side, device)
             wandb_dir = None
-            if log_file is None and pair_dir is not None and not remote and not _wandb_set():
-                wandb_dir = pair_dir / f"wandb-{side}"  # a W&B run the script starts lands here
+            if log_file is None and not remote and not _wandb_set():
+                wandb_dir = (pair_dir or self._scratch()) / f"wandb-{side}"  # its W&B runs
                 env["WANDB_DIR"] = str(wandb_dir)
             return RunSpec(
                 side, device, argv, env, self.shell, log_file, self.reading, wandb_dir=wandb_dir
