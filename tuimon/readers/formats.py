@@ -110,6 +110,7 @@ WANDB = Format(
     "`.wandb` file, a run folder holding one, or a wandb/ folder of one run and its resumptions",
     "wandb offline runs (wandb/offline-run-*/run-*.wandb), runs whose sync failed",
     streams=False,
+    records=True,
     folder=_wandb_folder,
     file=_wandb_file,
     head=is_wandb,

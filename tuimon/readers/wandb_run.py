@@ -32,8 +32,11 @@ A run without its exit record (killed, or still running) is said so the same way
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import struct
+import sys
+import types
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
@@ -105,14 +108,42 @@ def _started(file: Path) -> tuple[str, int]:
 
 
 def records_type() -> Any:
+    """W&B's `Record` message class (`wandb.proto.wandb_internal_pb2`); MissingExtra without
+    the wandb package."""
     global _RECORD
     if _RECORD is None:
         try:
-            from wandb.proto import wandb_internal_pb2
+            _RECORD = _definitions().Record
         except ImportError:
             raise MissingExtra(MISSING) from None
-        _RECORD = wandb_internal_pb2.Record
     return _RECORD
+
+
+def _definitions() -> Any:
+    """W&B's generated record definitions, from the installed wandb package. When `wandb` is
+    not imported yet, they are loaded without running the package's `__init__` (its SDK,
+    pydantic, numpy: 1-2 s, most of the time to open a run): `wandb` stands for the package
+    only while its `proto` modules load (their own imports are of each other), then the
+    package is as it was: a later `import wandb` runs it whole and finds them loaded (one
+    class per message, as W&B's own code imports them; only the attribute `wandb.proto` of
+    the package is not set)."""
+    if "wandb" in sys.modules:
+        from wandb.proto import wandb_internal_pb2
+
+        return wandb_internal_pb2
+    spec = importlib.util.find_spec("wandb")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("no wandb package")
+    package = types.ModuleType("wandb")
+    package.__path__ = list(spec.submodule_search_locations)
+    sys.modules["wandb"] = package
+    try:
+        from wandb.proto import wandb_internal_pb2
+
+        return wandb_internal_pb2
+    finally:
+        if sys.modules.get("wandb") is package:
+            del sys.modules["wandb"]
 
 
 class Framer:
