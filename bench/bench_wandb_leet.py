@@ -107,14 +107,8 @@ def view(name: str, command: str, first: re.Pattern[str], last: re.Pattern[str],
     subprocess.run(
         ["tmux", "new-session", "-d", "-s", session, "-x", "200", "-y", "50", command], check=True
     )
-    pane = int(
-        subprocess.run(
-            ["tmux", "display", "-p", "-t", session, "#{pane_pid}"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout  # fmt: skip
-    )
+    shown = ["tmux", "display", "-p", "-t", session, "#{pane_pid}"]
+    pane = int(subprocess.run(shown, capture_output=True, text=True, check=True).stdout)
     peaks: dict[int, int] = {}
     seen_first = seen_last = None
     sampled = 0.0
@@ -138,7 +132,6 @@ def view(name: str, command: str, first: re.Pattern[str], last: re.Pattern[str],
             time.sleep(POLL)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
-    peaks.pop(pane, None)  # the pane's own shell (tmux runs the command under sh -c)
     return {"first": seen_first, "last": seen_last, "mb": sum(peaks.values()) / 1024}
 
 

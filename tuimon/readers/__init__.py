@@ -259,6 +259,11 @@ def read_blocks(
     return _blocks(path, LineParser(reading, side))
 
 
+FIRST_BLOCK = 1 << 16
+"""Bytes of a W&B run read first (some 200 rows of 20 metrics): the first rows are shown
+before a whole block is parsed."""
+
+
 def wandb_blocks(path: Path, reading: Reading, side: str) -> Iterator[list[Record]] | None:
     """A W&B run (its `.wandb` file, its folder, a `wandb/` folder of its parts) as blocks of
     records, read as its bytes come (`WandbStream`, as a run being written is followed): the
@@ -300,7 +305,9 @@ def _wandb_blocks(
         if index:
             stream.next_file(file.name)
         with _unreadable(file), open_log(file) as fh:
-            while data := fh.read(BLOCK):
+            size = FIRST_BLOCK  # the first rows at once, then a block at a time
+            while data := fh.read(size):
+                size = BLOCK
                 if records := stream.feed(data):
                     yield asked(records)
                 if stream.stopped is not None:
