@@ -635,7 +635,7 @@ class WandbStream:
         """The file is over: the records not given yet (the header when no step came)."""
         if self.stopped is None:
             self.stopped = self.framer.close()
-        out = [] if self.headed else [self.run.header()]
+        out: list[Record] = [] if self.headed else [self.run.header()]
         self.headed = True
         out += self.run.steps[self.sent :]
         self.sent = len(self.run.steps)

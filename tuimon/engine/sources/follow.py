@@ -92,10 +92,14 @@ class Tail:
             waits = isinstance(self.file, RunFollower) or not self.file.path.exists()
             if not self.told_missing and waits:
                 self.told_missing = True
-                self.note(f"{self.file.name} is not there yet: waiting for it")
+                name = self.file.name
+                run = isinstance(self.file, RunFollower) and self.file.path.is_dir()
+                self.note(f"no W&B run in {name} yet: waiting for one" if run
+                          else f"{name} is not there yet: waiting for it")  # fmt: skip
         elif self.told_missing:
             self.told_missing = False
-            self.note(f"{self.file.name} is there now")
+            if not isinstance(self.file, RunFollower):  # a run found is said by its follower
+                self.note(f"{self.file.name} is there now")
         events: list[SourceEvent] = [self._lines(got)] if got else []
         return self._notes(events + self._stderr())
 
