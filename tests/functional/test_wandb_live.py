@@ -68,6 +68,7 @@ async def _follow(out: Path, go: Path, proc: subprocess.Popen[bytes]) -> dict[st
         while len(ended) < 2:
             event = await asyncio.wait_for(queue.get(), max(0.1, deadline - time.monotonic()))
             if isinstance(event, Lines) and event.side == "a":
+                assert event.records is not None
                 assert len(event.lines) == len(event.records)  # each record its step-log line
                 records += event.records
                 if not go.exists() and any(isinstance(r, Step) for r in records):

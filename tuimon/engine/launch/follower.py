@@ -5,7 +5,8 @@ with it. A file that is not there yet, or still empty, is waited for; a file tru
 (rewritten, `copytruncate`) or rewritten from its start by a restarted run is read again from its
 start; a file rotated away (the path now names a new file) is read to its end, then the new one
 from its start. Each of these is said, once, as a note. A log rewritten as a whole (a JSON
-document, a CSV, TensorBoard events) is `NotLines`: it is read again as a whole instead.
+document, a CSV, TensorBoard events) is `NotLines`: it is read again as a whole instead. A W&B
+run grows by records, not lines: `RunFollower` follows it (`follows_run` tells which to use).
 """
 
 from __future__ import annotations
