@@ -206,9 +206,6 @@ class Run:
         spec = self.spec
         become_subreaper()  # an orphaned descendant comes to tuimon, not to init
         env = {**os.environ, **spec.env, RUN_ENV: self._tree.tag}
-        if spec.wandb_dir is not None:
-            with contextlib.suppress(OSError):  # W&B writes its runs under it
-                spec.wandb_dir.mkdir(parents=True, exist_ok=True)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         kwargs: dict[str, Any] = {

@@ -6,6 +6,7 @@ import os
 import shlex
 import sys
 import tempfile
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -132,11 +133,13 @@ class PairPlan:
             raise UsageError(problem)
 
     def _scratch(self) -> Path:
-        """Where a pair that is not saved lets W&B write its sides' runs (a temporary folder,
-        made once per plan and left for the user: W&B runs are data)."""
+        """Where a pair that is not saved lets W&B write its sides' runs: a folder of the
+        temporary directory named once per plan, made by W&B only when a run is written there
+        (and left for the user: W&B runs are data)."""
         found = self.__dict__.get("_scratch_dir")
         if found is None:
-            found = self.__dict__["_scratch_dir"] = Path(tempfile.mkdtemp(prefix="tuimon-wandb-"))
+            found = Path(tempfile.gettempdir()) / f"tuimon-wandb-{uuid.uuid4().hex[:12]}"
+            self.__dict__["_scratch_dir"] = found
         return found
 
     def env(self, side: str, device: str) -> dict[str, str]:
