@@ -9,6 +9,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -134,6 +135,7 @@ def test_pair_reads_a_scripts_offline_wandb_run_as_its_log(
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
     monkeypatch.delenv("WANDB_DIR", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # a pair not saved: W&B's runs here
     monkeypatch.setenv("WANDB_SILENT", "true")
     store = tmp_path / "store"
     argv = ["pair", "--seed", "0", "--headless", "--json", "--store", str(store), "--"]
