@@ -30,13 +30,15 @@ def add(sub: argparse._SubParsersAction) -> None:
         "store. A file not there yet is waited for; a file truncated in place is read again "
         "from its start; a rotated file is read to its end, then the new one. A side ends with "
         "its end record; the watch ends when every side still open has written nothing for "
-        "--stall-timeout seconds (or on Ctrl-C / q).",
+        "--stall-timeout seconds (or on Ctrl-C / q). A W&B run (its .wandb file, its run folder, "
+        "or a folder W&B writes runs under, whose first run is followed once it appears) is "
+        "followed by its records as W&B flushes them; it ends with its exit record.",
         epilog="exit codes: 0 IDENTICAL or CLOSE, 1 DIVERGED, 3 INCOMPLETE (a file never "
         "appeared, a run logged an error, the watch was stopped), 2 bad usage. Example: "
         "tuimon watch /scratch/run-a/log.jsonl /scratch/run-b/log.jsonl --stall-timeout 600",
     )
-    p.add_argument("a", metavar="A", help="the log file of run A")
-    p.add_argument("b", metavar="B", help="the log file of run B")
+    p.add_argument("a", metavar="A", help="the log file of run A (or a W&B run folder)")
+    p.add_argument("b", metavar="B", help="the log file of run B (or a W&B run folder)")
     p.add_argument(
         "--stall-timeout",
         type=non_negative_float,
@@ -58,7 +60,19 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run, help_prog=p.prog)
 
 
+def wandb_ready(path: Path) -> None:
+    """A W&B run is read with the wandb package: its absence is one line (exit 2)."""
+    from tuimon.readers.tensorboard import MissingExtra
+    from tuimon.readers.wandb_run import records_type
+
+    try:
+        records_type()
+    except MissingExtra as exc:
+        raise UsageError(f"{path}: {exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
+    from tuimon.engine.launch.follower import RunFollower, follows_run
     from tuimon.engine.sources.follow import watch_factory
     from tuimon.engine.sources.session import PairOptions
     from tuimon.store import check_writable, resolve_store, special
@@ -68,8 +82,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--json needs --headless")
     paths = (Path(args.a), Path(args.b))
     for path in paths:
-        if path.is_dir():
-            raise UsageError(f"{path} is a directory: watch takes two log files")
+        if path.is_dir() and RunFollower(path).find() is None and any(path.iterdir()):
+            raise UsageError(
+                f"{path} is a directory without a W&B run (.wandb): watch takes two log files "
+                "or W&B run folders"
+            )
+        if follows_run(path):
+            wandb_ready(path)
         if kind := special(path):  # refused at once, never opened (it could block or never end)
             raise UsageError(f"{path} is {kind}, not a log file: watch takes regular files")
     if paths[0].resolve() == paths[1].resolve():

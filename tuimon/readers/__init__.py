@@ -38,8 +38,10 @@ from tuimon.readers.formats import (
 )
 from tuimon.readers.lines import BOM, RELEASE_AFTER, LineParser
 from tuimon.readers.reading import Reading, parse_map
+from tuimon.readers.rows_to_steps import renamed
 from tuimon.readers.tensorboard import MissingExtra
 from tuimon.readers.text import PatternError
+from tuimon.readers.wandb_run import WandbStream, is_wandb, records_type, run_files
 from tuimon.steplog import (
     CUT_TAIL,
     IN_RECORD,
@@ -79,6 +81,7 @@ __all__ = [
     "require_steps",
     "streamable",
     "to_line",
+    "wandb_blocks",
 ]
 
 
@@ -245,6 +248,8 @@ def read_blocks(
     lines (a folder, a JSON document, a CSV, TensorBoard, binary data) or that is small: `load`
     reads those whole. ReaderError (one line) when it cannot be read."""
     path = Path(path)
+    if (runs := wandb_blocks(path, reading or Reading(), side)) is not None:
+        return runs
     if path.is_dir():
         return None
     with _unreadable(path), open_log(path) as fh:
@@ -253,6 +258,64 @@ def read_blocks(
     if whole or not streamable(head) or _binary(head[:65536]):
         return None
     return _blocks(path, LineParser(reading, side))
+
+
+FIRST_BLOCK = 1 << 16
+"""Bytes of a W&B run read first (some 200 rows of 20 metrics): the first rows are shown
+before a whole block is parsed."""
+
+
+def wandb_blocks(path: Path, reading: Reading, side: str) -> Iterator[list[Record]] | None:
+    """A W&B run (its `.wandb` file, its folder, a `wandb/` folder of its parts) as blocks of
+    records, read as its bytes come (`WandbStream`, as a run being written is followed): the
+    first rows are there once the first MiB is read. None for any other log."""
+    if path.is_dir():
+        files = run_files(path)
+        if not files:
+            return None
+    else:
+        with _unreadable(path), open_log(path) as fh:
+            if not is_wandb(fh.read(8)):
+                return None
+        files = [path]
+    records_of(path)  # the wandb package: its absence is one line
+    return _wandb_blocks(path.name, files, reading, side)
+
+
+def records_of(path: Path) -> None:
+    """ReaderError (one line) without the wandb package, whose definitions read a run."""
+    try:
+        records_type()
+    except MissingExtra as exc:
+        raise ReaderError(f"{path}: {exc}") from None
+
+
+def _wandb_blocks(
+    name: str, files: list[Path], reading: Reading, side: str
+) -> Iterator[list[Record]]:
+    stream = WandbStream(name)
+    rename = reading.renames(side)
+
+    def asked(records: list[Record]) -> list[Record]:
+        if not (rename or reading.judge):
+            return records
+        return [reading.promote(renamed(r, rename)) if isinstance(r, Step) else r
+                for r in records]  # fmt: skip
+
+    for index, file in enumerate(files):
+        if index:
+            stream.next_file(file.name)
+        with _unreadable(file), open_log(file) as fh:
+            size = FIRST_BLOCK  # the first rows at once, then a block at a time
+            while data := fh.read(size):
+                size = BLOCK
+                if records := stream.feed(data):
+                    yield asked(records)
+                if stream.stopped is not None:
+                    break
+        if stream.stopped is not None:
+            break
+    yield asked(stream.close())
 
 
 def _blocks(path: Path, parser: LineParser) -> Iterator[list[Record]]:

@@ -54,6 +54,9 @@ class Format:
     lines: tuple[type[LineRule], ...] = ()
     """For a format of lines: its rules, each a shape of line it reads, in the order they are
     asked (`LineParser` asks the entries' rules in the registry's order)."""
+    records: bool = False
+    """Followed live and read a block at a time by its records, not lines (a W&B run: the
+    engine's `RunFollower`, `readers.wandb_blocks`); `streams` is about lines."""
     head: Callable[[bytes], bool] | None = None
     """For a format of files rewritten as a whole: whether a file that begins with these bytes
     is one (what following a growing file and reading in blocks go by: `readers.streamable`)."""

@@ -110,6 +110,7 @@ WANDB = Format(
     "`.wandb` file, a run folder holding one, or a wandb/ folder of one run and its resumptions",
     "wandb offline runs (wandb/offline-run-*/run-*.wandb), runs whose sync failed",
     streams=False,
+    records=True,
     folder=_wandb_folder,
     file=_wandb_file,
     head=is_wandb,
@@ -183,6 +184,18 @@ def _binary(head: bytes) -> bool:
         head.count(bytes([c])) for c in (*range(1, 9), 11, 12, *range(14, 27), 28, 29, 30, 31, 127)
     )
     return control > len(head) // 10
+
+
+def log_folder(path: Path) -> bool:
+    """Whether a folder is a log a reader takes (a W&B run, TensorBoard events, an MLflow run,
+    numbered JSON files), told without reading it."""
+    try:
+        return bool(
+            run_files(path) or event_dirs(path) or mlflow_metrics(path) is not None
+            or json_files(path)
+        )  # fmt: skip
+    except OSError:
+        return False
 
 
 def read_path(path: Path, reading: Reading, side: str) -> Loaded:

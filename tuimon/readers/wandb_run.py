@@ -31,8 +31,12 @@ A run without its exit record (killed, or still running) is said so the same way
 
 from __future__ import annotations
 
+import copy
+import importlib.util
 import json
 import struct
+import sys
+import types
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
@@ -103,62 +107,138 @@ def _started(file: Path) -> tuple[str, int]:
     return base, int(count[1:]) if count[1:].isdigit() else 0
 
 
-def _records_type() -> Any:
+def records_type() -> Any:
+    """W&B's `Record` message class (`wandb.proto.wandb_internal_pb2`); MissingExtra without
+    the wandb package."""
     global _RECORD
     if _RECORD is None:
         try:
-            from wandb.proto import wandb_internal_pb2
+            _RECORD = _definitions().Record
         except ImportError:
             raise MissingExtra(MISSING) from None
-        _RECORD = wandb_internal_pb2.Record
     return _RECORD
+
+
+def _definitions() -> Any:
+    """W&B's generated record definitions, from the installed wandb package. When `wandb` is
+    not imported yet, they are loaded without running the package's `__init__` (its SDK,
+    pydantic, numpy: 1-2 s, most of the time to open a run): `wandb` stands for the package
+    only while its `proto` modules load (their own imports are of each other), then the
+    package is as it was: a later `import wandb` runs it whole and finds them loaded (one
+    class per message, as W&B's own code imports them; only the attribute `wandb.proto` of
+    the package is not set)."""
+    if "wandb" in sys.modules:
+        from wandb.proto import wandb_internal_pb2
+
+        return wandb_internal_pb2
+    spec = importlib.util.find_spec("wandb")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("no wandb package")
+    package = types.ModuleType("wandb")
+    package.__path__ = list(spec.submodule_search_locations)
+    sys.modules["wandb"] = package
+    try:
+        from wandb.proto import wandb_internal_pb2
+
+        return wandb_internal_pb2
+    finally:
+        if sys.modules.get("wandb") is package:
+            del sys.modules["wandb"]
+
+
+class Framer:
+    """The framing of a `.wandb` file read as its bytes come (a file still being written): the
+    whole records of each piece, parts joined; a frame not all there waits for more bytes.
+    `stopped` says where reading stopped for good (what, reason, byte offset)."""
+
+    def __init__(self) -> None:
+        self.pending = b""
+        """Bytes of a frame (or of a block's padding) not all there yet."""
+        self.at = 0
+        """The file offset of `pending`'s first byte."""
+        self.parts: list[bytes] | None = None
+        self.checked = False
+        self.stopped: tuple[str, str, int] | None = None
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """The records that `data` (the bytes after those fed before) completes."""
+        if self.stopped is not None:
+            return []
+        buf = self.pending + data if self.pending else data
+        base, pos, size = self.at, 0, len(buf)
+        out: list[bytes] = []
+        if not self.checked:
+            if buf[: len(HEADER)] != HEADER[:size]:
+                self.stopped = ("not a W&B log header (`:W&B`, magic, version 0)", UNREADABLE, 0)
+                return []
+            if size < len(HEADER):
+                self.pending = buf
+                return []
+            self.checked, pos = True, len(HEADER)
+        unpack, crc32 = FRAME.unpack_from, zlib.crc32
+        while pos < size:
+            left = BLOCK - (base + pos) % BLOCK
+            if left < FRAME.size:  # a block's trailer: padding
+                if size - pos < left:
+                    break
+                pos += left
+                continue
+            if size - pos < FRAME.size:
+                break
+            crc, length, kind = unpack(buf, pos)
+            if kind == 0 and length == 0 and not buf[pos : pos + left].strip(b"\x00"):
+                if size - pos < left:  # zeros up to what is written: wait for the rest
+                    break
+                pos += left  # zeros to the block's end: space not written
+                continue
+            end = pos + FRAME.size + length
+            if end > size:
+                break
+            if length > left - FRAME.size:
+                self.stopped = ("a record longer than its block", UNREADABLE, base + pos)
+                break
+            body = buf[pos + FRAME.size : end]
+            if crc32(body, crc32(bytes((kind,)))) != crc:
+                self.stopped = ("a record with a bad checksum", UNREADABLE, base + pos)
+                break
+            parts = self.parts
+            if kind == FULL and parts is None:
+                out.append(body)
+            elif kind == FIRST and parts is None:
+                self.parts = [body]
+            elif kind in (MIDDLE, LAST) and parts is not None:
+                parts.append(body)
+                if kind == LAST:
+                    out.append(b"".join(parts))
+                    self.parts = None
+            else:
+                what = f"a record part of type {kind} out of order"
+                self.stopped = (what, UNREADABLE, base + pos)
+                break
+            pos = end
+        self.pending, self.at = buf[pos:], base + pos
+        return out
+
+    def close(self) -> tuple[str, str, int] | None:
+        """The file is over: where reading stopped, when it stopped early (a frame or a
+        record's parts left unfinished: cut short), else None."""
+        if self.stopped is None:
+            if self.pending.strip(b"\x00"):
+                self.stopped = ("a record cut short", CUT_TAIL, self.at)
+            elif self.parts is not None:
+                where = self.at + len(self.pending)
+                self.stopped = ("a record whose last part is not written", CUT_TAIL, where)
+            elif not self.checked:
+                self.stopped = ("not a W&B log header (`:W&B`, magic, version 0)", UNREADABLE, 0)
+        return self.stopped
 
 
 def frames(data: bytes) -> tuple[list[bytes], tuple[str, str, int] | None]:
     """The whole records of a `.wandb` file's bytes (data of its framing, parts joined), and
     where reading stopped when it stopped early: (what, reason, byte offset)."""
-    if data[: len(HEADER)] != HEADER:
-        return [], ("not a W&B log header (`:W&B`, magic, version 0)", UNREADABLE, 0)
-    out: list[bytes] = []
-    parts: list[bytes] | None = None
-    at, size = len(HEADER), len(data)
-    unpack, crc32 = FRAME.unpack_from, zlib.crc32
-    while at < size:
-        left = BLOCK - at % BLOCK
-        if left < FRAME.size:  # a block's trailer: padding
-            at += left
-            continue
-        if size - at < FRAME.size:
-            return out, ("a record cut short", CUT_TAIL, at)
-        crc, length, kind = unpack(data, at)
-        if kind == 0 and length == 0 and not data[at : at + left].strip(b"\x00"):
-            at += left  # zeros to the block's end: space not yet written
-            if not data[at:].strip(b"\x00"):
-                break
-            continue
-        end = at + FRAME.size + length
-        if end > size:
-            return out, ("a record cut short", CUT_TAIL, at)
-        if length > left - FRAME.size:
-            return out, ("a record longer than its block", UNREADABLE, at)
-        body = data[at + FRAME.size : end]
-        if crc32(body, crc32(bytes((kind,)))) != crc:
-            return out, ("a record with a bad checksum", UNREADABLE, at)
-        if kind == FULL and parts is None:
-            out.append(body)
-        elif kind == FIRST and parts is None:
-            parts = [body]
-        elif kind in (MIDDLE, LAST) and parts is not None:
-            parts.append(body)
-            if kind == LAST:
-                out.append(b"".join(parts))
-                parts = None
-        else:
-            return out, (f"a record part of type {kind} out of order", UNREADABLE, at)
-        at = end
-    if parts is not None:
-        return out, ("a record whose last part is not written", CUT_TAIL, size)
-    return out, None
+    framer = Framer()
+    out = framer.feed(data)
+    return out, framer.close()
 
 
 def _value(text: str) -> Any:
@@ -424,14 +504,20 @@ class _Run:
             else:
                 self.env[key] = value
 
-    def records(self, name: str, stopped: tuple[str, str, int] | None, size: int) -> list[Record]:
+    def header(self) -> Header:
+        """The header: the config as `hyper`, the metadata as `env`, the run as `run`."""
         hyper = {k: v for k, v in self.config.items() if k != "_wandb"}
         seed = hyper.get("seed")
         run = {"source": "wandb", **self.run}
         if isinstance(seed, int) and not isinstance(seed, bool):
             run["seed"] = seed
-        out: list[Record] = [Header(run=run, hyper=hyper, env=self.env, format="wandb")]
-        out += self.steps
+        return Header(
+            run=run, hyper=copy.deepcopy(hyper), env=copy.deepcopy(self.env), format="wandb"
+        )
+
+    def ending(self, name: str, stopped: tuple[str, str, int] | None, size: int) -> list[Record]:
+        """What follows the steps: the notes, the summary, where reading stopped, the end."""
+        out: list[Record] = []
         if self.media:
             named = ", ".join(f"{k} ({v})" for k, v in sorted(self.media.items())[:20])
             out.append(Text(f"{NOTE}W&B media and tables named, not judged: {named}"))
@@ -489,32 +575,87 @@ def _summary(summary: Mapping[str, Any]) -> list[Record]:
     return out
 
 
+class WandbStream:
+    """A W&B run's records as the bytes of its `.wandb` file(s) come: a run still being
+    written (`tuimon watch`, a paired script's run) and a file read whole alike. `feed` gives
+    the records the bytes complete; the header comes before the first step (with what the
+    run wrote before it: its config, its metadata), and `close` gives the rest (the summary,
+    where reading stopped, the end). A record not all there waits for more bytes."""
+
+    def __init__(self, name: str, *, live: bool = True) -> None:
+        self.live = live
+        """Records given as they come; else all at `close` (a header with the whole config)."""
+        self.run = _Run()
+        self.framer = Framer()
+        self.name = name
+        self.size = 0
+        self.count = 0
+        self.sent = 0
+        self.headed = False
+        self.stopped: tuple[str, str, int] | None = None
+
+    def next_file(self, name: str) -> list[Record]:
+        """The next part of a resumed run (its own `.wandb` file) begins: the records the
+        part before left, when it stopped early (reading stops there)."""
+        self.stopped = self.framer.close()
+        self.framer, self.name, self.size = Framer(), name, 0
+        self.run.exit = None  # a resumed run's last part says how it ended
+        return []
+
+    def feed(self, data: bytes) -> list[Record]:
+        """The records the bytes (those after the ones fed before) complete."""
+        if self.stopped is not None:
+            return []
+        from google.protobuf.message import DecodeError
+
+        self.size += len(data)
+        record_type, add = records_type(), self.run.add
+        for blob in self.framer.feed(data):
+            self.count += 1
+            try:
+                record = record_type.FromString(blob)
+            except DecodeError:
+                what = f"record {self.count}: not a record W&B's definitions read"
+                self.stopped = (what, UNREADABLE, -1)
+                break
+            add(record)
+        return self._ready() if self.live else []
+
+    def _ready(self) -> list[Record]:
+        steps = self.run.steps
+        if self.sent == len(steps):
+            return []
+        out: list[Record] = [] if self.headed else [self.run.header()]
+        self.headed = True
+        out += steps[self.sent :]
+        self.sent = len(steps)
+        return out
+
+    def close(self) -> list[Record]:
+        """The file is over: the records not given yet (the header when no step came)."""
+        if self.stopped is None:
+            self.stopped = self.framer.close()
+        out: list[Record] = [] if self.headed else [self.run.header()]
+        self.headed = True
+        out += self.run.steps[self.sent :]
+        self.sent = len(self.run.steps)
+        return out + self.run.ending(self.name, self.stopped, self.size)
+
+
 def read_wandb(path: Path, data: bytes | None = None) -> list[Record]:
     """The records of a `.wandb` file (its bytes `data` when read already), or of the run
     folder holding it, or of a `wandb/` folder of one run and its resumptions (`run_files`:
     their `.wandb` files in order, as one run)."""
-    from google.protobuf.message import DecodeError
-
     files = run_files(path) if path.is_dir() else [path]
-    run = _Run()
-    stopped: tuple[str, str, int] | None = None
-    name, size = path.name, 0
-    for file in files:
+    stream = WandbStream(files[0].name if files else path.name, live=False)
+    for index, file in enumerate(files):
+        if index:
+            stream.next_file(file.name)
         if data is None or path.is_dir():
             with open_regular(file) as fh:
                 data = fh.read()
-        name, size = file.name, len(data)
-        run.exit = None  # a resumed run's last part says how it ended
-        blobs, stopped = frames(data)
-        record_type = _records_type()
-        for index, blob in enumerate(blobs):
-            try:
-                record = record_type.FromString(blob)
-            except DecodeError:
-                what = f"record {index + 1} of {len(blobs)}: not a record W&B's definitions read"
-                stopped = (what, UNREADABLE, -1)
-                break
-            run.add(record)
-        if stopped is not None:
+        stream.feed(data)
+        data = None
+        if stream.stopped is not None:
             break
-    return run.records(name, stopped, size)
+    return stream.close()

@@ -5,7 +5,8 @@ with it. A file that is not there yet, or still empty, is waited for; a file tru
 (rewritten, `copytruncate`) or rewritten from its start by a restarted run is read again from its
 start; a file rotated away (the path now names a new file) is read to its end, then the new one
 from its start. Each of these is said, once, as a note. A log rewritten as a whole (a JSON
-document, a CSV, TensorBoard events) is `NotLines`: it is read again as a whole instead.
+document, a CSV, TensorBoard events) is `NotLines`: it is read again as a whole instead. A W&B
+run grows by records, not lines: `RunFollower` follows it (`follows_run` tells which to use).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from tuimon.readers import streamable
 from tuimon.readers.capped import NotRegular, open_regular
@@ -171,3 +172,109 @@ class Follower:
         except OSError:
             return False
         return (stat.st_dev, stat.st_ino) != self.ident and stat.st_size > 0
+
+
+class RunFollower:
+    """A W&B run being written, followed by records (`readers.wandb_run.WandbStream`), not
+    lines: its `.wandb` file, or the first one that appears in a folder (a run folder, a
+    `wandb/` folder, or a folder W&B writes its `wandb/` under: `WANDB_DIR`). A record not all
+    written waits for the rest; a damaged one ends the reading there, said as a note."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.name = clean(str(path), 200)
+        self.file: Path | None = None
+        """The `.wandb` file followed, once found."""
+        self.fh: IO[bytes] | None = None
+        self.stream: Any = None
+        self.appeared = False
+        self.over = False
+        """The run was read to its end (its exit record, or `close`): never opened again."""
+        self.drained = True
+        self.last_change = time.monotonic()
+        self.notes: list[str] = []
+
+    def find(self) -> Path | None:
+        """The `.wandb` file: the path itself, or the first run's in the folder."""
+        if not self.path.is_dir():
+            return self.path if self.path.is_file() else None
+        for folder in (self.path, self.path / "wandb"):
+            found = sorted(f for f in folder.glob("*.wandb") if f.is_file())
+            if not found:
+                runs = (d for d in folder.glob("*run-*") if d.is_dir() and not d.is_symlink())
+                found = sorted(f for d in runs for f in d.glob("*.wandb") if f.is_file())
+            if found:
+                return found[0]
+        return None
+
+    def _open(self) -> bool:
+        from tuimon.readers.tensorboard import MissingExtra
+        from tuimon.readers.wandb_run import WandbStream, records_type
+
+        file = self.find()
+        if file is None:
+            return False
+        try:
+            fh = open_regular(file)
+        except FileNotFoundError:
+            return False
+        except NotRegular as exc:
+            raise FollowError(f"{clean(str(file), 200)} is {exc.kind}, not a log file") from None
+        except OSError as exc:
+            raise FollowError(
+                f"cannot read {clean(str(file), 200)}: {exc.strerror or exc}"
+            ) from None
+        try:
+            records_type()
+        except MissingExtra as exc:
+            fh.close()
+            raise FollowError(str(exc)) from None
+        self.fh, self.file, self.appeared = fh, file, True
+        self.stream = WandbStream(file.name)
+        self.last_change = time.monotonic()
+        if file != self.path:
+            self.notes.append(f"following the W&B run {clean(str(file), 200)}")
+        return True
+
+    def read(self) -> list[Any]:
+        """The records the run's file gained (up to `READ_SIZE` bytes); none while it is not
+        there. `FollowError`, OSError; `readers.MissingExtra` without the wandb package."""
+        if self.over or (self.fh is None and not self._open()):
+            return []
+        assert self.fh is not None
+        data = self.fh.read(READ_SIZE)
+        self.drained = len(data) < READ_SIZE
+        if not data:
+            return []
+        self.last_change = time.monotonic()
+        out = list(self.stream.feed(data))
+        if self.drained and self.stream.run.exit is not None:  # its exit record: it is over
+            out += self.close()
+        return out
+
+    def close(self) -> list[Any]:
+        """The end: what is left of the file read, then the records that follow the steps
+        (the summary, where reading stopped, the end record)."""
+        self.over = True
+        if self.fh is None:
+            return []
+        out: list[Any] = []
+        while data := self.fh.read(READ_SIZE):
+            out += self.stream.feed(data)
+        self.fh.close()
+        self.fh = None
+        return out + list(self.stream.close())
+
+
+def follows_run(path: Path) -> bool:
+    """Whether `path` is followed as a W&B run (`RunFollower`): a folder, a `.wandb` file by
+    its name, or a file that begins as one."""
+    from tuimon.readers.wandb_run import is_wandb
+
+    if path.is_dir() or path.suffix == ".wandb":
+        return True
+    try:
+        with open_regular(path) as fh:
+            return is_wandb(fh.read(8))
+    except OSError:
+        return False

@@ -9,12 +9,12 @@ import asyncio
 import contextlib
 import os
 import shutil
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tuimon.engine.events import Exited, Lines, SourceEvent, Stderr
-from tuimon.engine.judge.verdict import exit_words
 from tuimon.engine.launch.runner import LaunchError, Run, RunSpec
 from tuimon.steplog import Step
 
@@ -140,7 +140,7 @@ class ResumedRun:
     def _why_not_restart(self, first: Exited) -> str | None:
         """Why the second run does not start (None: it does)."""
         if first.status != "finished":
-            return f"ended ({exit_words(first.code, first.status)})"
+            return f"ended ({_exit(first.code)})"
         at, last = self.resume.at, self._held.last_step
         if last is None or last < at:
             shown = "no step" if last is None else f"its last step was {last}"
@@ -194,3 +194,15 @@ class ResumedRun:
         """Stop whichever run is under way; no second run starts after this."""
         self._stopping = True
         await self.current.terminate(grace)
+
+
+def _exit(code: int | None) -> str:
+    """How the first run's process ended: `exit 1`, `killed by SIGKILL`, `did not start`."""
+    if code is None:
+        return "did not start"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit {code}"

@@ -37,7 +37,7 @@ from tuimon.engine.launch.descendants import (
     spawned,
     spawning,
 )
-from tuimon.engine.launch.follower import Follower, FollowError, NotLines
+from tuimon.engine.launch.follower import Follower, FollowError, NotLines, RunFollower, follows_run
 from tuimon.engine.launch.pipes import PipeReader, waker
 from tuimon.engine.launch.watchdog import Watchdog
 from tuimon.errors import LaunchError
@@ -50,7 +50,7 @@ from tuimon.readers import (
     load,
     to_line,
 )
-from tuimon.steplog import Step
+from tuimon.steplog import Record, Step, Text
 
 TICK = 0.05
 """Seconds between two deliveries of what the readers took to the session, at least (a run
@@ -78,6 +78,9 @@ class RunSpec:
     """Read the step log from this file (tailed) instead of the child's stdout."""
     reading: Reading | None = None
     """How the log is read (`--pattern`, `--map`): see `tuimon.readers`."""
+    wandb_dir: Path | None = None
+    """The run's `WANDB_DIR`: a W&B run that appears under it is the side's log
+    (`RunFollower`), and stdout is then text."""
 
     def command_text(self) -> str:
         """The command as a user would type it."""
@@ -194,6 +197,10 @@ class Run:
         """The run's processes, also those that leave its group (`descendants`)."""
         self._told = 0
         self._tree_ended = False
+        self._run_found = False
+        self._flushed = False
+        """The stdout parser was closed when the W&B run was found."""
+        """A W&B run under `spec.wandb_dir` appeared: it is the side's log."""
         self.tick = TICK
         """Seconds between two deliveries at least (a sweep of many pairs takes longer ones)."""
 
@@ -245,7 +252,11 @@ class Run:
         assert self.proc is not None
         side = self.spec.side
         out, err = self._start_readers()
-        tail = asyncio.create_task(self._tail(self.spec.log_file)) if self.spec.log_file else None
+        tail = None
+        if self.spec.log_file:
+            tail = asyncio.create_task(self._tail(self.spec.log_file))
+        elif self.spec.wandb_dir:
+            tail = asyncio.create_task(self._follow_run(self.spec.wandb_dir))
         parser = self._parser(text=self.spec.log_file is None)  # the log is the file
         wait = asyncio.create_task(self.proc.wait())
         try:
@@ -254,7 +265,7 @@ class Run:
             for reader in self._readers:
                 reader.join()
             await self._deliver(out, err, parser)
-            records = parser.close()
+            records = [] if self._flushed else parser.close()
             if records:
                 await self.queue.put(Lines(side, [], records, saved=True))
             if tail is not None:
@@ -346,6 +357,16 @@ class Run:
         lines = out.take()
         for i in range(0, len(lines), PARSE_SLICE):
             part = lines[i : i + PARSE_SLICE]
+            if self._run_found and not self._flushed:  # what the parser holds comes first
+                self._flushed = True
+                if held := parser.close():
+                    await self.queue.put(Lines(side, [], held, saved=True))
+            if self._run_found:  # a W&B run is the log: what the script prints is text
+                texts: list[Record] = [
+                    Text(line.decode("utf-8", "replace").rstrip("\r\n")) for line in part
+                ]
+                await self.queue.put(Lines(side, part, texts, saved=True))
+                continue
             await self.queue.put(Lines(side, part, parser.feed(part), saved=True))
             if len(lines) > PARSE_SLICE:
                 await asyncio.sleep(0)
@@ -366,6 +387,8 @@ class Run:
         child has exited and the file is read. A log rewritten as a whole (JSON document, CSV,
         TensorBoard events, a folder of them) is read again when it changes (`_snapshots`)."""
         side = self.spec.side
+        if follows_run(path) and (not path.is_dir() or RunFollower(path).find() is not None):
+            return await self._follow_run(path)
         file = Follower(path, functools.partial(self._save, side) if self._save else None)
         parser = self._parser()
         failed = False
@@ -393,6 +416,33 @@ class Run:
         records = parser.feed(rest) + parser.close()
         if rest or records:
             await self.queue.put(Lines(side, rest, records, saved=True))
+
+    async def _follow_run(self, path: Path) -> None:
+        """Follow a W&B run by its records (`RunFollower`: a `.wandb` file, or the first run
+        that appears in a folder) until the child has exited and the file is read."""
+        side = self.spec.side
+        run = RunFollower(path)
+        while True:
+            done = self._done.is_set()
+            try:
+                records = run.read()
+            except (FollowError, OSError) as exc:
+                run.notes.append(f"{exc}: not followed")
+                records, done = [], True
+            self._run_found = self._run_found or run.appeared
+            if run.notes:
+                text = "".join(f"tuimon: {note}\n" for note in run.notes)
+                run.notes.clear()
+                await self.queue.put(Stderr(side, text.encode()))
+            if records:
+                self._tail_output = time.monotonic()
+                await self.queue.put(Lines(side, [to_line(r) for r in records], records))
+            if done:
+                break
+            if run.drained:
+                await asyncio.sleep(0.05)
+        if rest := run.close():
+            await self.queue.put(Lines(side, [to_line(r) for r in rest], rest))
 
     async def _snapshots(self, path: Path) -> None:
         """Read a whole-file log again whenever it changes; pass on the records not yet sent

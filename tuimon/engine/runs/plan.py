@@ -6,6 +6,7 @@ import os
 import shlex
 import sys
 import tempfile
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -149,6 +150,16 @@ class PairPlan:
         if problem := mistyped_placeholder(args, SUBSTITUTED):
             raise UsageError(problem)
 
+    def _scratch(self) -> Path:
+        """Where a pair that is not saved lets W&B write its sides' runs: a folder of the
+        temporary directory named once per plan, made by W&B only when a run is written there
+        (and left for the user: W&B runs are data)."""
+        found = self.__dict__.get("_scratch_dir")
+        if found is None:
+            found = Path(tempfile.gettempdir()) / f"tuimon-wandb-{uuid.uuid4().hex[:12]}"
+            self.__dict__["_scratch_dir"] = found
+        return found
+
     def env(self, side: str, device: str) -> dict[str, str]:
         """The child's environment additions: the same on both sides but for the device."""
         threads = str(self.threads[SIDES.index(side)])
@@ -231,7 +242,13 @@ class PairPlan:
             else:
                 argv = substitute(self.template, values)
             env = {**self.env(side, device), **told}
-            return RunSpec(side, device, argv, env, self.shell, log_file, self.reading)
+            wandb_dir = None
+            if log_file is None and not remote and not _wandb_set():
+                wandb_dir = (pair_dir or self._scratch()) / f"wandb-{side}"  # its W&B runs
+                env["WANDB_DIR"] = str(wandb_dir)
+            return RunSpec(
+                side, device, argv, env, self.shell, log_file, self.reading, wandb_dir=wandb_dir
+            )
         cmd = [
             *([REMOTE_PYTHON, "-m", "tuimon"] if remote else python_module("tuimon")),
             "train",
@@ -351,3 +368,8 @@ class PairPlan:
             )
 
         return make
+
+
+def _wandb_set() -> bool:
+    """The user chose where W&B writes (`WANDB_DIR`): a run's W&B folder is left there."""
+    return bool(os.environ.get("WANDB_DIR"))

@@ -16,6 +16,7 @@ from tuimon.engine.judge.verdict import RunEnd, how_it_ended
 from tuimon.engine.sources.saved_pair import read_records, saved_reading
 from tuimon.errors import ReplayError, StoreError, UsageError
 from tuimon.readers import Reading
+from tuimon.readers.formats import log_folder
 from tuimon.steplog import End, Header, Record, Step
 from tuimon.store import SIDES, PairDoc, is_pair_dir, open_regular, pair_file
 
@@ -142,9 +143,16 @@ def _where(text: str, side: str | None) -> tuple[Path, Path | None, str | None]:
                 raise UsageError(f"--against {text} is side {path.name}: drop --side {side}")
             return path.parent, path.parent, path.name
         raise ReplayError(f"{text}: no such file or directory")
+    if path.is_dir() and not is_pair_dir(path) and log_folder(path):  # a W&B run folder ...
+        if side is not None:
+            raise UsageError("--side chooses a side of a saved pair directory, not of a run folder")
+        return path, None, None
     if path.is_dir():
         if not is_pair_dir(path):
-            raise ReplayError(f"{text}: not a saved pair or a log file")
+            raise ReplayError(
+                f"{text}: not a saved pair, a log file or a run folder a reader takes "
+                "(W&B, TensorBoard, MLflow, numbered JSON files)"
+            )
         if side is None:
             raise UsageError(f"{text} is a saved pair: give --side a or --side b (or {text}/a)")
         return path, path, side
@@ -167,8 +175,16 @@ def _doc(pair_dir: Path) -> PairDoc:
 
 
 def _sha256(path: Path) -> str:
+    """The file's sha256; a run folder's: of its regular files' names and bytes, in order."""
     digest = hashlib.sha256()
     try:
+        if path.is_dir():
+            for file in sorted(f for f in path.rglob("*") if f.is_file() and not f.is_symlink()):
+                digest.update(str(file.relative_to(path)).encode() + b"\0")
+                with open_regular(file) as fh:
+                    while chunk := fh.read(1 << 20):
+                        digest.update(chunk)
+            return digest.hexdigest()
         with open_regular(path) as fh:
             while chunk := fh.read(1 << 20):
                 digest.update(chunk)

@@ -19,12 +19,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from tuimon.engine.events import Exited, Lines, Note, SourceEvent, Stderr
-from tuimon.engine.launch.follower import Follower, FollowError
+from tuimon.engine.launch.follower import Follower, FollowError, RunFollower, follows_run
 from tuimon.engine.sources.session import Batch, PairOptions, PairSession
 from tuimon.engine.sources.side_state import SideState
-from tuimon.readers import RELEASE_AFTER, LineParser, Reading, line_parser
+from tuimon.readers import RELEASE_AFTER, LineParser, Reading, line_parser, to_line
 from tuimon.sanitize import clean
 from tuimon.steplog import End
 from tuimon.store import SIDES, PairWriter
@@ -41,7 +42,8 @@ class Tail:
     of the run."""
 
     side: str
-    file: Follower
+    file: Follower | RunFollower
+    """The file followed: by lines, or a W&B run by records (`RunFollower`)."""
     parser: LineParser
     end: End | None = None
     over: bool = False
@@ -89,15 +91,20 @@ class Tail:
 
     def poll(self) -> list[SourceEvent]:
         """What the file gained since the last poll (lines and notes)."""
-        lines = self.file.read()
+        got = self.file.read()
         if not self.file.appeared:
-            if not self.told_missing and not self.file.path.exists():
+            waits = isinstance(self.file, RunFollower) or not self.file.path.exists()
+            if not self.told_missing and waits:
                 self.told_missing = True
-                self.note(f"{self.file.name} is not there yet: waiting for it")
+                name = self.file.name
+                run = isinstance(self.file, RunFollower) and self.file.path.is_dir()
+                self.note(f"no W&B run in {name} yet: waiting for one" if run
+                          else f"{name} is not there yet: waiting for it")  # fmt: skip
         elif self.told_missing:
             self.told_missing = False
-            self.note(f"{self.file.name} is there now")
-        events: list[SourceEvent] = [self._lines(lines)] if lines else []
+            if not isinstance(self.file, RunFollower):  # a run found is said by its follower
+                self.note(f"{self.file.name} is there now")
+        events: list[SourceEvent] = [self._lines(got)] if got else []
         return self._notes(events + self._stderr())
 
     def _stderr(self) -> list[SourceEvent]:
@@ -126,6 +133,9 @@ class Tail:
 
     def close(self) -> list[SourceEvent]:
         """The end of the file: a last line without newline, the parser's held rows."""
+        if isinstance(self.file, RunFollower):
+            got = self.file.close()
+            return self._notes(([self._lines(got)] if got else []) + self._stderr())
         rest = self.file.close()
         records = self.parser.feed(rest) + self.parser.close()
         events: list[SourceEvent] = []
@@ -138,12 +148,20 @@ class Tail:
         records = self.parser.release()
         return [Lines(self.side, [], records, saved=True)] if records else []
 
-    def _lines(self, lines: list[bytes]) -> Lines:
-        records = self.parser.feed(lines)
+    def _lines(self, got: list[Any]) -> Lines:
+        """The lines read and their records; a W&B run's records and their step-log lines
+        (saved as those: the pair's raw log of that side is a step log)."""
+        if isinstance(self.file, RunFollower):
+            self._ended(got)
+            return Lines(self.side, [to_line(r) for r in got], got, saved=False)
+        records = self.parser.feed(got)
+        self._ended(records)
+        return Lines(self.side, got, records, saved=self.saved or self.raw)
+
+    def _ended(self, records: list[Any]) -> None:
         for record in records:
             if isinstance(record, End):
                 self.end = record
-        return Lines(self.side, lines, records, saved=self.saved or self.raw)
 
     def _notes(self, events: list[SourceEvent]) -> list[SourceEvent]:
         self.told += self.file.notes
@@ -169,7 +187,11 @@ class FollowSource:
         self.tails = {
             side: Tail(
                 side,
-                Follower(Path(path), functools.partial(writer.raw_bytes, side) if writer else None),
+                RunFollower(Path(path))
+                if follows_run(Path(path))
+                else Follower(
+                    Path(path), functools.partial(writer.raw_bytes, side) if writer else None
+                ),
                 line_parser(reading, side),
                 raw=writer is not None,
             )

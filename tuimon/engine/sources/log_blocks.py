@@ -40,7 +40,7 @@ from tuimon.engine.judge.block_reader import (
 )
 from tuimon.engine.judge.matcher import ColumnMatcher
 from tuimon.errors import CompareError
-from tuimon.readers import LineParser, ReaderError, Reading, load, open_log
+from tuimon.readers import LineParser, ReaderError, Reading, load, open_log, wandb_blocks
 from tuimon.readers.csv_columns import CsvColumns, read_csv_columns, read_csv_pair
 from tuimon.readers.formats import JSON_LINES, STEPLOG
 from tuimon.readers.readout import Read
@@ -115,6 +115,14 @@ def _line_source(
         rows = _rows_at_a_time(table)
         for start in range(0, len(table.steps), rows):
             yield CsvBlock(table, start, start + rows)
+        return
+    try:  # a W&B run: read as its bytes come, the first rows judged at once
+        runs = wandb_blocks(path, logs.reading, side)
+    except ReaderError as exc:
+        raise CompareError(str(exc)) from None
+    if runs is not None:
+        for block in runs:
+            yield RecordBlock(block)
         return
     records = _records(path, logs.reading, side)
     for i in range(0, len(records), 4096):

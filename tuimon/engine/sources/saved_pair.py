@@ -32,6 +32,7 @@ from tuimon.readers import (
     read_blocks,
     read_log,
 )
+from tuimon.readers.formats import log_folder
 from tuimon.steplog import End, Header, Record, Step, Text, parse_line
 from tuimon.store import SIDES, PairDoc, SavedLogs, is_pair_dir, pair_file, special
 from tuimon.store.aligned import AlignedStep
@@ -540,6 +541,11 @@ def resolve_logs(paths: list[str], reading: Reading | None = None) -> SavedPair:
         path = Path(paths[0])
         if not path.exists():
             raise ReplayError(f"{path}: no such file or directory")
+        if path.is_dir() and not is_pair_dir(path) and log_folder(path):
+            raise ReplayError(
+                f"{path}: one run's log (a run folder), not a pair: compare it with another "
+                "run's (`tuimon compare A B`; --save keeps the pair for replay, spread, plot)"
+            )
         if not path.is_dir() or not is_pair_dir(path):
             raise ReplayError(f"{path}: not a saved pair (give a pair directory or two log files)")
         try:  # a FIFO, a device or a link leading outside the pair is refused, never opened
