@@ -79,6 +79,11 @@ class Summary:
     what differs and why it may; empty until a path that ends the pair holds it to the bytes."""
     precision: dict[str, Any] = field(default_factory=dict)
     """How exactly the values were compared (`tuimon.engine.judge.precision.Precision`)."""
+    first_tensor_step: int | None = None
+    """The step where per-tensor digests first differ (`first_tensors` are those of it)."""
+    first_tensors_among: int = 0
+    """Tensors both sides digested at `first_tensor_step`: the first tensors parted before the
+    others only when they are fewer."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (non-finite floats as strings); `jsonable` copies every container, so
