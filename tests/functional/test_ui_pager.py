@@ -35,6 +35,9 @@ class Host:
     def jump_far(self, step: int) -> bool:
         return False
 
+    def search_far(self, needle: str, anchor: int | None, forward: bool) -> bool:
+        return False  # no logs on disk: the kept rows are searched, wrapping
+
     def notify(self, message: str, *, timeout: float | None = None) -> None:
         self.notes.append(message)
 
@@ -85,8 +88,10 @@ def test_search_finds_a_value_as_the_panes_show_it() -> None:
     pager.search("2.15093")
     assert pager.cursor_step() == 2
     pager.jump_to_step("0")
-    pager.search("0.15093")  # the row under the cursor is not the next
-    assert pager.cursor_step() == 0 and host.notes[-1] == "not found: 0.15093"
+    pager.search("0.15093")  # the row under the cursor is the next, once round the end
+    assert pager.cursor_step() == 0 and host.notes[-1] == "search wrapped to the top"
+    pager.search("7.15093")
+    assert pager.cursor_step() == 0 and host.notes[-1] == "not found: 7.15093"
     pager.jump_to_step("2")
     pager.search("0.15093", forward=False)
     assert pager.cursor_step() == 0

@@ -15,7 +15,6 @@ from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
@@ -24,7 +23,8 @@ from tuimon.engine.sources.saved_pair import resolve_logs
 from tuimon.errors import ReplayError
 from tuimon.store import PairInfo, StoreError, delete_pair, list_newest, list_pairs
 from tuimon.ui.command_palette import ScreenActions
-from tuimon.ui.line_table import Column, LineTable
+from tuimon.ui.keymap import Key, KeyedScreen
+from tuimon.ui.line_table import MOVES, Column, LineTable
 from tuimon.ui.modals import ConfirmScreen
 from tuimon.ui.pair_screen import PairScreen
 from tuimon.ui.statics import show_text
@@ -211,44 +211,42 @@ class PairTable(LineTable[int]):
     """The pairs, one per row (keys: indexes in the listing), drawn only where on screen;
     Enter (or a click on the selected row) opens one."""
 
-    BINDINGS = [  # noqa: RUF012
-        Binding("enter", "select_cursor", "Open", id="open", tooltip="Open the pair (static view)"),
-    ]
+
+BROWSER_KEYS = (
+    Key("open", "enter", "select_cursor", "Open", "Open the pair (static view)", 20, view="table"),
+    Key("open-pair", "o", "open", "Open", "Open the pair (static view)"),
+    Key("replay", "r", "replay", "Replay", "Replay the pair", 20),
+    Key(
+        "filter",
+        "slash",
+        "filter",
+        "Filter",
+        "Filter by devices, verdict, seed or name",
+        20,
+        "/",
+        priority=True,  # at once, so the keys typed right after it reach the filter
+    ),
+    Key("delete", "d", "delete", "Delete", "Delete the pair (asks first)", 10),
+    Key(
+        "same-sweep",
+        "w",
+        "same_sweep",
+        "Same sweep",
+        "Show only the pairs of the selected pair's sweep",
+    ),
+    Key("clear-filter", "escape", "clear_filter", "Clear filter", "Clear and hide the filter"),
+    Key("reload", "f5,ctrl+r", "reload", "Reload", "Read the store again"),
+    *MOVES,
+    Key("help", "question_mark", "app.help", "Help", "Keys", 20, "?"),
+    Key("quit", "q", "quit", "Quit", "Quit tuimon", 20),
+)
+"""The browser's keys, one table (`keymap`): its Footer, in this order, and what `?` lists."""
 
 
-class BrowserScreen(ReportsWorkerErrors, Screen[None]):
+class BrowserScreen(KeyedScreen, ReportsWorkerErrors, Screen[None]):
     """Every pair in the store: when, seed, devices, steps, verdict, first divergence, max."""
 
-    BINDINGS = [  # noqa: RUF012
-        Binding(
-            "o", "open", "Open", id="open-pair", show=False, tooltip="Open the pair (static view)"
-        ),
-        Binding("r", "replay", "Replay", id="replay", tooltip="Replay the pair"),
-        Binding(
-            "slash",
-            "filter",
-            "Filter",
-            key_display="/",
-            id="filter",
-            tooltip="Filter by devices, verdict, seed or name",
-            priority=True,  # at once, so the keys typed right after it reach the filter
-        ),
-        Binding("d", "delete", "Delete", id="delete", tooltip="Delete the pair (asks first)"),
-        Binding(
-            "w",
-            "same_sweep",
-            "Same sweep",
-            id="same-sweep",
-            show=False,
-            tooltip="Show only the pairs of the selected pair's sweep",
-        ),
-        Binding("escape", "clear_filter", "Clear filter", id="clear-filter", show=False),
-        Binding(
-            "f5,ctrl+r", "reload", "Reload", id="reload", show=False, tooltip="Read the store again"
-        ),
-        Binding("question_mark", "app.help", "Help", key_display="?", id="help", tooltip="Keys"),
-        Binding("q", "quit", "Quit", id="quit", tooltip="Quit tuimon"),
-    ]
+    KEYS = BROWSER_KEYS
     COMMANDS = {ScreenActions}  # noqa: RUF012
 
     def __init__(self, store: Path) -> None:
@@ -426,9 +424,14 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         if action == "delete":  # a pair still being written is not deleted: shown, disabled
             info = self.selected()
             return None if info is not None and info.running else info is not None
-        if action == "clear_filter":
-            return bool(self.query_text) or self.query_one("#filter", Input).display
-        return True
+        if action == "clear_filter":  # None: listed by `?`, off until there is a filter
+            return bool(self.query_text) or self.query_one("#filter", Input).display or None
+        return super().check_action(action, parameters)
+
+    @property
+    def table(self) -> PairTable:
+        """The table of pairs (its moves are bound here: `line_table.MOVES`)."""
+        return self.query_one(PairTable)
 
     @on(PairTable.RowSelected)
     def _row_selected(self, event: PairTable.RowSelected) -> None:
