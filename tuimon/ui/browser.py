@@ -24,7 +24,7 @@ from tuimon.errors import ReplayError
 from tuimon.store import PairInfo, StoreError, delete_pair, list_newest, list_pairs
 from tuimon.ui.command_palette import ScreenActions
 from tuimon.ui.keymap import Key, KeyedScreen
-from tuimon.ui.line_table import MOVES, Column, LineTable
+from tuimon.ui.line_table import MOVES, PADDING, Column, LineTable
 from tuimon.ui.modals import ConfirmScreen
 from tuimon.ui.pair_screen import PairScreen
 from tuimon.ui.statics import show_text
@@ -53,6 +53,54 @@ SELECTION_ACTIONS = ("open", "replay", "same_sweep", "delete", "clear_filter")
 """The actions whose state depends on the pair under the cursor or the filter."""
 PREVIEW = 200
 """Pairs shown first, while the rest of a large store is read (more than a screen holds)."""
+NARROWER = ("status", "seed", "short when", "when")
+"""What a narrow screen gives up first so the last columns (max div, the pair's name) stay:
+the status (the status line says a state other than finished), the seed and the time (the
+pair's name holds both), the year."""
+PAIR_ROOM = 24
+"""Cells the pair's name keeps before another column gives way."""
+SHORT_WHEN = 11
+"""`mm-dd HH:MM`: the time without its year."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The columns a width shows: their indexes in `COLUMNS`, and the time without its year."""
+
+    shown: tuple[int, ...]
+    short_when: bool = False
+
+    def columns(self, columns: Sequence[Column]) -> list[Column]:
+        """The shown columns (the time narrowed to `SHORT_WHEN`)."""
+        out = [columns[i] for i in self.shown]
+        if self.short_when and COLUMNS.index("when") in self.shown:
+            at = self.shown.index(COLUMNS.index("when"))
+            out[at] = replace(out[at], width=min(out[at].width, SHORT_WHEN))
+        return out
+
+    def cells(self, cells: Sequence[Text]) -> list[Text]:
+        """A row's cells as the shown columns hold them."""
+        out = [cells[i] for i in self.shown]
+        if self.short_when and COLUMNS.index("when") in self.shown:
+            at = self.shown.index(COLUMNS.index("when"))
+            text = out[at]
+            out[at] = text[len(text) - SHORT_WHEN :] if len(text) > SHORT_WHEN else text
+        return out
+
+
+def fit(columns: Sequence[Column], width: int) -> Layout:
+    """The layout that leaves the pair's name `PAIR_ROOM` cells at `width` (giving up
+    `NARROWER` in order), every column when the width holds them all."""
+    layout = Layout(tuple(range(len(COLUMNS))))
+    for step in (None, *NARROWER):
+        if step == "short when":
+            layout = replace(layout, short_when=True)
+        elif step is not None:
+            layout = Layout(tuple(i for i in layout.shown if COLUMNS[i] != step), layout.short_when)
+        used = sum(c.width + 2 * PADDING for c in layout.columns(columns)[:-1])
+        if width - used - 2 * PADDING >= min(PAIR_ROOM, columns[-1].width):
+            break
+    return layout
 
 
 def when(created: str | None) -> str:
@@ -257,6 +305,8 @@ class BrowserScreen(KeyedScreen, ReportsWorkerErrors, Screen[None]):
         self._shown: list[int] = []
         """The indexes in `listing` of the rows shown."""
         self.query_text = ""
+        self.columns_shown = Layout(tuple(range(len(COLUMNS))))
+        """The columns the screen's width shows (`fit`)."""
         self._cells: dict[int, list[Text]] = {}
         """Drawn rows by index in `listing`, for the theme in `_cells_theme` (a filter draws
         no row twice)."""
@@ -275,7 +325,7 @@ class BrowserScreen(KeyedScreen, ReportsWorkerErrors, Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="≈")
         yield Input(placeholder="filter: devices, verdict, seed, name …", id="filter")
-        yield PairTable(self.listing.columns, self._cells_of, id="pairs")
+        yield PairTable(self.columns_shown.columns(self.listing.columns), self._cells_of, id="pairs")
         yield Static(Text(""), id="browser-status")
         yield Footer(compact=True)
 
@@ -325,11 +375,28 @@ class BrowserScreen(KeyedScreen, ReportsWorkerErrors, Screen[None]):
             self._show_status()
             return
         self.listing = listing
+        self.columns_shown = fit(listing.columns, self._room())
         self._cells.clear()
         table = self.query_one(PairTable)
-        table.set_columns(listing.columns)
+        table.set_columns(self.columns_shown.columns(listing.columns))
         table.forget()
         self._fill(force=True)
+
+    def _room(self) -> int:
+        """Cells the table's columns may take (a vertical scrollbar's kept free)."""
+        return (self.size.width or 120) - 1
+
+    def on_resize(self) -> None:
+        """The columns for the new width (`fit`); the Footer's keys too (`KeyedScreen`)."""
+        super().on_resize()
+        layout = fit(self.listing.columns, self._room())
+        if layout != self.columns_shown:
+            self.columns_shown = layout
+            self._cells.clear()
+            table = self.query_one(PairTable)
+            table.set_columns(layout.columns(self.listing.columns))
+            table.forget()
+            table.refresh()
 
     def _rest_not_read(self, reason: str) -> None:
         """The newest pairs stay shown; the status line says the rest could not be read."""
@@ -354,7 +421,8 @@ class BrowserScreen(KeyedScreen, ReportsWorkerErrors, Screen[None]):
         cells = self._cells.get(index)
         if cells is None:
             listing = self.listing
-            cells = self._cells[index] = self._row(listing.pairs[index], listing.plain[index])
+            full = self._row(listing.pairs[index], listing.plain[index])
+            cells = self._cells[index] = self.columns_shown.cells(full)
         return cells
 
     def _fill(self, *, force: bool = False) -> None:
