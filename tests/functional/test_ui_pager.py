@@ -99,6 +99,10 @@ def test_search_finds_a_value_as_the_panes_show_it() -> None:
     assert pager.cursor_step() == 1
     pager.search("1.51e-01", forward=False)
     assert pager.cursor_step() == 0
+    pager.search("509")  # a number is a step or a value as shown, not digits inside a value
+    assert pager.cursor_step() == 0 and host.notes[-1] == "not found: 509"
+    pager.search("2")
+    assert pager.cursor_step() == 2
 
 
 def test_the_kept_rows_export_through_the_aligner(tmp_path: Path) -> None:

@@ -325,7 +325,8 @@ class BrowserScreen(KeyedScreen, ReportsWorkerErrors, Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="≈")
         yield Input(placeholder="filter: devices, verdict, seed, name …", id="filter")
-        yield PairTable(self.columns_shown.columns(self.listing.columns), self._cells_of, id="pairs")
+        columns = self.columns_shown.columns(self.listing.columns)
+        yield PairTable(columns, self._cells_of, id="pairs")
         yield Static(Text(""), id="browser-status")
         yield Footer(compact=True)
 

@@ -85,6 +85,24 @@ def reads_as(values: Iterable[float], needle: str) -> bool:
     return any(float(fmt_number(v, min(digits, 17))) == wanted for v in values)
 
 
+def as_step(needle: str) -> int | None:
+    """The step a number searched for names (`287`), None for other text."""
+    try:
+        return int(needle.strip())
+    except ValueError:
+        return None
+
+
+def row_holds(rows: PairRows, index: int, needle: str) -> bool:
+    """A kept row holds `needle` (lower case): a number is a step of that number or a value
+    that reads as it (`shows_number`), never digits inside another value; other text is a
+    part of the row's text (`row_words`). A text row holds what its text holds."""
+    step = rows.entries[index][0]
+    if step is not None and _NUMBER.fullmatch(needle.strip()):
+        return step == as_step(needle) or shows_number(rows, index, needle)
+    return needle in row_words(rows, index).lower()
+
+
 def step_words(side: str, step: Step) -> str:
     """One side's record of a step as search reads it (as `row_words` writes that side)."""
     values = " ".join(f"{k}={fmt_number(v, 17)}" for k, v in step.metrics.items())
@@ -92,16 +110,19 @@ def step_words(side: str, step: Step) -> str:
 
 
 def steps_matching(logs: SavedLogs, needle: str) -> list[int]:
-    """(thread) The steps of either log whose record holds `needle` (lower case) or shows it
-    as a number, in order: both logs streamed a block at a time, never held whole."""
+    """(thread) The steps of either log whose record holds `needle` (lower case), as
+    `row_holds` reads a row, in order: both logs streamed a block at a time, never held whole."""
     found: set[int] = set()
+    number, step = _NUMBER.fullmatch(needle.strip()) is not None, as_step(needle)
+
+    def holds(side: str, record: Step) -> bool:
+        if number:
+            return record.step == step or reads_as(record.metrics.values(), needle)
+        return needle in step_words(side, record).lower()
 
     def look(side: str, records: list[Record]) -> None:
         for record in records:
-            if isinstance(record, Step) and (
-                needle in step_words(side, record).lower()
-                or reads_as(record.metrics.values(), needle)
-            ):
+            if isinstance(record, Step) and holds(side, record):
                 found.add(record.step)
 
     pair = SavedPair.of(logs)
@@ -195,8 +216,8 @@ class Pager:
         self.put(found)
 
     def search(self, query: str, forward: bool = True) -> None:
-        """The cursor on the next row whose text holds `query` (case-insensitive), or that
-        shows it as a number (`shows_number`: a value as the panes round it): the rows kept
+        """The cursor on the next row that holds `query` (`row_holds`: a step number, a value
+        as the panes round it, text, case-insensitive): the rows kept
         from the cursor on, then (an ended pair with logs on disk) both whole logs, wrapping
         at the end; else the rows kept, wrapping."""
         if query:
@@ -207,7 +228,7 @@ class Pager:
             return
 
         def hit(i: int) -> bool:
-            return needle in row_words(self.rows, i).lower() or shows_number(self.rows, i, needle)
+            return row_holds(self.rows, i, needle)
 
         found = self._find(hit, forward)
         if found is not None:

@@ -300,7 +300,10 @@ class PairPanes(ReportsWorkerErrors, Horizontal):
 
     def action_search(self) -> None:
         """Ask for text, then put the cursor on the next row that holds it."""
-        ask = AskScreen("Search the rows (n next, N previous)", value=self.pager.query)
+        ask = AskScreen(
+            "Search: a step, a value as shown, or text (n next, N previous)",
+            value=self.pager.query,
+        )
         self.app.push_screen(ask, self._search_answer)
 
     def _search_answer(self, text: str | None) -> None:
