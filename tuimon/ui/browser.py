@@ -285,7 +285,7 @@ BROWSER_KEYS = (
     Key("clear-filter", "escape", "clear_filter", "Clear filter", "Clear and hide the filter"),
     Key("reload", "f5,ctrl+r", "reload", "Reload", "Read the store again"),
     *MOVES,
-    Key("help", "question_mark", "app.help", "Help", "Keys", 20, "?"),
+    Key("help", "question_mark", "app.help", "Help", "These keys (F1 too)", 20, "?"),
     Key("quit", "q", "quit", "Quit", "Quit tuimon", 20),
 )
 """The browser's keys, one table (`keymap`): its Footer, in this order, and what `?` lists."""

@@ -149,6 +149,6 @@ PAIR_KEYS = (
     ),
     *MOVES,
     Key("back", "escape", "back", "Back", "Back to the list of pairs", 20),
-    Key("help", "question_mark", "help", "Help", "Keys", 20, "?"),
+    Key("help", "question_mark", "help", "Help", "These keys (F1 too)", 20, "?"),
     Key("quit", "q", "quit", "Quit", "Quit tuimon", 20),
 )

@@ -56,7 +56,7 @@ SWEEP_KEYS = (
     Key("open", "enter", "select_cursor", "Open", "Open the pair", 20, view="table"),
     Key("stop", "s", "stop", "Stop", "Stop the sweep (running pairs are saved)", 20),
     *MOVES,
-    Key("help", "question_mark", "app.help", "Help", "Keys", 20, "?"),
+    Key("help", "question_mark", "app.help", "Help", "These keys (F1 too)", 20, "?"),
     Key("quit", "q", "quit", "Quit", "Quit tuimon (a running sweep asks)", 20),
 )
 """The sweep screen's keys, one table (`keymap`)."""

@@ -159,15 +159,16 @@ def _embedding(pair: _Pair) -> Hint | None:
     if not isinstance(tensors, list) or not tensors:
         return None
     among = summary.get("first_tensors_among")
-    known = isinstance(among, int) and not isinstance(among, bool) and among > 0
-    if len(tensors) >= (among if known else 2):
+    if not isinstance(among, int) or isinstance(among, bool) or among <= 0:
+        among = None  # not counted (an older pair.json)
+    if len(tensors) >= (among or 2):
         return None
     embeds = [str(t) for t in tensors if any(n in str(t).lower() for n in EMBEDDING_NAMES)]
     if not embeds:
         return None
     step = summary.get("first_tensor_step")
     step = summary.get("first_divergent_step") if step is None else step
-    of = f" ({len(tensors)} of {among} tensors)" if known else ""
+    of = f" ({len(tensors)} of {among} tensors)" if among else ""
     return Hint(
         "embedding",
         "the embedding's gradient (index accumulate, not deterministic with more "
