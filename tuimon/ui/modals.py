@@ -161,7 +161,7 @@ HELP_TEXT = (
     "the other side is lit; when a number does not fit, the digits both sides share are cut in "
     "the middle (4.7…260831) so the differing digit stays on screen (w shows every digit, p "
     "each metric's first differing values in full). ▶ marks the first divergent step; the "
-    "cursor row (: ] [ / n N) is what y and Y copy. Below: where the runs part, the log10 "
+    "cursor row (: ] [ / n N Home End) is what y and Y copy. Below: where the runs part, the log10 "
     "divergence (▁ bitwise equal), "
     "now / max, and the verdict. Counts are steps done / steps planned. Text from the runs is "
     "shown escaped (^[ is ESC)."
