@@ -35,6 +35,9 @@ class Host:
     def jump_far(self, step: int) -> bool:
         return False
 
+    def search_far(self, needle: str, anchor: int | None, forward: bool) -> bool:
+        return False  # no logs on disk: the kept rows are searched, wrapping
+
     def notify(self, message: str, *, timeout: float | None = None) -> None:
         self.notes.append(message)
 
@@ -85,8 +88,10 @@ def test_search_finds_a_value_as_the_panes_show_it() -> None:
     pager.search("2.15093")
     assert pager.cursor_step() == 2
     pager.jump_to_step("0")
-    pager.search("0.15093")  # the row under the cursor is not the next
-    assert pager.cursor_step() == 0 and host.notes[-1] == "not found: 0.15093"
+    pager.search("0.15093")  # the row under the cursor is the next, once round the end
+    assert pager.cursor_step() == 0 and host.notes[-1] == "search wrapped to the top"
+    pager.search("7.15093")
+    assert pager.cursor_step() == 0 and host.notes[-1] == "not found: 7.15093"
     pager.jump_to_step("2")
     pager.search("0.15093", forward=False)
     assert pager.cursor_step() == 0
@@ -94,6 +99,10 @@ def test_search_finds_a_value_as_the_panes_show_it() -> None:
     assert pager.cursor_step() == 1
     pager.search("1.51e-01", forward=False)
     assert pager.cursor_step() == 0
+    pager.search("509")  # a number is a step or a value as shown, not digits inside a value
+    assert pager.cursor_step() == 0 and host.notes[-1] == "not found: 509"
+    pager.search("2")
+    assert pager.cursor_step() == 2
 
 
 def test_the_kept_rows_export_through_the_aligner(tmp_path: Path) -> None:

@@ -199,18 +199,32 @@ async def test_sweep_table_moves_updates_one_row_and_opens():
     from rich.text import Text
     from textual.app import App, ComposeResult
 
+    from tuimon.ui.keymap import Key, KeyedScreen
+    from tuimon.ui.line_table import MOVES
+
     selected: list[int] = []
 
-    class One(App[None]):
+    class Jobs(KeyedScreen):  # a table's keys are its screen's (`line_table.MOVES`)
+        KEYS = (Key("open", "enter", "select_cursor", "Open", "Open", view="table"), *MOVES)
+
+        @property
+        def table(self) -> SweepTable:
+            return self.query_one(SweepTable)
+
         def compose(self) -> ComposeResult:
             yield SweepTable(["seed", "rep", "status"], id="jobs")
 
         def on_line_table_row_selected(self, message: SweepTable.RowSelected) -> None:
             selected.append(message.cursor_row)
 
+    class One(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(Jobs())
+
     app = One()
     async with app.run_test(size=(40, 8)) as pilot:
-        table = app.query_one(SweepTable)
+        await pilot.pause()
+        table = app.screen.query_one(SweepTable)
         for i in range(30):
             table.add_row([Text(str(i)), Text("1"), Text("pending")])
         table.focus()

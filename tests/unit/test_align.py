@@ -470,10 +470,12 @@ def test_per_tensor_digests_name_the_tensor_that_parted_first(reverse: bool) -> 
     assert summary.first_divergent_metrics == []  # only the digests differ at step 2
     assert summary.first_digest_step == 2
     assert summary.first_tensors == ["W_E"]
+    assert (summary.first_tensor_step, summary.first_tensors_among) == (2, len(TENSORS))
     assert summary.verdict == DIVERGED
     assert "W_E" in headline(summary) and "first divergent step 2" in headline(summary)
     _, whole = compare_steps(a, b)
     assert whole.summary().first_tensors == ["W_E"]
+    assert whole.summary().first_tensors_among == len(TENSORS)  # judged whole, the same count
 
 
 def test_first_divergent_metrics_named() -> None:

@@ -82,6 +82,39 @@ def test_embedding_first():
     assert hint.tag == "embedding" and "step 2: W_E" in hint.evidence
 
 
+ELEVEN = ("W_E", "W_pos", "W_K", "W_Q", "W_V", "W_O", "W_in", "b_in", "W_out", "b_out", "W_U")
+
+
+def test_embedding_only_when_it_parted_before_the_others():
+    """cuda against cpu: every tensor parts at once, so none parted first (issue 41)."""
+    doc = pair_doc(variant(), variant(), first=0, tensors=ELEVEN)
+    doc["summary"].update(first_tensor_step=2, first_tensors_among=11)
+    assert "embedding" not in tags(doc)
+    doc["summary"].update(first_tensors=["W_E"])
+    (hint,) = likely_causes(doc)
+    assert hint.tag == "embedding"
+    assert hint.evidence == "first divergent tensor(s) at step 2: W_E (1 of 11 tensors)"
+    doc["summary"].update(first_tensors=["W_E", "W_pos"], first_tensors_among=2)
+    assert "embedding" not in tags(doc)  # both of the two: none before the other
+
+
+def test_embedding_in_a_pair_json_without_the_count():
+    """An older pair.json has no count: one tensor alone parted first, several say nothing."""
+    assert tags(pair_doc(variant(), variant(), tensors=("W_E",))) == ["embedding"]
+    assert tags(pair_doc(variant(), variant(), tensors=ELEVEN)) == []
+
+
+def test_a_hint_on_one_line_leads_with_what_to_try():
+    (hint,) = likely_causes(pair_doc(variant(threads=2), variant()))
+    assert hint.line() == (
+        "try --threads 1 or --deterministic: maybe more than one CPU thread without "
+        "deterministic algorithms (racy backward kernels)"
+    )
+    assert "(racy backward kernels; try --threads 1 or --deterministic)" in hint.text()
+    (host,) = likely_causes(pair_doc(variant(), variant(host="other")))
+    assert host.line() == "maybe: different hosts (hardware, libraries)"
+
+
 def test_different_hosts_and_evidence_is_sanitised():
     doc = pair_doc(variant(), variant(host="mac-mini\x1b[31m"))
     (hint,) = likely_causes(doc)

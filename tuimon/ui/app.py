@@ -26,7 +26,7 @@ from tuimon.report.sweep import print_result
 from tuimon.sanitize import clean
 from tuimon.ui.browser import BrowserScreen
 from tuimon.ui.confirm import REFUSED, CommandsScreen
-from tuimon.ui.footer_fit import FitsFooter
+from tuimon.ui.keymap import KeyedScreen
 from tuimon.ui.modals import HELP_TEXT, HelpScreen
 from tuimon.ui.pair_screen import PairScreen, SessionStarted
 from tuimon.ui.sweep_screen import SweepScreen
@@ -199,11 +199,10 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
 
     def action_help(self) -> None:
         """F1 (and ? in the pair view): the keys of the screen shown."""
-        if not isinstance(self.screen, HelpScreen):
-            screen = self.screen
-            bindings = screen.all_bindings if isinstance(screen, FitsFooter) else None
+        screen = self.screen
+        if isinstance(screen, KeyedScreen):  # every key of its table that works there
             text = HELP_TEXT if isinstance(screen, PairScreen) else ""
-            self.push_screen(HelpScreen(bindings or screen.active_bindings, text))
+            self.push_screen(HelpScreen(screen.help_rows(), text))
 
     async def action_help_quit(self) -> None:  # type: ignore[override]  # textual awaits it
         """ctrl+c quits too (a live pair asks first), as in any terminal program."""

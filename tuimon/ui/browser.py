@@ -15,7 +15,6 @@ from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
@@ -24,7 +23,8 @@ from tuimon.engine.sources.saved_pair import resolve_logs
 from tuimon.errors import ReplayError
 from tuimon.store import PairInfo, StoreError, delete_pair, list_newest, list_pairs
 from tuimon.ui.command_palette import ScreenActions
-from tuimon.ui.line_table import Column, LineTable
+from tuimon.ui.keymap import Key, KeyedScreen
+from tuimon.ui.line_table import MOVES, PADDING, Column, LineTable
 from tuimon.ui.modals import ConfirmScreen
 from tuimon.ui.pair_screen import PairScreen
 from tuimon.ui.statics import show_text
@@ -53,6 +53,54 @@ SELECTION_ACTIONS = ("open", "replay", "same_sweep", "delete", "clear_filter")
 """The actions whose state depends on the pair under the cursor or the filter."""
 PREVIEW = 200
 """Pairs shown first, while the rest of a large store is read (more than a screen holds)."""
+NARROWER = ("status", "seed", "short when", "when")
+"""What a narrow screen gives up first so the last columns (max div, the pair's name) stay:
+the status (the status line says a state other than finished), the seed and the time (the
+pair's name holds both), the year."""
+PAIR_ROOM = 24
+"""Cells the pair's name keeps before another column gives way."""
+SHORT_WHEN = 11
+"""`mm-dd HH:MM`: the time without its year."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The columns a width shows: their indexes in `COLUMNS`, and the time without its year."""
+
+    shown: tuple[int, ...]
+    short_when: bool = False
+
+    def columns(self, columns: Sequence[Column]) -> list[Column]:
+        """The shown columns (the time narrowed to `SHORT_WHEN`)."""
+        out = [columns[i] for i in self.shown]
+        if self.short_when and COLUMNS.index("when") in self.shown:
+            at = self.shown.index(COLUMNS.index("when"))
+            out[at] = replace(out[at], width=min(out[at].width, SHORT_WHEN))
+        return out
+
+    def cells(self, cells: Sequence[Text]) -> list[Text]:
+        """A row's cells as the shown columns hold them."""
+        out = [cells[i] for i in self.shown]
+        if self.short_when and COLUMNS.index("when") in self.shown:
+            at = self.shown.index(COLUMNS.index("when"))
+            text = out[at]
+            out[at] = text[len(text) - SHORT_WHEN :] if len(text) > SHORT_WHEN else text
+        return out
+
+
+def fit(columns: Sequence[Column], width: int) -> Layout:
+    """The layout that leaves the pair's name `PAIR_ROOM` cells at `width` (giving up
+    `NARROWER` in order), every column when the width holds them all."""
+    layout = Layout(tuple(range(len(COLUMNS))))
+    for step in (None, *NARROWER):
+        if step == "short when":
+            layout = replace(layout, short_when=True)
+        elif step is not None:
+            layout = Layout(tuple(i for i in layout.shown if COLUMNS[i] != step), layout.short_when)
+        used = sum(c.width + 2 * PADDING for c in layout.columns(columns)[:-1])
+        if width - used - 2 * PADDING >= min(PAIR_ROOM, columns[-1].width):
+            break
+    return layout
 
 
 def when(created: str | None) -> str:
@@ -211,44 +259,42 @@ class PairTable(LineTable[int]):
     """The pairs, one per row (keys: indexes in the listing), drawn only where on screen;
     Enter (or a click on the selected row) opens one."""
 
-    BINDINGS = [  # noqa: RUF012
-        Binding("enter", "select_cursor", "Open", id="open", tooltip="Open the pair (static view)"),
-    ]
+
+BROWSER_KEYS = (
+    Key("open", "enter", "select_cursor", "Open", "Open the pair (static view)", 20, view="table"),
+    Key("open-pair", "o", "open", "Open", "Open the pair (static view)"),
+    Key("replay", "r", "replay", "Replay", "Replay the pair", 20),
+    Key(
+        "filter",
+        "slash",
+        "filter",
+        "Filter",
+        "Filter by devices, verdict, seed or name",
+        20,
+        "/",
+        priority=True,  # at once, so the keys typed right after it reach the filter
+    ),
+    Key("delete", "d", "delete", "Delete", "Delete the pair (asks first)", 10),
+    Key(
+        "same-sweep",
+        "w",
+        "same_sweep",
+        "Same sweep",
+        "Show only the pairs of the selected pair's sweep",
+    ),
+    Key("clear-filter", "escape", "clear_filter", "Clear filter", "Clear and hide the filter"),
+    Key("reload", "f5,ctrl+r", "reload", "Reload", "Read the store again"),
+    *MOVES,
+    Key("help", "question_mark", "app.help", "Help", "These keys (F1 too)", 20, "?"),
+    Key("quit", "q", "quit", "Quit", "Quit tuimon", 20),
+)
+"""The browser's keys, one table (`keymap`): its Footer, in this order, and what `?` lists."""
 
 
-class BrowserScreen(ReportsWorkerErrors, Screen[None]):
+class BrowserScreen(KeyedScreen, ReportsWorkerErrors, Screen[None]):
     """Every pair in the store: when, seed, devices, steps, verdict, first divergence, max."""
 
-    BINDINGS = [  # noqa: RUF012
-        Binding(
-            "o", "open", "Open", id="open-pair", show=False, tooltip="Open the pair (static view)"
-        ),
-        Binding("r", "replay", "Replay", id="replay", tooltip="Replay the pair"),
-        Binding(
-            "slash",
-            "filter",
-            "Filter",
-            key_display="/",
-            id="filter",
-            tooltip="Filter by devices, verdict, seed or name",
-            priority=True,  # at once, so the keys typed right after it reach the filter
-        ),
-        Binding("d", "delete", "Delete", id="delete", tooltip="Delete the pair (asks first)"),
-        Binding(
-            "w",
-            "same_sweep",
-            "Same sweep",
-            id="same-sweep",
-            show=False,
-            tooltip="Show only the pairs of the selected pair's sweep",
-        ),
-        Binding("escape", "clear_filter", "Clear filter", id="clear-filter", show=False),
-        Binding(
-            "f5,ctrl+r", "reload", "Reload", id="reload", show=False, tooltip="Read the store again"
-        ),
-        Binding("question_mark", "app.help", "Help", key_display="?", id="help", tooltip="Keys"),
-        Binding("q", "quit", "Quit", id="quit", tooltip="Quit tuimon"),
-    ]
+    KEYS = BROWSER_KEYS
     COMMANDS = {ScreenActions}  # noqa: RUF012
 
     def __init__(self, store: Path) -> None:
@@ -259,6 +305,8 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         self._shown: list[int] = []
         """The indexes in `listing` of the rows shown."""
         self.query_text = ""
+        self.columns_shown = Layout(tuple(range(len(COLUMNS))))
+        """The columns the screen's width shows (`fit`)."""
         self._cells: dict[int, list[Text]] = {}
         """Drawn rows by index in `listing`, for the theme in `_cells_theme` (a filter draws
         no row twice)."""
@@ -277,7 +325,8 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="≈")
         yield Input(placeholder="filter: devices, verdict, seed, name …", id="filter")
-        yield PairTable(self.listing.columns, self._cells_of, id="pairs")
+        columns = self.columns_shown.columns(self.listing.columns)
+        yield PairTable(columns, self._cells_of, id="pairs")
         yield Static(Text(""), id="browser-status")
         yield Footer(compact=True)
 
@@ -327,11 +376,28 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
             self._show_status()
             return
         self.listing = listing
+        self.columns_shown = fit(listing.columns, self._room())
         self._cells.clear()
         table = self.query_one(PairTable)
-        table.set_columns(listing.columns)
+        table.set_columns(self.columns_shown.columns(listing.columns))
         table.forget()
         self._fill(force=True)
+
+    def _room(self) -> int:
+        """Cells the table's columns may take (a vertical scrollbar's kept free)."""
+        return (self.size.width or 120) - 1
+
+    def on_resize(self) -> None:
+        """The columns for the new width (`fit`); the Footer's keys too (`KeyedScreen`)."""
+        super().on_resize()
+        layout = fit(self.listing.columns, self._room())
+        if layout != self.columns_shown:
+            self.columns_shown = layout
+            self._cells.clear()
+            table = self.query_one(PairTable)
+            table.set_columns(layout.columns(self.listing.columns))
+            table.forget()
+            table.refresh()
 
     def _rest_not_read(self, reason: str) -> None:
         """The newest pairs stay shown; the status line says the rest could not be read."""
@@ -356,7 +422,8 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         cells = self._cells.get(index)
         if cells is None:
             listing = self.listing
-            cells = self._cells[index] = self._row(listing.pairs[index], listing.plain[index])
+            full = self._row(listing.pairs[index], listing.plain[index])
+            cells = self._cells[index] = self.columns_shown.cells(full)
         return cells
 
     def _fill(self, *, force: bool = False) -> None:
@@ -426,9 +493,14 @@ class BrowserScreen(ReportsWorkerErrors, Screen[None]):
         if action == "delete":  # a pair still being written is not deleted: shown, disabled
             info = self.selected()
             return None if info is not None and info.running else info is not None
-        if action == "clear_filter":
-            return bool(self.query_text) or self.query_one("#filter", Input).display
-        return True
+        if action == "clear_filter":  # None: listed by `?`, off until there is a filter
+            return bool(self.query_text) or self.query_one("#filter", Input).display or None
+        return super().check_action(action, parameters)
+
+    @property
+    def table(self) -> PairTable:
+        """The table of pairs (its moves are bound here: `line_table.MOVES`)."""
+        return self.query_one(PairTable)
 
     @on(PairTable.RowSelected)
     def _row_selected(self, event: PairTable.RowSelected) -> None:

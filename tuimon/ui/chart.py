@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 from rich.text import Text
 from textual.app import ComposeResult, RenderResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher
@@ -156,10 +155,6 @@ class LossChart(Widget):
 class CurvesView(Vertical):
     """Train and test loss of both runs, one chart each; `c` swaps it with the panes (the
     `ContentSwitcher` it sits in)."""
-
-    KEYS = [  # noqa: RUF012
-        Binding("c", "curves", "Curves", id="curves", tooltip="Show the loss curves, A over B"),
-    ]
 
     def __init__(self, feed: PairFeed, *, id: str | None = None) -> None:
         super().__init__(id=id)

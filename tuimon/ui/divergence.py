@@ -6,7 +6,6 @@ from collections import deque
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.timer import Timer
 from textual.widgets import Static
@@ -44,15 +43,6 @@ def spark_data(levels: list[float]) -> tuple[list[float], float | None, float | 
 class DivergencePanel(Vertical):
     """First divergence, a bounded sparkline of log10 divergence, current/max, the verdict."""
 
-    KEYS = [  # noqa: RUF012
-        Binding(
-            "m",
-            "cycle_metric",
-            "Metric",
-            id="metric",
-            tooltip="Choose the metric the sparkline follows",
-        ),
-    ]
     _verdict = ""
     _message: str | None = None
     _note_timer: Timer | None = None

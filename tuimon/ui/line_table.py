@@ -17,12 +17,13 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+from tuimon.ui.keymap import Key
 
 K = TypeVar("K", bound=Hashable)
 PADDING = 1
@@ -51,23 +52,27 @@ def fit_cell(text: Text, width: int, justify: str) -> Text:
     return cell
 
 
-class LineTable(ScrollView, Generic[K], can_focus=True):
+MOVES = (
+    Key("up", "up,k", "cursor_up", "Up", "The row above", view="table"),
+    Key("down", "down,j", "cursor_down", "Down", "The row below", view="table"),
+    Key("page-up", "pageup", "page_up", "Page up", "A page up", view="table"),
+    Key("page-down", "pagedown", "page_down", "Page down", "A page down", view="table"),
+    Key("first-row", "home,ctrl+home", "first", "First row", "The first row", view="table"),
+    Key("last-row", "end,ctrl+end", "last", "Last row", "The last row", view="table"),
+    Key("left", "left", "scroll_left", "Left", "Scroll the columns left", view="table"),
+    Key("right", "right", "scroll_right", "Right", "Scroll the columns right", view="table"),
+)
+"""The keys that move through a `LineTable`, for the table of the screen that shows one (as
+its `table`)."""
+
+
+class LineTable(ScrollView, Generic[K], can_focus=True, inherit_bindings=False):
     """Rows of cells under a sticky header row; one row is the cursor (Enter selects it).
 
-    Rows are keys (`set_rows`); `cells(key)` gives a row's cells when it is first drawn.
+    Rows are keys (`set_rows`); `cells(key)` gives a row's cells when it is first drawn. It
+    binds no key: the screen's table does (`MOVES`, run on the screen's `table`).
     """
 
-    BINDINGS = [  # noqa: RUF012 - Textual's own declaration style
-        Binding("enter", "select_cursor", "Select", show=False),
-        Binding("up,k", "cursor_up", "Up", show=False),
-        Binding("down,j", "cursor_down", "Down", show=False),
-        Binding("pageup", "page_up", "Page up", show=False),
-        Binding("pagedown", "page_down", "Page down", show=False),
-        Binding("home,ctrl+home", "first", "First row", show=False),
-        Binding("end,ctrl+end", "last", "Last row", show=False),
-        Binding("left", "scroll_left", "Left", show=False),
-        Binding("right", "scroll_right", "Right", show=False),
-    ]
     COMPONENT_CLASSES = {  # noqa: RUF012
         "line-table--header",
         "line-table--cursor",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
 from rich.style import Style
@@ -161,7 +161,7 @@ HELP_TEXT = (
     "the other side is lit; when a number does not fit, the digits both sides share are cut in "
     "the middle (4.7…260831) so the differing digit stays on screen (w shows every digit, p "
     "each metric's first differing values in full). ▶ marks the first divergent step; the "
-    "cursor row (: ] [ / n N) is what y and Y copy. Below: where the runs part, the log10 "
+    "cursor row (: ] [ / n N Home End) is what y and Y copy. Below: where the runs part, the log10 "
     "divergence (▁ bitwise equal), "
     "now / max, and the verdict. Counts are steps done / steps planned. Text from the runs is "
     "shown escaped (^[ is ESC)."
@@ -169,61 +169,46 @@ HELP_TEXT = (
 
 
 class HelpScreen(ModalScreen[None]):
-    """The keys of the view below it and what its panel shows; Esc, ? or q closes it."""
+    """The keys of the view below it and what its panel shows; Esc, ? or q closes it, the
+    arrows scroll it."""
 
     BINDINGS = [  # noqa: RUF012
         Binding("escape,question_mark,f1,q", "close", "Close", id="close"),
     ]
 
-    def __init__(self, bindings: Mapping[str, Any], text: str = HELP_TEXT) -> None:
+    def __init__(self, rows: Sequence[tuple[str, str]], text: str = HELP_TEXT) -> None:
+        """`rows`: (keys as shown, what they do), from the view's table (`help_rows`)."""
         super().__init__(classes="help")
         self.text = text
-        self.keys: list[tuple[str, str]] = []
-        seen: set[str] = set()
-        for key, active in bindings.items():
-            binding = active.binding
-            if binding.action in seen or not (binding.tooltip or binding.show):
-                continue  # a key of its own has a tooltip; Textual's scrolling keys have none
-            seen.add(binding.action)
-            shown = binding.key_display or _key_name(key)
-            self.keys.append((shown, binding.tooltip or binding.description))
+        self.keys = list(rows)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="help-box"):
-            yield Static(Text("Keys · Esc closes", style=Style(bold=True)), id="help-title")
-            table = Text(no_wrap=False)
-            for key, what in self.keys:
-                table.append(f"{key:>7}  ", Style(bold=True))
-                table.append(f"{what}\n")
-            table.append(f"{'ctrl+c':>7}  ", Style(bold=True))
-            table.append("Quit, as q (a running pair asks first)\n")
-            if not any(key == "ctrl+p" for key, _ in self.keys):
-                table.append(f"{'ctrl+p':>7}  ", Style(bold=True))
-                table.append("Every command, searchable")
-            yield Static(table, id="help-keys")
-            if self.text:
-                yield Static(Text(self.text, style=Style(dim=True)), id="help-text")
+            title = "Keys · Esc closes · ↑ ↓ PgUp PgDn scroll"
+            yield Static(Text(title, style=Style(bold=True)), id="help-title")
+            with VerticalScroll(id="help-scroll"):
+                width = max((len(key) for key, _ in self.keys), default=6)
+                width = min(max(width, 6), 12)
+                table = Text(no_wrap=False)
+                for key, what in self.keys:
+                    table.append(f"{key:>{width}}  ", Style(bold=True))
+                    table.append(f"{what}\n")
+                table.append(f"{'ctrl+c':>{width}}  ", Style(bold=True))
+                table.append("Quit, as q (a running pair asks first)\n")
+                if not any(key == "ctrl+p" for key, _ in self.keys):
+                    table.append(f"{'ctrl+p':>{width}}  ", Style(bold=True))
+                    table.append("Every command, searchable")
+                yield Static(table, id="help-keys")
+                if self.text:
+                    yield Static(Text(self.text, style=Style(dim=True)), id="help-text")
+
+    def on_mount(self) -> None:
+        """The arrows scroll the keys."""
+        self.query_one("#help-scroll").focus()
 
     def action_close(self) -> None:
         """Back to the view."""
         self.dismiss(None)
-
-
-KEY_NAMES = {
-    "question_mark": "?",
-    "slash": "/",
-    "colon": ":",
-    "left_square_bracket": "[",
-    "right_square_bracket": "]",
-    "equals_sign": "=",
-    "plus": "+",
-    "minus": "-",
-}
-
-
-def _key_name(key: str) -> str:
-    """A key as printed on the keyboard (`]`, not `right_square_bracket`)."""
-    return KEY_NAMES.get(key, key)
 
 
 class AskScreen(ModalScreen[str | None]):

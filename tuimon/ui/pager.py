@@ -15,7 +15,8 @@ from typing import BinaryIO, Protocol
 
 from tuimon.engine.analyses import export
 from tuimon.engine.judge.align import compare_steps
-from tuimon.steplog import Step
+from tuimon.engine.sources.saved_pair import SavedPair
+from tuimon.steplog import Record, Step
 from tuimon.store import SavedLogs
 from tuimon.store.aligned import AlignedStep
 from tuimon.ui.pair_model import DIVERGENCE, PairModel, PairRows
@@ -35,6 +36,7 @@ class PagerHost(Protocol):
     def rows(self) -> PairRows: ...
     def show_cursor(self, index: int) -> None: ...
     def jump_far(self, step: int) -> bool: ...
+    def search_far(self, needle: str, anchor: int | None, forward: bool) -> bool: ...
     def notify(self, message: str, *, timeout: float | None = None) -> None: ...
 
 
@@ -67,16 +69,83 @@ def shows_number(rows: PairRows, index: int, needle: str) -> bool:
     """True when a value of the kept row reads as the number `needle` rounded to as many
     significant digits as `needle` has: the panes round (0.1509286 shows as `0.15093`)."""
     step = rows.entries[index][0]
+    if step is None:
+        return False
+    values = [v for side in SIDE_NAMES for v in (rows.metrics_of(step, side) or {}).values()]
+    return reads_as(values, needle)
+
+
+def reads_as(values: Iterable[float], needle: str) -> bool:
+    """A value reads as the number `needle`, rounded to as many significant digits as it has."""
     found = _NUMBER.fullmatch(needle.strip())
-    if step is None or found is None:
+    if found is None:
         return False
     wanted = float(found[0])
     digits = len(found["mantissa"].replace(".", "").lstrip("0")) or 1
-    for side in SIDE_NAMES:
-        for value in (rows.metrics_of(step, side) or {}).values():
-            if float(fmt_number(value, min(digits, 17))) == wanted:
-                return True
-    return False
+    return any(float(fmt_number(v, min(digits, 17))) == wanted for v in values)
+
+
+def as_step(needle: str) -> int | None:
+    """The step a number searched for names (`287`), None for other text."""
+    try:
+        return int(needle.strip())
+    except ValueError:
+        return None
+
+
+def row_holds(rows: PairRows, index: int, needle: str) -> bool:
+    """A kept row holds `needle` (lower case): a number is a step of that number or a value
+    that reads as it (`shows_number`), never digits inside another value; other text is a
+    part of the row's text (`row_words`). A text row holds what its text holds."""
+    step = rows.entries[index][0]
+    if step is not None and _NUMBER.fullmatch(needle.strip()):
+        return step == as_step(needle) or shows_number(rows, index, needle)
+    return needle in row_words(rows, index).lower()
+
+
+def step_words(side: str, step: Step) -> str:
+    """One side's record of a step as search reads it (as `row_words` writes that side)."""
+    values = " ".join(f"{k}={fmt_number(v, 17)}" for k, v in step.metrics.items())
+    return f"step {step.step} | {side}: {values}"
+
+
+def steps_matching(logs: SavedLogs, needle: str) -> list[int]:
+    """(thread) The steps of either log whose record holds `needle` (lower case), as
+    `row_holds` reads a row, in order: both logs streamed a block at a time, never held whole."""
+    found: set[int] = set()
+    number, step = _NUMBER.fullmatch(needle.strip()) is not None, as_step(needle)
+
+    def holds(side: str, record: Step) -> bool:
+        if number:
+            return record.step == step or reads_as(record.metrics.values(), needle)
+        return needle in step_words(side, record).lower()
+
+    def look(side: str, records: list[Record]) -> None:
+        for record in records:
+            if isinstance(record, Step) and holds(side, record):
+                found.add(record.step)
+
+    pair = SavedPair.of(logs)
+    held = pair.held
+    try:
+        for _ in pair.stream(on_records=look):
+            pass
+    finally:
+        if not held:
+            pair.forget()
+    return sorted(found)
+
+
+def next_match(matches: list[int], anchor: int | None, forward: bool) -> tuple[int, bool] | None:
+    """The match after (or before) the step `anchor` (None: from the start, or the end), and
+    whether the search wrapped around the log's end to get it."""
+    if not matches:
+        return None
+    if forward:
+        later = [s for s in matches if anchor is None or s > anchor]
+        return (later[0], False) if later else (matches[0], True)
+    earlier = [s for s in matches if anchor is None or s < anchor]
+    return (earlier[-1], False) if earlier else (matches[-1], True)
 
 
 class Pager:
@@ -147,24 +216,44 @@ class Pager:
         self.put(found)
 
     def search(self, query: str, forward: bool = True) -> None:
-        """The cursor on the next row whose text holds `query` (case-insensitive), or that
-        shows it as a number (`shows_number`: a value as the panes round it)."""
+        """The cursor on the next row that holds `query` (`row_holds`: a step number, a value
+        as the panes round it, text, case-insensitive): the rows kept
+        from the cursor on, then (an ended pair with logs on disk) both whole logs, wrapping
+        at the end; else the rows kept, wrapping."""
         if query:
             self.query = query
         needle = self.query.lower()
         if not needle:
             self.host.notify("no search yet: / searches", timeout=3)
             return
-        found = self._find(
-            lambda i: (
-                needle in row_words(self.rows, i).lower() or shows_number(self.rows, i, needle)
-            ),
-            forward,
-        )
+
+        def hit(i: int) -> bool:
+            return row_holds(self.rows, i, needle)
+
+        found = self._find(hit, forward)
+        if found is not None:
+            self.put(found)
+            return
+        if self.host.search_far(needle, self._anchor(), forward):
+            return  # the logs are searched (a worker), then the cursor goes to the match
+        start = -1 if forward else len(self.rows)
+        found = next((i for i in _around(start, len(self.rows), forward) if hit(i)), None)
         if found is None:
             self.host.notify(f"not found: {clean(self.query, 60)}", timeout=3)
             return
+        had_cursor = self.index() is not None
         self.put(found)
+        if had_cursor:
+            self.host.notify(wrapped(forward), timeout=2)
+
+    def _anchor(self) -> int | None:
+        """The step a search of the logs goes on from: the cursor's, or the last step before
+        its text row (None: no cursor, the search starts at an end)."""
+        at = self.index()
+        if at is None:
+            return None
+        before = reversed(list(self.rows.entries)[: at + 1])
+        return next((step for step, _ in before if step is not None), None)
 
     def _find(self, hit: Callable[[int], bool], forward: bool) -> int | None:
         for i in _around(self._from(), len(self.rows), forward):
@@ -202,6 +291,11 @@ class Pager:
         differing = [k for k, v in a.items() if k in b and not same_bits(v, b[k])]
         names = differing or list(self.host.model.columns) or list(a) or list(b)
         return next((n for n in names if n in a or n in b), None)
+
+
+def wrapped(forward: bool) -> str:
+    """What the bottom line says when a search went round the end."""
+    return "search wrapped to the top" if forward else "search wrapped to the bottom"
 
 
 def _differs_at(rows: PairRows, index: int) -> bool:

@@ -41,14 +41,16 @@ def run_errors(sides: Mapping[str, SideState]) -> list[str]:
     return lines
 
 
-def hints_of(doc: Mapping[str, Any] | None) -> list[str]:
-    """`maybe: …` lines for a pair document (pair.json, or a session's)."""
+def hints_of(doc: Mapping[str, Any] | None, *, brief: bool = False) -> list[str]:
+    """`maybe: …` lines for a pair document (pair.json, or a session's), as headless prints
+    them; `brief`: as the bottom line shows them (what to try first, no evidence: `Hint.line`)."""
     if not doc:
         return []
     try:
-        return [clean(hint.text(), None) for hint in likely_causes(doc)]
+        hints = likely_causes(doc)
     except (KeyError, TypeError, ValueError, AttributeError):
         return []
+    return [clean(hint.line() if brief else hint.text(), None) for hint in hints]
 
 
 def replicas_of(doc: Mapping[str, Any] | None) -> list[str]:

@@ -1,7 +1,8 @@
 """Both runs' panes as one view of a pair (`PairPanes`): the shared rows, following, the pager's
-cursor, and the keys that move through them (`g` first divergence, `f` follow, `w` digits, `:`
-step, `]` `[` divergence, `/` `n` `N` search, `p` where each metric parts, `y` `Y` copy, `x` CSV,
-`i` everything known). `PairScreen` composes it and binds its keys."""
+cursor, and the actions of the keys that move through them (the arrows, PgUp/PgDn, Home/End,
+`g` first divergence, `f` follow, `w` digits, `:` step, `]` `[` divergence, `/` `n` `N` search,
+`p` where each metric parts, `y` `Y` copy, `x` CSV, `i` everything known). `PairScreen`
+composes it and binds its keys (`pair_keys.PAIR_KEYS`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 
@@ -22,7 +22,7 @@ from tuimon.report.wording import metric_parts_line
 from tuimon.steplog import Record
 from tuimon.store import SIDES, SavedLogs, other_side
 from tuimon.ui.modals import AskScreen, LinesScreen
-from tuimon.ui.pager import Pager, export_rows
+from tuimon.ui.pager import Pager, export_rows, next_match, steps_matching, wrapped
 from tuimon.ui.pair_info import info_lines
 from tuimon.ui.pair_model import PairFeed, PairModel, PairRows
 from tuimon.ui.panes import SideHeader, StepPane
@@ -30,77 +30,12 @@ from tuimon.ui.saved_view_model import window
 from tuimon.ui.text import clean
 from tuimon.ui.workers import ReportsWorkerErrors, read_then_show
 
-PAGER_BINDINGS = [
-    Binding("colon", "jump", "Step", key_display=":", id="jump", tooltip="Jump to step N"),
-    Binding(
-        "right_square_bracket",
-        "next_divergence",
-        "Next div.",
-        key_display="]",
-        id="next-divergence",
-        tooltip="Next step whose values differ",
-    ),
-    Binding(
-        "left_square_bracket",
-        "previous_divergence",
-        "Prev. div.",
-        key_display="[",
-        id="previous-divergence",
-        tooltip="Previous step whose values differ",
-    ),
-    Binding("p", "parts", "Parts", id="parts", tooltip="Where each metric first parts (a table)"),
-    Binding("slash", "search", "Search", key_display="/", id="search", tooltip="Search the rows"),
-    Binding("n", "search_next", "Next match", id="search-next", show=False, tooltip="Next match"),
-    Binding(
-        "N",
-        "search_previous",
-        "Prev. match",
-        id="search-prev",
-        show=False,
-        tooltip="Previous match",
-    ),
-    Binding(
-        "y", "copy_row", "Copy row", id="copy-row", tooltip="Copy the cursor's row (both sides)"
-    ),
-    Binding(
-        "Y",
-        "copy_value",
-        "Copy value",
-        id="copy-value",
-        show=False,
-        tooltip="Copy the cursor row's value of the sparkline's metric, both sides and their diff",
-    ),
-    Binding("x", "export", "CSV", id="export", tooltip="Export the aligned rows as CSV"),
-    Binding(
-        "i",
-        "info",
-        "Info",
-        id="info",
-        tooltip="Everything known of the pair (the whole bottom line)",
-    ),
-]
-
 
 class PairPanes(ReportsWorkerErrors, Horizontal):
     """Both sides (title, status, step pane), drawn from the feed's rows; the pager's cursor.
 
     The screen says where the two logs are (`logs`, for far jumps and the CSV), the pair's
     document (`doc`) and what the sparkline follows (`series`, what `Y` copies)."""
-
-    KEYS = [  # noqa: RUF012
-        Binding(
-            "g",
-            "first_divergence",
-            "First div.",
-            id="first-divergence",
-            tooltip="Jump to the first divergent step",
-        ),
-        Binding(
-            "f", "follow", "Follow", id="follow", tooltip="Pause or resume following new lines"
-        ),
-        Binding("w", "wide", "Digits", id="digits", tooltip="Show every digit (scroll sideways)"),
-    ]
-    PAGER_KEYS = PAGER_BINDINGS
 
     class Followed(Message):
         """Following new lines started or stopped."""
@@ -250,6 +185,32 @@ class PairPanes(ReportsWorkerErrors, Horizontal):
         )
         return True
 
+    def search_far(self, needle: str, anchor: int | None, forward: bool) -> bool:
+        """Search both whole logs for `needle` after (or before) the step `anchor`, wrapping
+        at the end (a worker), then put the cursor on the match; False when there are no logs
+        to read or the pair is still going (its rows are searched instead)."""
+        logs = self.logs_on_disk()
+        if logs is None or not self.model.done:
+            return False
+        read_then_show(
+            self,
+            lambda: next_match(steps_matching(logs, needle), anchor, forward),
+            lambda found: self._show_match(found, needle, forward),
+            group="search",
+            what=f"searching the logs for {clean(needle, 40)}",
+        )
+        return True
+
+    def _show_match(self, found: tuple[int, bool] | None, needle: str, forward: bool) -> None:
+        if found is None:
+            self.notify(f"not found: {clean(needle, 60)}", timeout=3)
+            return
+        step, went_round = found
+        if not self.scroll_to_step(step):
+            self.jump_far(step)
+        if went_round:
+            self.notify(wrapped(forward), timeout=2)
+
     def _show_window(self, step: int, lines: dict[str, list[Record]]) -> None:
         self.rows.clear()
         self.set_follow(False)
@@ -273,6 +234,42 @@ class PairPanes(ReportsWorkerErrors, Horizontal):
                 )
             return
         self.post_message(self.FindDivergence())
+
+    def action_line_up(self) -> None:
+        """Scroll both panes up a row (they scroll together: pane A leads)."""
+        self.pane("a").action_scroll_up()
+
+    def action_line_down(self) -> None:
+        """Scroll both panes down a row."""
+        self.pane("a").action_scroll_down()
+
+    def action_page_up(self) -> None:
+        """Scroll both panes up a page."""
+        self.pane("a").action_page_up()
+
+    def action_page_down(self) -> None:
+        """Scroll both panes down a page."""
+        self.pane("a").action_page_down()
+
+    def action_scroll_left(self) -> None:
+        """Scroll the metrics of both panes left."""
+        self.pane("a").action_scroll_left()
+
+    def action_scroll_right(self) -> None:
+        """Scroll the metrics of both panes right."""
+        self.pane("a").action_scroll_right()
+
+    def action_first_row(self) -> None:
+        """Home: the cursor on the first row kept (following stops); at the top, the screen
+        reads the lines before it from the logs."""
+        if len(self.rows):
+            self.pager.put(0)
+
+    def action_last_row(self) -> None:
+        """End: the cursor on the last row, and following again."""
+        if len(self.rows):
+            self.pager.put(len(self.rows) - 1)
+        self.set_follow(True)
 
     def action_follow(self) -> None:
         """Pause or resume following new lines."""
@@ -303,7 +300,10 @@ class PairPanes(ReportsWorkerErrors, Horizontal):
 
     def action_search(self) -> None:
         """Ask for text, then put the cursor on the next row that holds it."""
-        ask = AskScreen("Search the rows (n next, N previous)", value=self.pager.query)
+        ask = AskScreen(
+            "Search: a step, a value as shown, or text (n next, N previous)",
+            value=self.pager.query,
+        )
         self.app.push_screen(ask, self._search_answer)
 
     def _search_answer(self, text: str | None) -> None:

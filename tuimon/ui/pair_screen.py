@@ -7,22 +7,21 @@ watched: the sweep feeds its `PairFeed` from the first batch, the view draws it 
 after, and closing the view leaves the pair running.
 
 It composes the views (`PairPanes`, `DivergencePanel`, `CurvesView`, `ReplayControls`): each
-draws from the feed and owns its keys, which the screen binds (`bound`: whatever has focus).
+draws from the feed and has the actions of its keys; the keys are one table (`pair_keys`), bound
+on the screen (whatever has focus) and run on the view each row names.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
@@ -39,9 +38,10 @@ from tuimon.store import SIDES, SavedLogs
 from tuimon.ui.chart import CurvesView
 from tuimon.ui.command_palette import ScreenActions
 from tuimon.ui.divergence import DivergencePanel
-from tuimon.ui.footer_fit import FitsFooter
+from tuimon.ui.keymap import KeyedScreen
 from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen, HelpScreen
-from tuimon.ui.pair_info import replicas_of, summary_lines
+from tuimon.ui.pair_info import hints_of, replicas_of, summary_lines
+from tuimon.ui.pair_keys import PAIR_KEYS
 from tuimon.ui.pair_model import PairFeed, PairModel
 from tuimon.ui.pair_panes import PairPanes
 from tuimon.ui.replay_controls import ReplayControls
@@ -98,50 +98,10 @@ class SessionStarted(Message):
         self.session = session
 
 
-def bound(view: str, keys: Sequence[Binding]) -> list[Binding]:
-    """A view's keys bound on the screen: each runs the action of the screen's `view`."""
-    return [dataclasses.replace(k, action=f"view({view!r}, {k.action!r})") for k in keys]
-
-
-class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
+class PairScreen(KeyedScreen, ReportsWorkerErrors, Screen[None]):
     """Two runs side by side: live (a session), replay (a paced session) or saved; see `Shows`."""
 
-    FOOTER_DROP_ORDER = (
-        "folder",
-        "export",
-        "copy-row",
-        "parts",
-        "previous-divergence",
-        "search",
-        "jump",
-        "metric",
-        "digits",
-        "env",
-        "info",
-        "next-divergence",
-        "slower",
-        "faster",
-        "curves",
-    )
-
-    BINDINGS = [  # noqa: RUF012
-        *bound("replay", ReplayControls.KEYS),
-        *bound("panes", PairPanes.KEYS),
-        *bound("panel", DivergencePanel.KEYS),
-        *bound("curves", CurvesView.KEYS),
-        Binding("e", "env", "Env", id="env", tooltip="Environment differences of the two runs"),
-        Binding(
-            "o",
-            "open_folder",
-            "Folder",
-            id="folder",
-            tooltip="Show and copy the saved pair's folder",
-        ),
-        *bound("panes", PairPanes.PAGER_KEYS),
-        Binding("escape", "back", "Back", id="back", tooltip="Back to the list of pairs"),
-        Binding("question_mark", "help", "Help", key_display="?", id="help", tooltip="Keys"),
-        Binding("q", "quit", "Quit", id="quit", tooltip="Quit tuimon"),
-    ]
+    KEYS = PAIR_KEYS
     COMMANDS = {ScreenActions}  # noqa: RUF012
     app: Any
     """The `TuimonApp`: it keeps the `summary_lines` the shell shows after quitting."""
@@ -372,6 +332,7 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         explained = saved_line(doc.more)
         self.model.message = "; ".join(
             [
+                *self._next_steps(),  # what to try first, as headless says it
                 *self.model.artifact_lines(),
                 *replicas_of(self.pair_doc()),
                 *([explained] if explained else []),
@@ -389,8 +350,18 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
                 told = [p for p in told if not p.startswith("saved to ")]
                 told.insert(0, f"pair saved in {batch.pair_path}")
             told += [x for x in replicas_of(self.pair_doc()) if x not in told]
-            self.model.message = "; ".join([*told, *self.model.artifact_lines()]) or None
+            hints = self._next_steps()  # what to try first, as headless says it
+            self.model.message = "; ".join([*hints, *told, *self.model.artifact_lines()]) or None
             self._refresh_views()
+
+    def _next_steps(self) -> list[str]:
+        """The likely causes of an ended session's divergence in brief, from its own judgement
+        (`PairSession.pair_doc`), as `--headless` finds them (a replay's too)."""
+        try:
+            doc = self.session.pair_doc().to_json() if self.session is not None else None
+        except Exception:  # a session that knows too little (a test's, a sweep's): no hints
+            doc = self.pair_doc()
+        return hints_of(doc, brief=True)
 
     def _told(self, batch: Batch) -> list[str]:
         """The last batch's news less the artifact lines, which the model says once."""
@@ -502,16 +473,9 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A view's key as the view says (replay keys only in a replay); Back only over the
         browser or a sweep."""
-        if action == "view":
-            view, name = parameters
-            return bool(getattr(self, str(view)).check_action(name, ()))
         if action == "back":
             return self.can_go_back
-        return True
-
-    def action_view(self, view: str, action: str) -> None:
-        """Run a view's own action (its keys are bound here, see `bound`)."""
-        getattr(getattr(self, view), f"action_{action}")()
+        return super().check_action(action, parameters)
 
     def action_env(self) -> None:
         """The environment differences of the two runs."""
@@ -568,12 +532,19 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
         if not earlier or self.panes.follow:
             return
         rows = self.feed.rows
+        pager = self.panes.pager
+        at, was = pager.index(), rows.index_of(step)
+        on_step = at is not None and was is not None and at <= was  # Home: the cursor stays
         rows.clear()
         self.panes.fill(lines, {})
         index = rows.index_of(step)
         if index is None:
             return
         self._read_before.add(step)
+        if on_step:
+            pager.cursor = rows.start + index
+            for side in SIDES:
+                self.panes.pane(side).cursor = pager.cursor
 
         def hold() -> None:
             for side in SIDES:
@@ -598,7 +569,7 @@ class PairScreen(FitsFooter, ReportsWorkerErrors, Screen[None]):
 
     def action_help(self) -> None:
         """The keys of this view and what the panel shows (Esc, ? or q closes it)."""
-        self.app.push_screen(HelpScreen(self.all_bindings))  # as the app's F1
+        self.app.push_screen(HelpScreen(self.help_rows()))  # as the app's F1
 
     def action_back(self) -> None:
         """Back to the browser (a replay is stopped) or the sweep (its pair runs on)."""

@@ -31,7 +31,7 @@ WIDE_COLUMN = 25
 MAX_TEXT_WIDTH = 1000
 
 
-class StepPane(ScrollView, can_focus=True):
+class StepPane(ScrollView, can_focus=True, inherit_bindings=False):
     """One run's side of the shared rows (`PairRows`), drawn only where visible (Line API).
 
     Both panes draw the same rows, so a row in A is the same step as the row beside it in B
@@ -40,7 +40,7 @@ class StepPane(ScrollView, can_focus=True):
     in "…". A sticky first row names the columns. In each number the first digit that
     differs from the other pane's value for the same step is highlighted from there on. Text
     lines from the run (stdout that is not a record, stderr) are drawn in their own styles,
-    never as markup.
+    never as markup. Its keys are the pair view's (`pair_keys`): it binds none of its own.
     """
 
     COMPONENT_CLASSES = {  # noqa: RUF012 - Textual's own declaration style

@@ -1,15 +1,14 @@
 """The replay controls of the pair view: pause, speed, fast-forward to the first divergence.
 
-`PairScreen` owns one `ReplayControls` and binds its `KEYS`; it asks the session for its
-`PaceControls` (a replay offers them, a live pair does not) and never looks at the type of the
-session's source.
+`PairScreen` owns one `ReplayControls` and binds its keys (`pair_keys.PAIR_KEYS`); it asks the
+session for its `PaceControls` (a replay offers them, a live pair does not) and never looks at
+the type of the session's source.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from textual.binding import Binding
 from textual.dom import DOMNode
 
 from tuimon.engine.sources.saved_pair import SavedPair
@@ -36,21 +35,6 @@ class ReplayHost(Protocol):
 
 class ReplayControls:
     """Replay keys of one pair view; `pace` is None for a live or saved pair."""
-
-    KEYS = [  # noqa: RUF012
-        Binding("space", "pause", "Pause", id="pause", tooltip="Pause or resume the replay"),
-        Binding(
-            "plus,equals_sign",
-            "faster",
-            "Faster",
-            key_display="+",
-            id="faster",
-            tooltip="Replay twice as fast",
-        ),
-        Binding(
-            "minus", "slower", "Slower", key_display="-", id="slower", tooltip="Replay half as fast"
-        ),
-    ]
 
     def __init__(self, screen: ReplayHost, node: DOMNode) -> None:
         self.screen = screen

@@ -30,7 +30,7 @@ from tuimon.errors import CompareError, ReplayError
 from tuimon.steplog import Record
 from tuimon.store import SIDES, SavedLogs
 from tuimon.store.aligned import AlignedStep
-from tuimon.ui.pair_info import replicas_of
+from tuimon.ui.pair_info import hints_of, replicas_of
 from tuimon.ui.pair_model import PairModel
 
 ALIGN_CHUNK = 4096
@@ -86,7 +86,8 @@ def open_saved(path: Path, max_lines: int = 2000) -> SavedView:
     if pair.pair_dir and (explained := saved_line(doc.more)):
         told.append(explained)
     told += replicas_of(doc.to_json())
-    model.message = "; ".join([*model.artifact_lines(), *told]) or None
+    hints = hints_of(doc.to_json(), brief=True)  # the next step first, as headless says it
+    model.message = "; ".join([*hints, *model.artifact_lines(), *told]) or None
     stderr = {side: _stderr_tail(pair, side, max_lines // 4) for side in SIDES}
     return SavedView(logs=pair.forget(), model=model, tails=tails, stderr=stderr)
 

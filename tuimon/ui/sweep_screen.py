@@ -12,7 +12,6 @@ from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
@@ -20,6 +19,8 @@ from tuimon.engine.runs.sweep import COLUMNS, Sweep, hint_lines, row, seed_lines
 from tuimon.engine.sources.session import Batch, merge_batches
 from tuimon.store import is_pair_dir
 from tuimon.ui.command_palette import ScreenActions
+from tuimon.ui.keymap import Key, KeyedScreen
+from tuimon.ui.line_table import MOVES
 from tuimon.ui.modals import ConfirmScreen
 from tuimon.ui.pair_model import PairFeed
 from tuimon.ui.pair_screen import MAX_LINES, PairScreen
@@ -51,14 +52,20 @@ class SweepPairScreen(PairScreen):
         await self.app.action_quit()
 
 
-class SweepScreen(ReportsWorkerErrors, Screen[None]):
+SWEEP_KEYS = (
+    Key("open", "enter", "select_cursor", "Open", "Open the pair", 20, view="table"),
+    Key("stop", "s", "stop", "Stop", "Stop the sweep (running pairs are saved)", 20),
+    *MOVES,
+    Key("help", "question_mark", "app.help", "Help", "These keys (F1 too)", 20, "?"),
+    Key("quit", "q", "quit", "Quit", "Quit tuimon (a running sweep asks)", 20),
+)
+"""The sweep screen's keys, one table (`keymap`)."""
+
+
+class SweepScreen(KeyedScreen, ReportsWorkerErrors, Screen[None]):
     """Runs a sweep and shows its table; Enter opens a pair, Esc in it comes back."""
 
-    BINDINGS = [  # noqa: RUF012
-        Binding("s", "stop", "Stop", id="stop", tooltip="Stop the sweep (running pairs are saved)"),
-        Binding("question_mark", "app.help", "Help", key_display="?", id="help", tooltip="Keys"),
-        Binding("q", "quit", "Quit", id="quit", tooltip="Quit tuimon (a running sweep asks)"),
-    ]
+    KEYS = SWEEP_KEYS
     COMMANDS = {ScreenActions}  # noqa: RUF012
 
     def __init__(self, sweep: Sweep) -> None:
@@ -184,7 +191,12 @@ class SweepScreen(ReportsWorkerErrors, Screen[None]):
         """Stop only while the sweep runs."""
         if action == "stop":
             return not self.done and not self.sweep.stopping
-        return True
+        return super().check_action(action, parameters)
+
+    @property
+    def table(self) -> SweepTable:
+        """The table of pairs (its moves are bound here: `line_table.MOVES`)."""
+        return self.query_one(SweepTable)
 
     @on(SweepTable.RowSelected)
     def _row_selected(self, event: SweepTable.RowSelected) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.text import Text
-from textual.binding import Binding
 
 from tuimon.ui.line_table import Column, LineTable
 
@@ -22,9 +21,6 @@ class SweepTable(LineTable[int]):
     """Rows of cells under a header that stays, one per job (its index is its key); a column
     widens to its widest cell; Enter (or a click on the cursor row) posts `RowSelected`."""
 
-    BINDINGS = [  # noqa: RUF012
-        Binding("enter", "select_cursor", "Open", id="open", tooltip="Open the pair"),
-    ]
     DEFAULT_CSS = "SweepTable { height: 1fr; }"
 
     def __init__(self, labels: Sequence[str], *, id: str | None = None) -> None:

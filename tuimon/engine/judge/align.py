@@ -63,6 +63,8 @@ class Tally:
     first_digest: tuple[int, int] | None = None
     first_tensor: tuple[int, int] | None = None
     first_tensors: tuple[str, ...] = ()
+    first_tensors_among: int = 0
+    """Tensors both sides digested at the step where the first tensors parted."""
     max_divergence: float = 0.0
     max_step: tuple[int, int] | None = None
     metric_max: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
@@ -126,6 +128,8 @@ class Tally:
                 (k := _key(steps, occ, i)), self.first_tensor
             ):
                 self.first_tensor, self.first_tensors = k, block.tensors[i]
+                da, db = block.a.digests, block.b.digests
+                self.first_tensors_among = _shared(da[i], db[i]) if da and db else 0
         top = float(div.max())
         if top > 0 and top >= self.max_divergence:
             i = least(div == top)
@@ -254,6 +258,7 @@ class Tally:
                 self.first_digest = key
             if row.tensors and _before(key, self.first_tensor):
                 self.first_tensor, self.first_tensors = key, row.tensors
+                self.first_tensors_among = _shared(row.a.digests, row.b.digests)
             out: list[str] = []
             if band is not None and not equal:  # an equal row is inside any band
                 out = [
@@ -325,6 +330,12 @@ def _key(steps: np.ndarray, occ: np.ndarray, i: int) -> tuple[int, int]:
 
 def _before(key: tuple[int, int], current: tuple[int, int] | None) -> bool:
     return current is None or key < current
+
+
+def _shared(da: dict[str, str], db: dict[str, str]) -> int:
+    """How many tensors both sides digested in a row (the first tensors parted before the rest
+    only when fewer parted)."""
+    return len(da.keys() & db.keys())
 
 
 # --- the aligner -----------------------------------------------------------------------------
@@ -513,6 +524,8 @@ class PairAligner:
             first_divergent_metrics=metrics,
             first_digest_step=t.first_digest[0] if t.first_digest else None,
             first_tensors=list(t.first_tensors),
+            first_tensor_step=t.first_tensor[0] if t.first_tensor else None,
+            first_tensors_among=t.first_tensors_among,
             max_divergence=t.max_divergence,
             max_divergence_step=t.max_step[0] if t.max_step else None,
             metric_max=dict(t.metric_max),

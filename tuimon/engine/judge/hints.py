@@ -18,6 +18,7 @@ SIDES = ("a", "b")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 VERSION_KEYS = ("torch", "cuda", "cudnn", "driver", "cuda_driver", "nvidia_driver", "python")
 EMBEDDING_NAMES = ("w_e", "embed", "wte", "tok_emb", "token_emb")
+ONE_THREAD = "try --threads 1 or --deterministic"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +30,9 @@ class Hint:
     hosts."""
     cause: str
     evidence: str
+    remedy: str = ""
+    """What to try, in the words `cause` ends with (the bottom line of the view leads with
+    it, `line`)."""
 
     def __post_init__(self) -> None:
         # evidence quotes a run's fingerprint: data, never control sequences on a terminal
@@ -37,6 +41,14 @@ class Hint:
     def text(self) -> str:
         """`maybe: <cause> (evidence: <...>)` on one line."""
         return f"maybe: {self.cause} (evidence: {self.evidence})"
+
+    def line(self) -> str:
+        """The hint in a screen's one line: what to try first, then the cause, no evidence
+        (`i` and the summary after quitting give `text`)."""
+        if not self.remedy:
+            return f"maybe: {self.cause}"
+        cause = self.cause.replace(f"; {self.remedy})", ")").replace(f" ({self.remedy})", "")
+        return f"{self.remedy}: maybe {cause}"
 
     def to_dict(self) -> dict[str, str]:
         """For pair.json."""
@@ -101,9 +113,10 @@ def _racy_threads(pair: _Pair) -> Hint | None:
         return None
     return Hint(
         "threads",
-        "more than one CPU thread without deterministic algorithms (racy backward "
-        "kernels; try --threads 1 or --deterministic)",
+        f"more than one CPU thread without deterministic algorithms (racy backward "
+        f"kernels; {ONE_THREAD})",
         "; ".join(racy),
+        ONE_THREAD,
     )
 
 
@@ -141,9 +154,18 @@ def _mps(pair: _Pair) -> Hint | None:
 
 
 def _embedding(pair: _Pair) -> Hint | None:
-    """An embedding among the tensors that parted first."""
-    tensors = pair.summary.get("first_tensors")
-    if not isinstance(tensors, list):
+    """An embedding among the tensors that parted first, when they parted before the others:
+    fewer than the tensors both sides digested at that step (a pair.json written before that
+    count was kept: one tensor alone). Tensors that all part at once (cuda against cpu) say
+    nothing of which one led."""
+    summary = pair.summary
+    tensors = summary.get("first_tensors")
+    if not isinstance(tensors, list) or not tensors:
+        return None
+    among = summary.get("first_tensors_among")
+    if not isinstance(among, int) or isinstance(among, bool) or among <= 0:
+        among = None  # not counted (an older pair.json)
+    if len(tensors) >= (among or 2):
         return None
     embeds = [str(t) for t in tensors if any(n in str(t).lower() for n in EMBEDDING_NAMES)]
     if not embeds:
@@ -154,12 +176,14 @@ def _embedding(pair: _Pair) -> Hint | None:
         if entry is not None and entry.device != "mps":  # MPS's: the `mps` hint quotes it
             entries.setdefault(entry.line(), None)
     known = "; known: " + " | ".join(entries) if entries else ""
+    step = summary.get("first_tensor_step")
+    step = summary.get("first_divergent_step") if step is None else step
+    of = f" ({len(tensors)} of {among} tensors)" if among else ""
     return Hint(
         "embedding",
         "the embedding's gradient (index_put with accumulate, not deterministic with more "
         f"than one CPU thread or on MPS) parted first{known}",
-        f"first divergent tensor(s) at step {pair.summary['first_divergent_step']}: "
-        + ", ".join(tensors),
+        f"first divergent tensor(s) at step {step}: " + ", ".join(map(str, tensors)) + of,
     )
 
 

@@ -128,6 +128,11 @@ class Summary:
     parameter digests differ), a, b, abs, rel, tolerance, band (`Tally._beyond`)."""
     band: dict[str, Any] | None = None
     """`--tolerance-from`: the band per metric it was judged with (`Band.to_dict`)."""
+    first_tensor_step: int | None = None
+    """The step where per-tensor digests first differ (`first_tensors` are those of it)."""
+    first_tensors_among: int = 0
+    """Tensors both sides digested at `first_tensor_step`: the first tensors parted before the
+    others only when they are fewer."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (non-finite floats as strings); `jsonable` copies every container, so
