@@ -78,8 +78,16 @@ def start_view(a: Path, b: Path, speed: float, workdir: Path, code: str | None =
         f"cd {shlex.quote(str(workdir))} && exec env {env} {shlex.quote(sys.executable)} "
         f"-m tuimon replay {shlex.quote(str(a))} {shlex.quote(str(b))} --speed {speed:g}"
     )
-    tmux("new-session", "-d", "-s", SESSION, "-x", SIZE[0], "-y", SIZE[1], cmd)
-    pid = int(tmux("list-panes", "-t", SESSION, "-F", "#{pane_pid}").split()[0])
+    pid = None
+    for _ in range(3):  # the tmux server is shared: a session now and then fails to start
+        tmux("new-session", "-d", "-s", SESSION, "-x", SIZE[0], "-y", SIZE[1], cmd)
+        panes = tmux("list-panes", "-t", SESSION, "-F", "#{pane_pid}").split()
+        if panes:
+            pid = int(panes[0])
+            break
+        time.sleep(1)
+    if pid is None:
+        raise SystemExit(f"tmux did not start the view: {cmd}")
     wait_screen(lambda s: "step" in s and "train_loss" in s, 30)
     return pid
 
