@@ -47,6 +47,8 @@ class SparkBars(Widget):
         """The value drawn as the lowest bar alone (`▁`): anything above it draws higher."""
         self._strips: dict[tuple[int, int], Strip] = {}
         self._shaded: list[Style] = []
+        self._heights: tuple[tuple[int, int], list[tuple[int, Style]]] | None = None
+        """The bars of the data and size last drawn (`_bars`)."""
 
     def set_data(self, data: Sequence[float], *, floor: float | None = None) -> None:
         """New values: drawn on the next frame (nothing when they are the same). `floor`: the
@@ -58,6 +60,7 @@ class SparkBars(Widget):
             self.data = values
             self.floor = floor
             self._strips.clear()
+            self._heights = None
             self.refresh()
 
     def notify_style_update(self) -> None:
@@ -65,6 +68,7 @@ class SparkBars(Widget):
         super().notify_style_update()
         self._strips.clear()
         self._shaded = []
+        self._heights = None
 
     def _shades(self) -> list[Style]:
         if not self._shaded:
@@ -84,6 +88,27 @@ class SparkBars(Widget):
             base + Style(color=low.blend(high, i / (SHADES - 1)).rich_color) for i in range(SHADES)
         ]
 
+    def _bars(self, width: int, height: int) -> list[tuple[int, Style]]:
+        """Each column's height in eighths of a row and its colour, worked out once per new
+        data and size (every row of the bars is drawn from it)."""
+        if self._heights is not None and self._heights[0] == (width, height):
+            return self._heights[1]
+        values = columns(self.data, width)
+        bars: list[tuple[int, Style]] = []
+        if values:
+            lo = min(values) if self.floor is None else min(self.floor, *values)
+            hi = max(values)
+            span = (hi - lo) or 1.0
+            least = 1 if self.floor is None else 2  # above the floor: never its bar
+            shades = self._shades()
+            for value in values:
+                norm = (value - lo) / span
+                above = self.floor is not None and value > self.floor
+                eighths = max(least if above else 1, round(norm * height * 8))
+                bars.append((eighths, shades[round(norm * (SHADES - 1))]))
+        self._heights = ((width, height), bars)
+        return bars
+
     def render_line(self, y: int) -> Strip:
         """Row `y` (0 at the top) of the bars."""
         width, height = self.size.width, max(1, self.size.height)
@@ -91,21 +116,11 @@ class SparkBars(Widget):
         strip = self._strips.get(key)
         if strip is not None:
             return strip
-        values = columns(self.data, width)
-        segments: list[Segment] = []
-        if values:
-            lo = min(values) if self.floor is None else min(self.floor, *values)
-            hi = max(values)
-            span = (hi - lo) or 1.0
-            least = 1 if self.floor is None else 2  # above the floor: never its bar
-            shades = self._shades()
-            floor = (height - 1 - y) * 8
-            for value in values:
-                norm = (value - lo) / span
-                above = self.floor is not None and value > self.floor
-                eighths = max(least if above else 1, round(norm * height * 8))
-                fill = min(8, max(0, eighths - floor))
-                segments.append(Segment(BARS[fill], shades[round(norm * (SHADES - 1))]))
+        floor = (height - 1 - y) * 8
+        segments = [
+            Segment(BARS[min(8, max(0, eighths - floor))], style)
+            for eighths, style in self._bars(width, height)
+        ]
         used = len(segments)
         if used < width:
             segments.append(Segment(" " * (width - used), self.rich_style))

@@ -25,7 +25,10 @@ from tuimon.steplog import End, Header, Record, Step
 from tuimon.store import SIDES, SavedLogs
 
 YIELD_EVERY = 64
-"""Steps fed between two yields to the event loop when the pace needs no sleep."""
+"""Steps passed between two yields to the event loop while a jump fast-forwards."""
+DUE_EVERY = 512
+"""Steps due already (the pace is ahead of the ticks, or flat out) fed in one event at most:
+at 1,000 steps/s a tick's 125 steps go in one event, not two or three."""
 TICK = 0.125
 """Seconds between two feeds at most 8 a second (half a batch interval): the steps due in
 between go together (one event, one judge of a block), so a paced replay costs per tick, not
@@ -224,7 +227,7 @@ class ReplaySource:
                     fed = step
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), max(delay, TICK))
-            elif clock.shown % YIELD_EVERY == 0:
+            elif clock.shown % DUE_EVERY == 0:
                 await feed.feed_until(step, queue)
                 fed = step
                 await asyncio.sleep(0)
@@ -422,17 +425,43 @@ class _Streamed:
             if end < len(recs) or not await self._more(side):
                 return end
 
+    def _held_next(self, side: str) -> int | bool | None:
+        """`_next` from the records held (no coroutine, no read): the step, or False when the
+        held records end first (then `_next` reads on)."""
+        recs = self.held[side]
+        for i in range(self.passed[side], len(recs)):
+            record = recs[i]
+            if isinstance(record, Step):
+                return record.step
+        return False if side not in self.blocks or self.blocks[side] is not None else None
+
+    def _held_past(self, side: str, step: int) -> int | None:
+        """`_past` from the records held: the index, or None when they end first."""
+        recs = self.held[side]
+        end, n = self.passed[side], len(recs)
+        while end < n and not (isinstance(r := recs[end], Step) and r.step > step):
+            end += 1
+        return end if end < n else None
+
     async def steps(self) -> AsyncIterator[int]:
         """The lower of the two sides' next steps, until both end; each side's records up to
-        it are passed, whether fed (`feed_until`) or not (a jump)."""
+        it are passed, whether fed (`feed_until`) or not (a jump). A step costs a look at the
+        records held; a side's next block is read (awaited) only when they run out."""
         while True:
-            ahead = [s for s in [await self._next(side) for side in SIDES] if s is not None]
+            ahead = []
+            for side in SIDES:
+                got = self._held_next(side)
+                if got is False:
+                    got = await self._next(side)
+                if got is not None:
+                    ahead.append(got)
             if not ahead:
                 return
             step = min(ahead)
             yield step
             for side in SIDES:
-                self.passed[side] = await self._past(side, step)
+                end = self._held_past(side, step)
+                self.passed[side] = end if end is not None else await self._past(side, step)
 
     async def feed_until(self, step: int, queue: asyncio.Queue[SourceEvent]) -> None:
         """Put each side's records up to (and with) the record of `step`."""
