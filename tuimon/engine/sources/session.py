@@ -329,7 +329,7 @@ class PairSession:
                 if not self._news():
                     due = max(due, math.ceil((last_flush + IDLE_BATCH) / period))
                 timeout = max(0.0, (due + LATE) * period - time.monotonic())
-                timer = loop.call_later(timeout, wake)
+                timer = loop.call_later(min(timeout, self._stall_due()), wake)
                 event = await queue.get()
                 timer.cancel()
                 for _ in range(1 + min(queue.qsize(), MAX_EVENTS_PER_TURN)):
@@ -559,6 +559,19 @@ class PairSession:
                     self._stopping.add(other)
                     await self.source.stop_side(other)
         state.stderr_tail = list(self._stderr[event.side])
+
+    def _stall_due(self) -> float:
+        """Seconds until a running side would pass `--stall-timeout` (inf without one): the
+        session looks then, so a stall is said within its timeout, whatever the batch pace."""
+        timeout = self.options.stall_timeout
+        if not timeout:
+            return math.inf
+        quiet = [
+            self.source.quiet_for(side)
+            for side, state in self.sides.items()
+            if state.status in ("starting", "running")
+        ]
+        return max(0.0, timeout - max(quiet) + 0.01) if quiet else math.inf
 
     def _check_stalls(self) -> None:
         timeout = self.options.stall_timeout
