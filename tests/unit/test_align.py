@@ -67,7 +67,10 @@ def first_by_step(records: Sequence[Step]) -> dict[tuple[int, int], Step]:
 
 
 def ref_step_equal(ra: Step, rb: Step) -> bool:
-    """Every shared metric bitwise equal, and no digest (aggregate or per tensor) differs."""
+    """Every metric on both sides (a value on one side only differs) bitwise equal, and no
+    digest (aggregate or per tensor) differs."""
+    if ra.metrics.keys() != rb.metrics.keys():
+        return False
     for n in ra.metrics.keys() & rb.metrics.keys():
         if not same(ra.metrics[n], rb.metrics[n]):
             return False
@@ -90,8 +93,10 @@ def ref_verdict(a: Sequence[Step], b: Sequence[Step], tol: float, complete: bool
     equal = [ref_step_equal(fa[s], fb[s]) for s in shared]
     rels = [
         ref_rel(fa[s].metrics[n], fb[s].metrics[n])
+        if n in fa[s].metrics and n in fb[s].metrics
+        else math.inf  # a value on one side only: beyond any tolerance
         for s in shared
-        for n in fa[s].metrics.keys() & fb[s].metrics.keys()
+        for n in fa[s].metrics.keys() | fb[s].metrics.keys()
     ]
     if any(r > tol for r in rels) or (tol == 0 and not all(equal)):
         return DIVERGED
@@ -287,6 +292,7 @@ def pair_logs(draw: st.DrawFn) -> tuple[list[Step], list[Step]]:
     which = draw(st.lists(st.sampled_from(METRICS), min_size=1, max_size=3, unique=True))
     with_digests = kind == "digest" or draw(st.booleans())
     nan_metric = draw(st.booleans())
+    one_sided = draw(st.booleans())  # a value one side lacks: a difference
 
     def make(side: str, n: int, skip: set[int]) -> list[Step]:
         out = []
@@ -307,9 +313,9 @@ def pair_logs(draw: st.DrawFn) -> tuple[list[Step], list[Step]]:
                         metrics[m] = perturb(metrics[m], kind, k)
             if nan_metric and s % 3 == 0:
                 metrics["grad_norm"] = math.nan  # NaN on both sides: equal
-            if side == "a":
+            if one_sided and side == "a":
                 metrics["a_only"] = 1.0
-            elif s % 4 == 1:
+            elif one_sided and s % 4 == 1:
                 del metrics["lr"]  # a metric one side lacks at some steps
             out.append(step(s, tensors=tensors, **metrics))
         return out
@@ -627,8 +633,9 @@ def test_aligned_row_columns() -> None:
     assert r["acc.a"] == "NaN" and r["acc.rel"] == "Infinity" and r["acc.ulps"] == -1
     assert r["lr.a"] == "Infinity" and r["lr.b"] == "-Infinity"
     assert r["lr.ulps"] == 2 * bits(math.inf)  # beyond int64, still plain JSON
-    assert not any(k.startswith("only_a") for k in r)
-    names = [f"{m}.{c}" for m in ("loss", "acc", "lr") for c in METRIC_COLUMNS]
+    # a value on one side only is a difference: the missing one NaN, apart beyond any tolerance
+    assert (r["only_a.a"], r["only_a.b"], r["only_a.rel"]) == (2.0, "NaN", "Infinity")
+    names = [f"{m}.{c}" for m in ("loss", "acc", "lr", "only_a") for c in METRIC_COLUMNS]
     assert list(r) == [*ROW_COLUMNS, *names]  # the one naming (aligned.jsonl, tuimon export)
 
 
@@ -689,18 +696,20 @@ def test_running_summary_still_counts_skipped_steps() -> None:
     assert s.verdict == INCOMPLETE
 
 
-def test_logs_without_a_shared_metric_prove_nothing() -> None:
+def test_logs_without_a_shared_metric_are_never_equal() -> None:
+    """Each value is on one side only: a difference, named, live as whole."""
     a = [Step(i, {"loss": 1.0}) for i in range(3)]
     b = [Step(i, {"acc": 0.5}) for i in range(3)]
     _, aligner = compare_steps(a, b)
     summary = aligner.summary()
-    assert summary.verdict == INCOMPLETE
-    assert summary.reason == "the two logs share no metric"
+    assert summary.verdict == DIVERGED and summary.first_divergent_step == 0
+    assert summary.first_one_sided == ["loss", "acc"] and summary.values_one_sided == 6
     live = PairAligner()
     for x, y in zip(a, b, strict=True):
         live.feed("a", x)
         live.feed("b", y)
-    assert live.summary().verdict == INCOMPLETE
+    assert live.summary().verdict == DIVERGED
+    assert live.summary().first_one_sided == ["loss", "acc"]
 
 
 @given(st.floats(allow_nan=True, allow_infinity=True), st.floats(allow_nan=True))

@@ -65,6 +65,10 @@ class Tally:
     max_step: tuple[int, int] | None = None
     metric_max: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
     digests_not_comparable: int = 0
+    one_sided: int = 0
+    """Values one side has at an aligned step and the other lacks (each a difference)."""
+    first_one_sided: list[str] = field(default_factory=list)
+    """Of the first divergent step's metrics, those with a value on one side only."""
 
     def add(self, block: Block) -> None:
         """Count one judged block."""
@@ -90,6 +94,8 @@ class Tally:
         self.steps_without_values += int(lonely.sum())
         if block.digests_apart is not None:
             self.digests_not_comparable += int(block.digests_apart.sum())
+        if block.one_sided is not None:
+            self.one_sided += int(block.one_sided.sum())
         differ = ~block.equal
         div = block.divergence
         if (div > self.tolerance).any() or (self.tolerance == 0 and differ.any()):
@@ -99,6 +105,7 @@ class Tally:
         ):
             self.first_divergent = k
             self.first_divergent_metrics = block.metrics.parted(i)
+            self.first_one_sided = block.lone(i)
         digest_differs = block.digest_equal == False  # noqa: E712 - elementwise on objects
         if (i := least(digest_differs)) is not None and _before(
             (k := _key(steps, occ, i)), self.first_digest
@@ -167,6 +174,7 @@ class Tally:
             v == 0 and not e for v, e in zip(rows.values, rows.empty, strict=True)
         )
         self.digests_not_comparable += rows.apart
+        self.one_sided += rows.one_sided
         tolerance = self.tolerance
         top, top_row = 0.0, None
         for row in order:
@@ -176,6 +184,11 @@ class Tally:
                 if _before(key, self.first_divergent):
                     self.first_divergent = key
                     self.first_divergent_metrics = [n for n, d in row.diffs.items() if not d.equal]
+                    self.first_one_sided = [
+                        n
+                        for n in self.first_divergent_metrics
+                        if (n in row.a.metrics) != (n in row.b.metrics)
+                    ]
             if row.digest_equal is False and _before(key, self.first_digest):
                 self.first_digest = key
             if row.tensors and _before(key, self.first_tensor):
@@ -421,6 +434,8 @@ class PairAligner:
             unreadable_first=list(self.unreadable_first),
             interrupted=interrupted,
             digests_not_comparable=t.digests_not_comparable,
+            values_one_sided=t.one_sided,
+            first_one_sided=[m for m in t.first_one_sided if m in metrics],
             accounts={s: self.accounts[s].to_dict() for s in SIDES},
             text=text.to_dict(),
             step_levels=levels,
