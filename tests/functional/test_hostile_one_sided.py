@@ -93,7 +93,8 @@ WRITER = """
 import sys, wandb
 for name in sys.argv[2:]:
     odd = {"a": 0.5, "null": None, "string": "x", "list": [0.5, 1.0]}[name]
-    run = wandb.init(project="t", dir=f"{sys.argv[1]}/{name}", settings=wandb.Settings(console="off"))
+    run = wandb.init(project="t", dir=f"{sys.argv[1]}/{name}",
+                     settings=wandb.Settings(console="off"))
     for step in range(5):
         run.log({"loss": 1.0 / (step + 1), "acc": odd if step == 3 else 0.5}, step=step)
     run.finish()

@@ -87,6 +87,17 @@ def ref_first_divergent(a: Sequence[Step], b: Sequence[Step]) -> int | None:
     return None
 
 
+def _lone_only(ra: Step, rb: Step) -> bool:
+    """Two records whose only differences are values one of them lacks."""
+    lone = ra.metrics.keys() != rb.metrics.keys()
+    return lone and ref_step_equal(
+        Step(ra.step, {k: v for k, v in ra.metrics.items() if k in rb.metrics}, None,
+             ra.digest, ra.digests),
+        Step(rb.step, {k: v for k, v in rb.metrics.items() if k in ra.metrics}, None,
+             rb.digest, rb.digests),
+    )  # fmt: skip
+
+
 def ref_verdict(a: Sequence[Step], b: Sequence[Step], tol: float, complete: bool = True) -> str:
     fa, fb = first_by_step(a), first_by_step(b)
     shared = fa.keys() & fb.keys()
@@ -99,7 +110,10 @@ def ref_verdict(a: Sequence[Step], b: Sequence[Step], tol: float, complete: bool
         for n in fa[s].metrics.keys() | fb[s].metrics.keys()
     ]
     if any(r > tol for r in rels) or (tol == 0 and not all(equal)):
-        return DIVERGED
+        # values on one side only where a log was not read whole are gaps, not differences
+        lone = [not ref_step_equal(fa[s], fb[s]) and _lone_only(fa[s], fb[s]) for s in shared]
+        gaps = all(lone[i] or equal[i] for i in range(len(shared)))
+        return INCOMPLETE if gaps and not complete else DIVERGED
     if not complete or not shared or fa.keys() != fb.keys():
         return INCOMPLETE
     return IDENTICAL if all(equal) else CLOSE
@@ -696,20 +710,19 @@ def test_running_summary_still_counts_skipped_steps() -> None:
     assert s.verdict == INCOMPLETE
 
 
-def test_logs_without_a_shared_metric_are_never_equal() -> None:
-    """Each value is on one side only: a difference, named, live as whole."""
+def test_logs_without_a_shared_metric_prove_nothing() -> None:
+    """Each value is on one side only and nothing is shared: not a difference, a gap."""
     a = [Step(i, {"loss": 1.0}) for i in range(3)]
     b = [Step(i, {"acc": 0.5}) for i in range(3)]
     _, aligner = compare_steps(a, b)
     summary = aligner.summary()
-    assert summary.verdict == DIVERGED and summary.first_divergent_step == 0
-    assert summary.first_one_sided == ["loss", "acc"] and summary.values_one_sided == 6
+    assert summary.verdict == INCOMPLETE
+    assert summary.reason == "the two logs share no metric"
     live = PairAligner()
     for x, y in zip(a, b, strict=True):
         live.feed("a", x)
         live.feed("b", y)
-    assert live.summary().verdict == DIVERGED
-    assert live.summary().first_one_sided == ["loss", "acc"]
+    assert live.summary().verdict == INCOMPLETE
 
 
 @given(st.floats(allow_nan=True, allow_infinity=True), st.floats(allow_nan=True))

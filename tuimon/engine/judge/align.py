@@ -31,10 +31,17 @@ from tuimon.engine.judge.columns import (
 )
 from tuimon.engine.judge.step_counts import StepCounts
 from tuimon.engine.judge.text_judge import TextJudge
-from tuimon.engine.judge.verdict import NO_STEP, Summary, unmatched_reason, verdict
+from tuimon.engine.judge.verdict import (
+    DIVERGED,
+    INCOMPLETE,
+    NO_STEP,
+    Summary,
+    unmatched_reason,
+    verdict,
+)
 from tuimon.readers.account import NOTE, Account
 from tuimon.readers.text import LEVEL, LEVELS_NOTE
-from tuimon.steplog import CUT_TAIL, IN_RECORD, End, Header, Step, Text
+from tuimon.steplog import CUT_TAIL, IN_RECORD, UNREADABLE, End, Header, Step, Text
 from tuimon.store import SIDES, other_side
 from tuimon.store.aligned import AlignedStep
 
@@ -69,6 +76,8 @@ class Tally:
     """Values one side has at an aligned step and the other lacks (each a difference)."""
     first_one_sided: list[str] = field(default_factory=list)
     """Of the first divergent step's metrics, those with a value on one side only."""
+    shared_beyond: bool = False
+    """A difference beyond tolerance other than values on one side only was seen."""
 
     def add(self, block: Block) -> None:
         """Count one judged block."""
@@ -100,6 +109,9 @@ class Tally:
         div = block.divergence
         if (div > self.tolerance).any() or (self.tolerance == 0 and differ.any()):
             self.beyond = True
+            real = differ if block.lone_only is None else differ & ~block.lone_only
+            if self.tolerance == 0 or (div[real] > self.tolerance).any():
+                self.shared_beyond = self.shared_beyond or bool(real.any())
         if (i := least(differ)) is not None and _before(
             (k := _key(steps, occ, i)), self.first_divergent
         ):
@@ -179,7 +191,12 @@ class Tally:
         top, top_row = 0.0, None
         for row in order:
             key = _row_key(row)
-            if not rows.equal[at[id(row)]]:
+            i = at[id(row)]
+            if not rows.lone_only[i] and not rows.equal[i]:
+                self.shared_beyond = self.shared_beyond or (
+                    tolerance == 0 or row.divergence > tolerance
+                )
+            if not rows.equal[i]:
                 self.beyond = self.beyond or tolerance == 0
                 if _before(key, self.first_divergent):
                     self.first_divergent = key
@@ -404,6 +421,8 @@ class PairAligner:
         judged = verdict(t.steps_compared + text.compared,
                          t.steps_equal + text.compared - text.differ, t.max_divergence,
                          self.tolerance, ok, beyond=t.beyond or text.beyond)  # fmt: skip
+        if judged == DIVERGED and self._gaps_only(complete):
+            judged = INCOMPLETE  # values on one side only where nothing is shared, or lost
         levels = any(LEVELS_NOTE in a.notes for a in self.accounts.values())
         only = {s: sorted(self.names[s] - self.names["b" if s == "a" else "a"]) for s in SIDES}
         return Summary(
@@ -446,6 +465,20 @@ class PairAligner:
             ),
         )  # fmt: skip
 
+    def _gaps_only(self, complete: bool) -> bool:
+        """Whether every difference seen is a value on one side only, and those are gaps,
+        not differences: the two logs share no metric (nothing was compared), or a log was
+        not read whole (its run cut short or failed, a record damaged or cut: what it lacks
+        may be what was lost)."""
+        t = self.tally
+        if not t.beyond or t.shared_beyond or self.text.beyond or not t.one_sided:
+            return False
+        lost = not complete or any(
+            a.unjudged or a.skipped.get(UNREADABLE) or a.skipped.get(CUT_TAIL)
+            for a in self.accounts.values()
+        )
+        return lost or t.values_compared == t.one_sided
+
     def _completeness(
         self, complete: bool, reason: str | None, ua: int, ub: int, *, running: bool = False
     ) -> tuple[bool, str | None]:
@@ -471,7 +504,7 @@ class PairAligner:
             out.append(NO_STEP)
         elif t.steps_compared == 0:
             pass  # a log of text lines: judged line by line (`TextJudge`)
-        elif t.steps_without_values == t.steps_compared:
+        elif t.steps_without_values == t.steps_compared or t.values_compared == t.one_sided:
             out.append("the two logs share no metric")
         elif t.values_compared == 0 and not self.text.compared:
             out.append("the two logs share no judged value (clocks, or all ignored)")

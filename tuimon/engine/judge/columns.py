@@ -292,6 +292,8 @@ class Block:
     one_sided: np.ndarray | None = None
     """Values per row that one side has and the other lacks (a `null`, a string or a list
     where the other side logged a number, or a metric not logged): each is a difference."""
+    lone_only: np.ndarray | None = None
+    """Rows whose only differences are values on one side only."""
 
     def lone(self, row: int) -> list[str]:
         """The metrics that have a value on one side only at `row`."""
@@ -323,6 +325,7 @@ def judge_block(a: Columns, b: Columns, *, ulps: bool = True) -> Block:
     divergence = np.zeros(n, np.float64)
     metrics = MetricDiffs()
     one_sided = np.zeros(n, np.int64)
+    shared_equal = np.ones(n, bool)  # each row's equality with its one-sided values left out
     tables = _same_tables(a.values, b.values)
     names = tables[0].names if tables else list(dict.fromkeys(chain(a.values, b.values)))
     per = max(1, JUDGE_VALUES // max(n, 1))
@@ -336,6 +339,7 @@ def judge_block(a: Columns, b: Columns, *, ulps: bool = True) -> Block:
             va, vb = _stacked(a.values, group, n), _stacked(b.values, group, n)
         eq, absd, rel, dist = diff_arrays(va, vb, ulps=ulps)
         judged = pa | pb
+        shared_equal &= (eq | ~both).all(axis=0)
         lone = pa != pb
         if a.unjudged or b.unjudged:  # a value that does not fit: reported, not judged
             lone &= ~(_presence(a, group, n, a.unjudged) | _presence(b, group, n, b.unjudged))
@@ -371,6 +375,7 @@ def judge_block(a: Columns, b: Columns, *, ulps: bool = True) -> Block:
     has &= ~apart
     digest_equal = np.asarray(np.where(has, same, None), dtype=object)
     equal &= ~has | same
+    shared_equal &= ~has | same
     values += has
     tensors = None
     if a.digests is not None and b.digests is not None:
@@ -381,11 +386,14 @@ def judge_block(a: Columns, b: Columns, *, ulps: bool = True) -> Block:
                 apart[i] = True
             tensors.append(differ)
             values[i] += shared - other
-        equal &= np.fromiter((not t for t in tensors), bool, n)
+        same_tensors = np.fromiter((not t for t in tensors), bool, n)
+        equal &= same_tensors
+        shared_equal &= same_tensors
     empty = _empty_rows(a, b, bool(tables), none_a & none_b)
     return Block(
-        a, b, metrics, equal, values, divergence, digest_equal, tensors, apart, empty, one_sided
-    )
+        a, b, metrics, equal, values, divergence, digest_equal, tensors, apart, empty, one_sided,
+        ~equal & shared_equal,
+    )  # fmt: skip
 
 
 def _presence(
@@ -479,6 +487,8 @@ class Rows:
     """Rows where neither side has a judged value or a digest (as `Block.empty`)."""
     one_sided: int = 0
     """Values one side has and the other lacks (as `Block.one_sided`, summed)."""
+    lone_only: list[bool] = field(default_factory=list)
+    """Rows whose only differences are values on one side only (as `Block.lone_only`)."""
 
 
 def sparse(records: Sequence[Step]) -> bool:
@@ -502,7 +512,7 @@ def judge_rows(
     for x, y, occ in pairs:
         ma, mb = x.metrics, y.metrics
         diffs = {}
-        equal, divergence = True, 0.0
+        equal, divergence, lone_seen = True, 0.0, False
         names = order if both is None else [k for k in chain(ma, mb) if k in both]
         for k in names if both is None else dict.fromkeys(names):
             va, vb = ma.get(k), mb.get(k)
@@ -512,7 +522,7 @@ def judge_rows(
                     and k in unreadable_names(x) | unreadable_names(y)  # not one that does not fit
                 ):
                     diffs[k] = lone = _one_sided(va, vb)
-                    equal, divergence = False, lone.rel
+                    equal, divergence, lone_seen = False, lone.rel, True
                     out.one_sided += 1
                 continue
             if type(va) is not float or type(vb) is not float:
@@ -542,6 +552,12 @@ def judge_rows(
             and not any(map(select.judged, chain(ma, mb)))
         )
         out.equal.append(equal and not tensors)
+        out.lone_only.append(
+            lone_seen
+            and not tensors
+            and digest_equal is not False
+            and all(d.equal for k, d in diffs.items() if k in ma and k in mb)
+        )
         out.values.append(values)
         out.apart += apart
     out.names = [k for k in order if k in seen]
