@@ -53,7 +53,7 @@ WALK_TICKS = 2
 """A run delivering every `Run.tick` walks its tree at most once in this many ticks: a pair's
 runs, ticking every 0.25 s, every 0.5 s (`WALK_EVERY`); a sweep of many pairs, whose runs tick
 every 0.5 s, every second (the walks of 128 runs at 0.5 s were ~5% of the monitor's CPU)."""
-PARSE_SLICE = 1024
+PARSE_SLICE = 256
 """Lines parsed between two yields to the event loop (a view stays responsive)."""
 
 
@@ -336,6 +336,10 @@ class Run:
             await self.queue.put(Stderr(side, b"".join(chunks), saved=True))
         lines = out.take()
         for i in range(0, len(lines), PARSE_SLICE):
+            if self.interrupted or self.halted:  # stopped: the rest saved as read, not
+                rest = lines[i:]  # parsed (runs that flood leave minutes of lines behind)
+                await self.queue.put(Lines(side, rest, [], saved=True))
+                return
             part = lines[i : i + PARSE_SLICE]
             await self.queue.put(Lines(side, part, parser.feed(part), saved=True))
             if len(lines) > PARSE_SLICE:
@@ -446,6 +450,14 @@ class Run:
         if self._watchdog is not None and len(lines) > self._told:
             self._watchdog.tell(lines[self._told :])
             self._told = len(lines)
+
+    halted = False
+    """A stop was asked: what the pipes still hold is delivered as read, not parsed."""
+
+    def halt(self) -> None:
+        """Parse no more (a stop was asked; `terminate` follows): the lines read are still
+        delivered and were saved as they came."""
+        self.halted = True
 
     async def terminate(self, grace: float = 5.0) -> None:
         """SIGTERM the group, then SIGKILL after `grace` seconds."""

@@ -46,6 +46,9 @@ waits this share of an interval past the tick (the lines of a tick come first, h
 pairs deliver on it)."""
 MAX_EVENTS_PER_TURN = 512
 """Events handled before the session yields to the event loop (a view must stay responsive)."""
+TURN = 0.05
+"""Seconds of events a session handles before it yields to the event loop (runs that flood
+deliver thousands of lines an event)."""
 RATE_WINDOW = 5.0
 
 
@@ -155,6 +158,11 @@ class LiveSource:
     async def stop(self) -> None:
         await asyncio.gather(*(r.terminate(self.grace) for r in self.runs.values()))
 
+    def halt(self) -> None:
+        """A stop was asked: the runs parse no more of what they read (`Run.halt`)."""
+        for run in self.runs.values():
+            run.halt()
+
     async def stop_side(self, side: str) -> None:
         """Terminate one side (the other failed and --stop-on-fail is set)."""
         if side in self.runs:
@@ -232,6 +240,8 @@ class PairSession:
         self._messages: list[str] = []
         self._first_text: dict[str, str] = {}
         self._stop_requested = asyncio.Event()
+        self._unjudged: dict[str, int] = {k: 0 for k in self.sides}
+        """Lines that arrived after a stop was asked: saved in the raw logs, not judged."""
         self._store_error_told = False
         self.summary: Summary = self.aligner.summary(complete=False)
         self.pair_path: Path | None = writer.path if writer else None
@@ -278,6 +288,8 @@ class PairSession:
         """Ask the session to end early (quit / Ctrl-C); the partial pair is saved."""
         self.interrupted = True
         self._stop_requested.set()
+        if isinstance(self.source, LiveSource):
+            self.source.halt()  # at once: a session's turn may be long while runs flood
         if self._wake is not None:
             self._wake()
 
@@ -311,14 +323,15 @@ class PairSession:
                 timer = loop.call_later(timeout, wake)
                 event = await queue.get()
                 timer.cancel()
+                ends = time.monotonic() + TURN
                 for _ in range(1 + min(queue.qsize(), MAX_EVENTS_PER_TURN)):
                     if event is not None:
                         self._handle(event)
                         if isinstance(event, Exited):
                             exited.add(event.side)
                             await self._on_exit(event)
-                    if queue.empty():
-                        break
+                    if queue.empty() or time.monotonic() > ends:
+                        break  # the rest next turn: a view (a key, a quit) stays responsive
                     event = queue.get_nowait()
                 if self._stop_requested.is_set() and self._stop_task is None:
                     self._say("stopping both runs…")
@@ -389,6 +402,9 @@ class PairSession:
         if isinstance(event, Lines):
             if self.writer and not event.saved:
                 self.writer.raw_bytes(event.side, b"".join(event.lines))  # a cut tail stays cut
+            if self._stop_requested.is_set():  # quitting: saved, not judged (runs that flood
+                self._unjudged[event.side] += len(event.lines)  # left a backlog of minutes)
+                return
             if state.status == "starting" or state.status == "stalled":
                 state.status = "running"
             records = event.records
@@ -598,8 +614,14 @@ class PairSession:
         if self.options.replicas:
             self._messages += self.options.replicas.poll(final=True)
         ending = self._ending()
+        reason = ending.reason
+        if any(self._unjudged.values()):
+            unjudged = ", ".join(f"{n:,} of {side}" for side, n in self._unjudged.items())
+            reason = "; ".join(filter(None, (reason, (
+                f"stopped: {unjudged} lines not yet read when the runs were stopped, saved "
+                "in the raw logs, not judged (a replay of the pair judges them)"))))  # fmt: skip
         self.summary = self.aligner.summary(
-            complete=ending.complete, reason=ending.reason, interrupted=ending.interrupted
+            complete=ending.complete, reason=reason, interrupted=ending.interrupted
         )
         self._hold_to_bytes()
         ends = [self.sides[k].end for k in SIDES]
