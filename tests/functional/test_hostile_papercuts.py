@@ -1,0 +1,62 @@
+"""Papercuts a new user met (issue 40): `plot run.jsonl` says what plot takes (it said "is not
+valid JSON"), `export -o DIR` never suggests --force, a failed `export --force -o /dev/full`
+leaves the device, `browse --store sample_logs` would write no index into the checkout."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tuimon.cli import main
+
+
+def _pair(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for log in (a, b):
+        log.write_text('{"step": 0, "loss": 1.0}\n{"step": 1, "loss": 0.5}\n')
+    store = tmp_path / "store"
+    assert main(["compare", str(a), str(b), "--save", "--store", str(store)]) == 0
+    capsys.readouterr()
+    (pair,) = [p for p in store.iterdir() if p.is_dir()]
+    return pair
+
+
+@pytest.mark.parametrize("command", ["plot", "spread"])
+def test_a_log_given_to_plot_says_what_plot_takes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    log = tmp_path / "run.jsonl"
+    log.write_text('{"step": 0, "loss": 1.0}\n')
+    out = ["-o", str(tmp_path / "x.png")] if command == "plot" else []
+    assert main([command, str(log), *out, "--store", str(tmp_path / "s")]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "not valid JSON" not in line and "give a pair directory" in line
+    assert "tuimon read" in line
+
+
+def test_export_to_a_directory_never_suggests_force(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pair = _pair(tmp_path, capsys)
+    for force in ([], ["--force"]):
+        assert main(["export", str(pair), "-o", str(tmp_path), *force]) == 2
+        err = capsys.readouterr().err
+        assert "is a directory" in err and "--force" not in err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_failed_export_to_a_device_leaves_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pair = _pair(tmp_path, capsys)
+    before = os.stat("/dev/full")
+    assert main(["export", str(pair), "--force", "-o", "/dev/full"]) == 2
+    assert "No space left" in capsys.readouterr().err
+    after = os.stat("/dev/full")
+    assert (after.st_ino, after.st_rdev, after.st_mode) == (
+        before.st_ino,
+        before.st_rdev,
+        before.st_mode,
+    )
