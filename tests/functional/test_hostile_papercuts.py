@@ -60,3 +60,26 @@ def test_a_failed_export_to_a_device_leaves_it(
         before.st_rdev,
         before.st_mode,
     )
+
+
+def test_listing_a_folder_in_a_checkout_writes_no_index(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`browse --store sample_logs` listed the checkout's sample pairs and wrote
+    sample_logs/.tuimon-index into it; a store tuimon made (in a checkout too) keeps one."""
+    from tuimon.store.index import INDEX_FILE, list_pairs
+
+    pair = _pair(tmp_path, capsys)
+    made = pair.parent
+    checkout = tmp_path / "checkout"
+    (checkout / ".git").mkdir(parents=True)
+    samples = checkout / "sample_logs"
+    samples.mkdir()
+    pair.rename(samples / pair.name)
+    assert [p.name for p in list_pairs(samples)] == [pair.name]
+    assert not (samples / INDEX_FILE).exists()
+    assert (made / INDEX_FILE).exists()  # made by tuimon: cached
+    store = checkout / "tuimon_pairs"  # made by tuimon inside a checkout: cached too
+    a, b = str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")
+    assert main(["compare", a, b, "--save", "--store", str(store)]) == 0
+    assert (store / INDEX_FILE).exists() and len(list_pairs(store)) == 1

@@ -177,10 +177,32 @@ def _entry(key: Key, when: float, info: PairInfo) -> list[Any]:
 
 
 def _write_index(root: Path, pairs: dict[str, Any]) -> None:
-    """Write the index (best effort: a read-only store is listed all the same)."""
+    """Write the index (best effort: a read-only store is listed all the same), only in a
+    store of tuimon's own (`indexed`): `browse --store sample_logs` writes nothing into a
+    checkout."""
+    if indexed(root):
+        _write_index_file(root, pairs)
+
+
+def start_index(root: Path) -> None:
+    """A store tuimon has just made holds an (empty) index: its listings are cached there."""
+    _write_index_file(root, {})
+
+
+def _write_index_file(root: Path, pairs: dict[str, Any]) -> None:
     doc = {"format": _INDEX_FORMAT, "pairs": pairs}
     with contextlib.suppress(StoreError):
         _write_atomic(root / INDEX_FILE, (orjson.dumps(doc),))
+
+
+def indexed(root: Path) -> bool:
+    """Whether listing `root` may write its index: one is there already (tuimon made the store,
+    or listed it before), or the folder lies in no git checkout (a folder of pairs someone
+    keeps). A folder in a checkout (sample_logs/) is only read."""
+    if os.path.lexists(root / INDEX_FILE):
+        return True
+    here = root.resolve()
+    return not any(os.path.lexists(d / ".git") for d in (here, *here.parents))
 
 
 _LOGS = tuple(f"{side}.jsonl" for side in SIDES)
