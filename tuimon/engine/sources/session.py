@@ -28,7 +28,14 @@ from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.fingerprints import env_diff
 from tuimon.engine.judge.hints import likely_causes
 from tuimon.engine.judge.verdict import Ending, RunEnd, Summary, how_it_ended
-from tuimon.engine.launch.runner import TICK, LaunchError, Run, RunSpec, exit_text
+from tuimon.engine.launch.runner import (
+    HALT_GRACE,
+    TICK,
+    LaunchError,
+    Run,
+    RunSpec,
+    exit_text,
+)
 from tuimon.engine.sources.replicas import ReplicaWatch
 from tuimon.engine.sources.side_state import SideState
 from tuimon.readers import PatternError, Reading
@@ -284,9 +291,17 @@ class PairSession:
 
         return unlisten
 
+    _stopped_at: float | None = None
+
+    def _past_stop(self) -> bool:
+        """A stop was asked more than `HALT_GRACE` ago: lines still queued are not judged."""
+        return self._stopped_at is not None and time.monotonic() > self._stopped_at + HALT_GRACE
+
     def stop(self) -> None:
         """Ask the session to end early (quit / Ctrl-C); the partial pair is saved."""
         self.interrupted = True
+        if self._stopped_at is None:
+            self._stopped_at = time.monotonic()
         self._stop_requested.set()
         if isinstance(self.source, LiveSource):
             self.source.halt()  # at once: a session's turn may be long while runs flood
@@ -402,8 +417,8 @@ class PairSession:
         if isinstance(event, Lines):
             if self.writer and not event.saved:
                 self.writer.raw_bytes(event.side, b"".join(event.lines))  # a cut tail stays cut
-            if self._stop_requested.is_set():  # quitting: saved, not judged (runs that flood
-                self._unjudged[event.side] += len(event.lines)  # left a backlog of minutes)
+            if event.unread or self._past_stop():  # saved, not judged (`Run.halt`: runs
+                self._unjudged[event.side] += len(event.lines)  # that flood leave a backlog)
                 return
             if state.status == "starting" or state.status == "stalled":
                 state.status = "running"
