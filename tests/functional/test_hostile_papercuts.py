@@ -76,10 +76,13 @@ def test_listing_a_folder_in_a_checkout_writes_no_index(
     samples = checkout / "sample_logs"
     samples.mkdir()
     pair.rename(samples / pair.name)
+    (samples / "README.md").write_text("sample pairs\n")  # someone else's file
     assert [p.name for p in list_pairs(samples)] == [pair.name]
     assert not (samples / INDEX_FILE).exists()
-    assert (made / INDEX_FILE).exists()  # made by tuimon: cached
-    store = checkout / "tuimon_pairs"  # made by tuimon inside a checkout: cached too
+    (samples / pair.name).rename(made / pair.name)  # outside a checkout, a README too:
+    (made / "README.md").write_text("mine\n")  # cached
+    assert len(list_pairs(made)) == 1 and (made / INDEX_FILE).exists()
+    store = checkout / "tuimon_pairs"  # pairs alone, inside a checkout: cached too
     a, b = str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")
     assert main(["compare", a, b, "--save", "--store", str(store)]) == 0
-    assert (store / INDEX_FILE).exists() and len(list_pairs(store)) == 1
+    assert len(list_pairs(store)) == 1 and (store / INDEX_FILE).exists()

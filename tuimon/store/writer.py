@@ -30,7 +30,6 @@ from tuimon.store.files import (
     _take_lock,
     _write_atomic,
 )
-from tuimon.store.index import start_index
 
 _DEVICE_BAD = re.compile(r"[^A-Za-z0-9.-]+")
 _LABEL_BAD = re.compile(r"[^A-Za-z0-9._-]+")
@@ -150,12 +149,9 @@ class PairWriter:
         suffix = _sanitise_label(label) if label is not None else ""
         stem = f"{now:%Y%m%d-%H%M%S}_s{seed_part}_{dev_a}-{dev_b}"
         try:
-            made = not root.is_dir()
             root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create store {root}: {_reason(exc)}") from exc
-        if made:  # a store of tuimon's own: listings cache their reads in its index
-            start_index(root)
         for _ in range(_MKDIR_TRIES):
             name = f"{stem}_{_random_hex()}" + (f"_{suffix}" if suffix else "")
             path = root / name
