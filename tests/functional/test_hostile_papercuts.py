@@ -86,3 +86,29 @@ def test_listing_a_folder_in_a_checkout_writes_no_index(
     a, b = str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")
     assert main(["compare", a, b, "--save", "--store", str(store)]) == 0
     assert len(list_pairs(store)) == 1 and (store / INDEX_FILE).exists()
+
+
+def test_explain_of_a_pair_from_another_machine_says_so_before_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its commands name a Python that is not here: one line, exit 2, no rerun announced."""
+    import json
+    import sys
+
+    from helpers import FAKE_TRAINER
+
+    store = tmp_path / "s"
+    argv = ["pair", "--headless", "--store", str(store), "--", sys.executable, FAKE_TRAINER,
+            "--side", "{side}", "--steps", "4", "--diverge-at", "2"]  # fmt: skip
+    assert main(argv) == 1
+    (pair,) = [p for p in store.iterdir() if p.is_dir()]
+    doc = json.loads((pair / "pair.json").read_text())
+    doc["commands"] = {
+        k: ["/elsewhere/.venv/bin/python", *v[1:]] for k, v in doc["commands"].items()
+    }
+    (pair / "pair.json").write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["explain", str(pair), "--yes"]) == 2
+    captured = capsys.readouterr()
+    assert "another machine" in captured.err and "/elsewhere/.venv/bin/python" in captured.err
+    assert "rerun" not in captured.out.lower()
