@@ -204,7 +204,7 @@ class BlockReader:
         if got.size > MAX_LINE and max(map(len, lines)) > MAX_LINE:  # skipped, as live
             got.slow = True
             return got
-        if any(map(signed_zero, lines)):  # `-0`: read line by line, its sign kept
+        if signed_zero(b"".join(lines)):  # `-0`: read line by line, its sign kept
             got.slow = key is None
             return got
         shape, self.shape = self.shape, None
