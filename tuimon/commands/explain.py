@@ -7,7 +7,6 @@ import os
 import shutil
 
 from tuimon.commands.options import add_yes, confirm, int64, positive_float
-from tuimon.errors import UsageError
 from tuimon.sanitize import clean
 
 
@@ -44,7 +43,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tuimon.engine.analyses.explain import run_explain
+    from tuimon.engine.analyses.explain import ExplainError, run_explain
     from tuimon.engine.launch.consent import Planned, show
 
     def agreed(commands: list[Planned]) -> bool:
@@ -52,9 +51,9 @@ def run(args: argparse.Namespace) -> int:
             program = command.argv[0] if command.argv and not command.shell else None
             if program is not None and not shutil.which(program):
                 where = "is not an executable file" if os.sep in program else "is not on PATH"
-                raise UsageError(
-                    f"{command.who}: program {clean(program, 200)!r} {where} here (a pair made "
-                    "on another machine?); nothing was started"
+                raise ExplainError(
+                    f"{command.who}: cannot start {clean(program, 200)!r}: it {where} here (a "
+                    "pair made on another machine?); nothing was started"
                 )
         return confirm("explain", show(commands), yes=args.yes)
 
