@@ -32,6 +32,7 @@ from tuimon.commands.guarded_streams import guarded
 from tuimon.commands.options import Parser
 from tuimon.errors import TuimonError, UsageError
 from tuimon.sanitize import clean
+from tuimon.signal_owner import own
 
 COMMANDS = (
     pair,
@@ -67,7 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (the same when stdout or stderr is a pipe
-    whose reader has gone: see `tuimon.commands.guarded_streams`)."""
+    whose reader has gone: see `tuimon.commands.guarded_streams`). Called without `argv`
+    (the entry point), tuimon owns the process's signals (`tuimon.signal_owner`)."""
+    if argv is None:
+        own()
     try:
         with guarded():
             return _main(argv)

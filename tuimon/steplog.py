@@ -211,11 +211,25 @@ def _checked_float(text: str) -> float | Unreadable:
     return Unreadable(text) if math.isinf(value) else value
 
 
-def _checked_int(text: str) -> int | Unreadable:
+def _checked_int(text: str) -> int | float | Unreadable:
     if len(text) > 20:  # beyond int64 (and Python's limit on digits may refuse it)
         return Unreadable(text)
+    if text == "-0":
+        return -0.0  # its sign kept, as a CSV cell or a printed `-0` is read (`float()`)
     value = int(text)
     return value if -(2**63) <= value < 2**63 else Unreadable(text)
+
+
+NEGATIVE_ZERO = re.compile(rb"-0(?![\d.eE])(?<=[:\[,\s]-0)")
+"""A JSON number `-0` (after `:`, `[`, `,` or a blank): orjson reads it as the integer 0, its
+sign lost; a line holding one is read by `loads_checked`, which keeps it as -0.0 (one way in
+every format: a CSV cell or a printed `-0` is -0.0 too, bitwise apart from 0)."""
+
+
+def signed_zero(data: bytes) -> bool:
+    """Whether JSON text holds the number `-0` (`NEGATIVE_ZERO`; `-0` inside a string too,
+    which only sends it the slower way)."""
+    return b"-0" in data and NEGATIVE_ZERO.search(data) is not None
 
 
 HUGE = float(2**63)
@@ -224,6 +238,8 @@ this large is read again by Python's json (which tells) before it is believed.""
 
 
 def _loads(line: bytes) -> Any:
+    if signed_zero(line):
+        return loads_checked(line)
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
@@ -255,6 +271,8 @@ def parse_obj(obj: Mapping[str, Any]) -> Record | None:
     if kind == "end":
         return _end(obj)
     step = obj.get("step")
+    if step == 0 and type(step) is float and math.copysign(1.0, step) < 0:
+        step = 0  # `"step": -0`, read with its sign (`NEGATIVE_ZERO`): step 0
     if not (type(step) is int and -(2**63) <= step < 2**63):  # else the general rule:
         step = _step_of(obj)
         if step is None:

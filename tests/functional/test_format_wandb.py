@@ -229,8 +229,12 @@ def test_media_and_tables_are_named_not_judged(
     notes = [r.text for r in loaded.records if isinstance(r, Text) and "media" in r.text]
     assert "sample (image-file)" in notes[0] and "table (table-file)" in notes[0]
     code, out = _compare(capsys, str(runs["a"]), str(runs["m"]))
+    # the NaN one run logged is a value on one side only: a difference, named (issue 40)
+    assert (code, out["verdict"], out["first_divergent_step"]) == (1, "DIVERGED", 0)
+    assert out["first_divergent_metrics"] == out["first_one_sided"] == ["gap"]
+    assert out["metrics_only_b"] == ["gap"] and out["values_one_sided"] == 3
+    code, out = _compare(capsys, str(runs["a"]), str(runs["m"]), "--ignore", "gap")
     assert (code, out["verdict"]) == (0, "IDENTICAL")  # the media: not judged
-    assert out["metrics_only_b"] == ["gap"]  # named, as any metric one side logged
 
 
 def test_a_run_resumed_reads_as_one_run_from_its_wandb_folder(

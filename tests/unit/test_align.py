@@ -67,7 +67,10 @@ def first_by_step(records: Sequence[Step]) -> dict[tuple[int, int], Step]:
 
 
 def ref_step_equal(ra: Step, rb: Step) -> bool:
-    """Every shared metric bitwise equal, and no digest (aggregate or per tensor) differs."""
+    """Every metric on both sides (a value on one side only differs) bitwise equal, and no
+    digest (aggregate or per tensor) differs."""
+    if ra.metrics.keys() != rb.metrics.keys():
+        return False
     for n in ra.metrics.keys() & rb.metrics.keys():
         if not same(ra.metrics[n], rb.metrics[n]):
             return False
@@ -84,17 +87,33 @@ def ref_first_divergent(a: Sequence[Step], b: Sequence[Step]) -> int | None:
     return None
 
 
+def _lone_only(ra: Step, rb: Step) -> bool:
+    """Two records whose only differences are values one of them lacks."""
+    lone = ra.metrics.keys() != rb.metrics.keys()
+    return lone and ref_step_equal(
+        Step(ra.step, {k: v for k, v in ra.metrics.items() if k in rb.metrics}, None,
+             ra.digest, ra.digests),
+        Step(rb.step, {k: v for k, v in rb.metrics.items() if k in ra.metrics}, None,
+             rb.digest, rb.digests),
+    )  # fmt: skip
+
+
 def ref_verdict(a: Sequence[Step], b: Sequence[Step], tol: float, complete: bool = True) -> str:
     fa, fb = first_by_step(a), first_by_step(b)
     shared = fa.keys() & fb.keys()
     equal = [ref_step_equal(fa[s], fb[s]) for s in shared]
     rels = [
         ref_rel(fa[s].metrics[n], fb[s].metrics[n])
+        if n in fa[s].metrics and n in fb[s].metrics
+        else math.inf  # a value on one side only: beyond any tolerance
         for s in shared
-        for n in fa[s].metrics.keys() & fb[s].metrics.keys()
+        for n in fa[s].metrics.keys() | fb[s].metrics.keys()
     ]
     if any(r > tol for r in rels) or (tol == 0 and not all(equal)):
-        return DIVERGED
+        # values on one side only where a log was not read whole are gaps, not differences
+        lone = [not ref_step_equal(fa[s], fb[s]) and _lone_only(fa[s], fb[s]) for s in shared]
+        gaps = all(lone[i] or equal[i] for i in range(len(shared)))
+        return INCOMPLETE if gaps and not complete else DIVERGED
     if not complete or not shared or fa.keys() != fb.keys():
         return INCOMPLETE
     return IDENTICAL if all(equal) else CLOSE
@@ -287,6 +306,7 @@ def pair_logs(draw: st.DrawFn) -> tuple[list[Step], list[Step]]:
     which = draw(st.lists(st.sampled_from(METRICS), min_size=1, max_size=3, unique=True))
     with_digests = kind == "digest" or draw(st.booleans())
     nan_metric = draw(st.booleans())
+    one_sided = draw(st.booleans())  # a value one side lacks: a difference
 
     def make(side: str, n: int, skip: set[int]) -> list[Step]:
         out = []
@@ -307,9 +327,9 @@ def pair_logs(draw: st.DrawFn) -> tuple[list[Step], list[Step]]:
                         metrics[m] = perturb(metrics[m], kind, k)
             if nan_metric and s % 3 == 0:
                 metrics["grad_norm"] = math.nan  # NaN on both sides: equal
-            if side == "a":
+            if one_sided and side == "a":
                 metrics["a_only"] = 1.0
-            elif s % 4 == 1:
+            elif one_sided and s % 4 == 1:
                 del metrics["lr"]  # a metric one side lacks at some steps
             out.append(step(s, tensors=tensors, **metrics))
         return out
@@ -629,8 +649,9 @@ def test_aligned_row_columns() -> None:
     assert r["acc.a"] == "NaN" and r["acc.rel"] == "Infinity" and r["acc.ulps"] == -1
     assert r["lr.a"] == "Infinity" and r["lr.b"] == "-Infinity"
     assert r["lr.ulps"] == 2 * bits(math.inf)  # beyond int64, still plain JSON
-    assert not any(k.startswith("only_a") for k in r)
-    names = [f"{m}.{c}" for m in ("loss", "acc", "lr") for c in METRIC_COLUMNS]
+    # a value on one side only is a difference: the missing one NaN, apart beyond any tolerance
+    assert (r["only_a.a"], r["only_a.b"], r["only_a.rel"]) == (2.0, "NaN", "Infinity")
+    names = [f"{m}.{c}" for m in ("loss", "acc", "lr", "only_a") for c in METRIC_COLUMNS]
     assert list(r) == [*ROW_COLUMNS, *names]  # the one naming (aligned.jsonl, tuimon export)
 
 
@@ -692,6 +713,7 @@ def test_running_summary_still_counts_skipped_steps() -> None:
 
 
 def test_logs_without_a_shared_metric_prove_nothing() -> None:
+    """Each value is on one side only and nothing is shared: not a difference, a gap."""
     a = [Step(i, {"loss": 1.0}) for i in range(3)]
     b = [Step(i, {"acc": 0.5}) for i in range(3)]
     _, aligner = compare_steps(a, b)

@@ -256,8 +256,12 @@ def test_a_wide_csv_judges_as_the_general_path(tmp_path: Path, odd: str | None) 
     b = write_csv(tmp_path / "b.csv", header, rows_b)
     assert (read_csv_columns(b) is None) == (odd is not None)
     got = same_both_ways(a, b)["summary"]
-    assert got["verdict"] == "DIVERGED" and got["first_divergent_step"] == 4
-    assert got["values_compared"] == 6 * width - (odd is not None)  # a text cell: no value
+    # a text or empty cell against a number: a value on one side only, a difference
+    assert got["verdict"] == "DIVERGED"
+    assert got["first_divergent_step"] == (4 if odd is None else 2)
+    assert got["first_one_sided"] == ([] if odd is None else ["m1233"])
+    assert got["values_compared"] == 6 * width
+    assert got["values_one_sided"] == (odd is not None)
 
 
 def test_rows_of_other_widths_that_make_up_for_each_other_are_read_row_by_row(

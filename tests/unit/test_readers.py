@@ -274,7 +274,11 @@ def test_csv_against_jsonl_with_map(tmp_path: Path, capsys: pytest.CaptureFixtur
     b.write_text("\n".join(json.dumps(r) for r in rows if not math.isnan(r["loss"])))
     assert main(["compare", str(a), str(b), "--json"]) == 3  # no metric in common
     capsys.readouterr()
-    assert main(["compare", str(a), str(b), "--json", "--map", "train_loss=loss"]) == 0
+    # the values only the CSV has (epoch, val_*) are values on one side only: differences
+    assert main(["compare", str(a), str(b), "--json", "--map", "train_loss=loss"]) == 1
+    assert summary(capsys)["metrics_only_a"] == ["epoch", "val_acc", "val_loss"]
+    only = ["--map", "train_loss=loss", "--ignore", "epoch", "--ignore", "val_*"]
+    assert main(["compare", str(a), str(b), "--json", *only]) == 0
     out = summary(capsys)
     assert out["verdict"] == "IDENTICAL" and out["steps_compared"] == 4
 

@@ -51,7 +51,8 @@ def run_compare(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, di
 
 def test_wandb_history_shifted_by_a_media_row_is_not_identical(tmp_path: Path, capsys) -> None:
     """One run logged one extra media row, so `_step` shifts by one: the runs share a metric
-    on few aligned steps. Never IDENTICAL: INCOMPLETE with the counts."""
+    on few aligned steps. Never IDENTICAL: DIVERGED where one run logged a value the other did
+    not (a value on one side only is a difference), with the counts."""
 
     def history(extra: bool) -> list[dict[str, Any]]:
         rows, step = [], 0
@@ -68,10 +69,10 @@ def test_wandb_history_shifted_by_a_media_row_is_not_identical(tmp_path: Path, c
     a = write(tmp_path / "a.jsonl", history(False), tuimon=False)
     b = write(tmp_path / "b.jsonl", history(True), tuimon=False)
     code, out = run_compare(capsys, str(a), str(b))
-    assert code == 3 and out["verdict"] == INCOMPLETE
-    assert out["steps_without_values"] > 0 and out["unmatched_b"] == 1
-    assert out["values_compared"] < out["steps_compared"]
-    assert "share no value" in out["reason"] and "one run only" in out["reason"]
+    assert code == 1 and out["verdict"] == DIVERGED
+    assert out["first_divergent_step"] == 2 and out["first_one_sided"] == ["loss"]
+    assert out["unmatched_b"] == 1 and out["values_one_sided"] > 0
+    assert "one run only" in out["reason"]
     assert "_runtime" in out["ignored"]
 
 
@@ -318,6 +319,7 @@ def test_column_judge_equals_record_judge(
             s.bytes, s.precision = {}, {}  # compare also holds the verdict to the bytes
             s.complete = True
             s.first_divergent_metrics.sort()  # names in the order each path met them
+            s.first_one_sided.sort()
         sort = orjson.OPT_SORT_KEYS
         assert orjson.dumps(got.to_dict(), option=sort) == orjson.dumps(want.to_dict(), option=sort)
     finally:

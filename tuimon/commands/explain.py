@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 
 from tuimon.commands.options import add_yes, confirm, int64, positive_float
+from tuimon.sanitize import clean
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -40,10 +43,18 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tuimon.engine.analyses.explain import run_explain
+    from tuimon.engine.analyses.explain import ExplainError, run_explain
     from tuimon.engine.launch.consent import Planned, show
 
     def agreed(commands: list[Planned]) -> bool:
+        for command in commands:  # before the reruns are announced (a pair from elsewhere)
+            program = command.argv[0] if command.argv and not command.shell else None
+            if program is not None and not shutil.which(program):
+                where = "is not an executable file" if os.sep in program else "is not on PATH"
+                raise ExplainError(
+                    f"{command.who}: cannot start {clean(program, 200)!r}: it {where} here (a "
+                    "pair made on another machine?); nothing was started"
+                )
         return confirm("explain", show(commands), yes=args.yes)
 
     from tuimon.commands.pair import nproc_of

@@ -18,6 +18,9 @@ class Lines:
     """The lines already parsed (a replay has them), so the session does not parse twice."""
     saved: bool = False
     """The bytes are on disk already (the pipe reader saved them as it read them)."""
+    unread: bool = False
+    """Delivered as read, never parsed: a stop was asked while the run flooded its output
+    (`Run.halt`); saved, counted, not judged."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,13 +50,17 @@ from tuimon.steplog import (
     loads_checked,
     parse_line,
     parse_obj,
+    signed_zero,
     suspect,
     why_not_step,
 )
 
 
 def loads(data: bytes) -> Any:
-    """A JSON value; NaN / Infinity tokens read too (1e400 kept as unreadable text)."""
+    """A JSON value; NaN / Infinity tokens read too (1e400 kept as unreadable text), `-0` as
+    -0.0 (`signed_zero`)."""
+    if signed_zero(data):
+        return loads_checked(data)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:

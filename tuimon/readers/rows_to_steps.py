@@ -169,18 +169,24 @@ class Levels:
             self.on = self.on or inner is not None  # a batch counter is within its epoch
         else:
             epoch, inner = as_int(row.get("epoch")), step
-        if epoch is not None and inner is not None and 0 <= inner < LEVEL and 0 <= epoch < 2**33:
+        if epoch is not None and inner is not None and levels_fit(epoch, inner):
             before = self._last
             self.on = self.on or (before is not None and epoch > before[0] and inner < before[1])
             self._last = (epoch, inner)
         last = self._last
         if not self.on or last is None:
             return step
-        if epoch is None or epoch < 0 or epoch >= 2**33:
+        if epoch is None or not levels_fit(epoch, 0):
             epoch = last[0]
-        if inner is None or not 0 <= inner < LEVEL:
+        if inner is None or not levels_fit(epoch, inner):
             inner = last[1] if last[0] == epoch else 0
         return epoch * LEVEL + inner
+
+
+def levels_fit(epoch: int, iteration: int) -> bool:
+    """Whether one integer step holds both levels exactly (`epoch * LEVEL + iteration`, an
+    int64, never a float encoding)."""
+    return 0 <= iteration < LEVEL and epoch >= 0 and epoch * LEVEL + iteration < 2**63
 
 
 MAX_ITEMS = 1024

@@ -20,7 +20,7 @@ from typing import Any
 from tuimon.clocks import is_clock
 from tuimon.readers.rows_to_steps import LEVEL as LEVEL
 from tuimon.readers.rows_to_steps import LEVELS_NOTE as LEVELS_NOTE
-from tuimon.readers.rows_to_steps import as_int, as_number
+from tuimon.readers.rows_to_steps import as_int, as_number, levels_fit
 from tuimon.steplog import LOW_BITS, Step, Unreadable, int_text, low_bits
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -65,7 +65,7 @@ def _epoch_and_of(steps: list[re.Match[str]], best: re.Match[str] | None) -> tup
     outer, inner = as_int(_n(epoch)), as_int(_n(best))
     if best.start() < epoch.start() or outer is None or inner is None:
         return None
-    return (outer, inner) if inner < LEVEL and 0 <= outer < 2**33 else None
+    return (outer, inner) if levels_fit(outer, inner) else None
 
 
 def two_level(text: str) -> tuple[int, int, int] | None:
@@ -81,15 +81,29 @@ def two_level(text: str) -> tuple[int, int, int] | None:
 
 
 def _bracketed(text: str) -> tuple[int, int, int] | None:
-    """(epoch, iteration, where the levels end) of `Epoch [7][2750/6207]`-like steps."""
+    """(epoch, iteration, where the levels end) of `Epoch [7][2750/6207]`-like steps; None
+    for a line without them, or whose levels one step cannot hold (`levels_beyond`)."""
+    found = _bracketed_levels(text)
+    return found if found is not None and levels_fit(found[0], found[1]) else None
+
+
+def _bracketed_levels(text: str) -> tuple[int, int, int] | None:
+    """`_bracketed`'s levels as printed, whether or not one step can hold them."""
     m = _TWO_LEVEL.search(text)
     if m is None:
         return None
     first = m["outer"] is not None
     outer, inner = (m["outer"], m["inner"]) if first else (m["outer2"], m["inner2"])
-    if len(outer) > 9 or len(inner) > 9:
-        return None
+    if len(outer) > 40 or len(inner) > 40:
+        return int("9" * 40), 0, m.end()  # beyond any step (not parsed: a digit bomb)
     return int(outer), int(inner), m.end()
+
+
+def levels_beyond(text: str) -> bool:
+    """A line that prints two-level steps one step cannot hold (`levels_fit`): it is skipped
+    and said (`STEP_RANGE`), never read as its epoch alone (the iteration dropped)."""
+    found = _bracketed_levels(text)
+    return found is not None and not levels_fit(found[0], found[1])
 
 
 def step_text(step: int, levels: bool) -> str:
@@ -178,6 +192,8 @@ def parse_text(
     if patterns:
         return _by_patterns(text, patterns)
     levels = _bracketed(text) if key is None else None
+    if key is None and levels is None and levels_beyond(text):
+        return None  # skipped and said (`step_beyond_int64`), never its epoch alone
     steps = list((_named_step(key) if key else _STEP).finditer(text))
     if not steps and levels is None and (key is not None or not _BAR.search(text)):
         return None
@@ -196,7 +212,7 @@ def parse_text(
         return _values(text, levels[2], [(0, levels[2])], levels[0] * LEVEL + levels[1], bare)
     assert best is not None
     spans = [m.span() for m in steps]
-    epochs = [float(_n(m)) for m in steps if m is not best and _key(m) == "epoch"]
+    epochs = [int(_n(m)) for m in steps if m is not best and _key(m) == "epoch"]
     step = as_int(_n(best))
     if step is None:  # beyond int64: skipped
         return None
@@ -204,8 +220,10 @@ def parse_text(
     if found is None or not (found.metrics or found.unreadable):  # `loss = 0.12, step = 1001`
         before = _values(text[: steps[0].start()], 0, spans, step, False)
         found = before if before is not None else found
-    if found is not None and epochs:
-        found.metrics["epoch"] = epochs[-1]
+    if found is not None and epochs:  # an integer, compared as one (`low_bits`)
+        found.metrics["epoch"] = float(epochs[-1])
+        if (low := low_bits(epochs[-1])) is not None:
+            found.metrics["epoch" + LOW_BITS] = low
     return found
 
 
@@ -295,7 +313,10 @@ def _again(name: str, *seen: dict[str, float]) -> str:
 
 
 def step_beyond_int64(text: str, key: str | None = None) -> bool:
-    """A printed line that names a step too big for an int64 (skipped and said, not text)."""
+    """A printed line that names a step too big for an int64, or two-level steps one step
+    cannot hold (`levels_fit`): skipped and said, not text."""
+    if key is None and levels_beyond(text):
+        return True
     return any(as_int(_n(m)) is None for m in (_named_step(key) if key else _STEP).finditer(text))
 
 

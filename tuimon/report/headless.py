@@ -32,6 +32,7 @@ from tuimon.report.wording import (
     side_line,
 )
 from tuimon.sanitize import clean, json_text
+from tuimon.signal_owner import owned
 
 PLAIN_EVERY = 15.0
 """Seconds between plain progress lines when stderr is not a terminal."""
@@ -248,12 +249,13 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 async def _run_with_signals(session: PairSession) -> Summary:
     loop = asyncio.get_running_loop()
-    for sig in SIGNALS:
+    signals = SIGNALS if owned() else ()  # a test process keeps its own (`signal_owner`)
+    for sig in signals:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, session.stop)
     try:
         return await session.run()
     finally:
-        for sig in SIGNALS:
+        for sig in signals:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)

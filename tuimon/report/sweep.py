@@ -18,6 +18,7 @@ from tuimon.engine.runs.submit import attach_line
 from tuimon.engine.runs.sweep import COLUMNS, Sweep, hint_lines, row, seed_lines
 from tuimon.report.headless import SIGNALS
 from tuimon.sanitize import json_text
+from tuimon.signal_owner import owned
 from tuimon.store import StoreError
 
 PLAIN_EVERY = 15.0
@@ -125,7 +126,8 @@ def print_result(sweep: Sweep, out: Any) -> None:
 
 async def _run_with_signals(sweep: Sweep) -> int:
     loop = asyncio.get_running_loop()
-    for sig in SIGNALS:  # as a pair: runs stopped, pairs saved as interrupted, exit 3
+    signals = SIGNALS if owned() else ()  # a test process keeps its own (`signal_owner`)
+    for sig in signals:  # as a pair: runs stopped, pairs saved as interrupted, exit 3
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, sweep.stop)
     try:
@@ -134,6 +136,6 @@ async def _run_with_signals(sweep: Sweep) -> int:
         print(f"tuimon: sweep record not saved: {exc}", file=sys.stderr)
         return 3
     finally:
-        for sig in SIGNALS:
+        for sig in signals:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)

@@ -191,7 +191,10 @@ def headline(summary: Summary) -> str:
     else:
         what = names(s.first_divergent_metrics or s.first_tensors or ["digest"])
         most = (
-            f"max divergence {s.max_divergence:.3g} at step "
+            f"a value in one run only: {names(s.first_one_sided)} (a null, text or a list "
+            "where the other logged a number, or not logged at all)"
+            if s.first_one_sided
+            else f"max divergence {s.max_divergence:.3g} at step "
             f"{step_text(s.max_divergence_step, s.step_levels)}"
             if s.max_divergence_step is not None
             else "values differ in their bits only (-0.0 against 0.0, or a NaN's payload)"

@@ -176,11 +176,27 @@ def _entry(key: Key, when: float, info: PairInfo) -> list[Any]:
     return [key, when, fields]
 
 
-def _write_index(root: Path, pairs: dict[str, Any]) -> None:
-    """Write the index (best effort: a read-only store is listed all the same)."""
+def _write_index(root: Path, pairs: dict[str, Any], entries: list[os.DirEntry[str]]) -> None:
+    """Write the index (best effort: a read-only store is listed all the same), only in a
+    store of tuimon's own (`indexed`): `browse --store sample_logs` writes nothing into a
+    checkout."""
+    if not indexed(root, entries):
+        return
     doc = {"format": _INDEX_FORMAT, "pairs": pairs}
     with contextlib.suppress(StoreError):
         _write_atomic(root / INDEX_FILE, (orjson.dumps(doc),))
+
+
+def indexed(root: Path, entries: list[os.DirEntry[str]]) -> bool:
+    """Whether listing `root` may write its index there: one is there already, or the folder
+    holds pairs and tuimon's own files only (no file of someone else's: sample_logs/ has its
+    README), or it lies in no git checkout (a folder of pairs someone keeps)."""
+    if os.path.lexists(root / INDEX_FILE):
+        return True
+    if not any(e.name[:1] != "." and not e.is_dir(follow_symlinks=False) for e in entries):
+        return True
+    here = root.resolve()
+    return not any(os.path.lexists(d / ".git") for d in (here, *here.parents))
 
 
 _LOGS = tuple(f"{side}.jsonl" for side in SIDES)
@@ -259,7 +275,7 @@ def list_pairs(root: Path) -> list[PairInfo]:
             new[entry.name] = _entry(key, row[0], row[2])
         rows.append(row)
     if new != old:
-        _write_index(root, new)
+        _write_index(root, new, entries)
     return _newest_first(rows)
 
 

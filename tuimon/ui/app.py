@@ -24,6 +24,7 @@ from tuimon.engine.runs.sweep import Sweep
 from tuimon.engine.sources.session import Batch, PairSession
 from tuimon.report.sweep import print_result
 from tuimon.sanitize import clean
+from tuimon.signal_owner import owned
 from tuimon.ui.browser import BrowserScreen
 from tuimon.ui.confirm import REFUSED, CommandsScreen
 from tuimon.ui.keymap import KeyedScreen
@@ -100,7 +101,7 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
     def on_mount(self) -> None:
         """The first screen: a pair view for a session, else the browser."""
         loop = asyncio.get_running_loop()
-        for sig in SIGNALS:
+        for sig in SIGNALS if owned() else ():  # a test process keeps its own
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self.on_signal, sig)
                 self._caught.append(sig)

@@ -253,6 +253,11 @@ def _sweep_pairs(ref: str, store: Path) -> tuple[list[tuple[Path, str]], list[st
                 f"{ref}: no such pair directory, nor a sweep of that id in {store}"
                 " (give pair directories or one sweep)"
             ) from None
+        if Path(ref).is_file() and str(exc).endswith(("is not valid JSON", "sweep record")):
+            raise SpreadError(  # a log given where a pair is meant (`plot run.jsonl`)
+                f"{ref}: a file that is no sweep record: give a pair directory, several, or one "
+                "sweep (its record or id); a log is read by tuimon read, two by tuimon compare"
+            ) from None
         raise SpreadError(str(exc)) from None
     pairs, missing = [], []
     for i, job in enumerate(sweep.jobs):

@@ -33,10 +33,17 @@ from tuimon.engine.judge.columns import (
 )
 from tuimon.engine.judge.step_counts import StepCounts
 from tuimon.engine.judge.text_judge import TextJudge
-from tuimon.engine.judge.verdict import NO_STEP, Summary, unmatched_reason, verdict
+from tuimon.engine.judge.verdict import (
+    DIVERGED,
+    INCOMPLETE,
+    NO_STEP,
+    Summary,
+    unmatched_reason,
+    verdict,
+)
 from tuimon.readers.account import NOTE, Account
 from tuimon.readers.text import LEVEL, LEVELS_NOTE
-from tuimon.steplog import CUT_TAIL, IN_RECORD, End, Header, Step, Text
+from tuimon.steplog import CUT_TAIL, IN_RECORD, UNREADABLE, End, Header, Step, Text
 from tuimon.store import SIDES, other_side
 from tuimon.store.aligned import AlignedStep
 
@@ -74,6 +81,12 @@ class Tally:
     first_beyond: tuple[int, int] | None = None
     beyond_at: dict[str, Any] | None = None
     """Where the pair first went beyond its tolerance (or band): `Summary.beyond`."""
+    one_sided: int = 0
+    """Values one side has at an aligned step and the other lacks (each a difference)."""
+    first_one_sided: list[str] = field(default_factory=list)
+    """Of the first divergent step's metrics, those with a value on one side only."""
+    shared_beyond: bool = False
+    """A difference beyond tolerance other than values on one side only was seen."""
 
     def add(self, block: Block) -> None:
         """Count one judged block."""
@@ -99,6 +112,8 @@ class Tally:
         self.steps_without_values += int(lonely.sum())
         if block.digests_apart is not None:
             self.digests_not_comparable += int(block.digests_apart.sum())
+        if block.one_sided is not None:
+            self.one_sided += int(block.one_sided.sum())
         differ = ~block.equal
         div = block.divergence
         outside = self._outside(block)
@@ -112,11 +127,14 @@ class Tally:
                 (k := _key(steps, occ, i)), self.first_beyond
             ):
                 self.first_beyond, self.beyond_at = k, self._beyond_in_block(block, i)
+            shared = outside if block.lone_only is None else outside & ~block.lone_only
+            self.shared_beyond = self.shared_beyond or bool(shared.any())
         if (i := least(differ)) is not None and _before(
             (k := _key(steps, occ, i)), self.first_divergent
         ):
             self.first_divergent = k
             self.first_divergent_metrics = block.metrics.parted(i)
+            self.first_one_sided = block.lone(i)
         digest_differs = block.digest_equal == False  # noqa: E712 - elementwise on objects
         if (i := least(digest_differs)) is not None and _before(
             (k := _key(steps, occ, i)), self.first_digest
@@ -245,15 +263,22 @@ class Tally:
             v == 0 and not e for v, e in zip(rows.values, rows.empty, strict=True)
         )
         self.digests_not_comparable += rows.apart
+        self.one_sided += rows.one_sided
         tolerance = self.tolerance
         top, top_row = 0.0, None
         band = self.band
         for row in order:
             key = _row_key(row)
-            equal = rows.equal[at[id(row)]]
+            i = at[id(row)]
+            equal = rows.equal[i]
             if not equal and _before(key, self.first_divergent):
                 self.first_divergent = key
                 self.first_divergent_metrics = [n for n, d in row.diffs.items() if not d.equal]
+                self.first_one_sided = [
+                    n
+                    for n in self.first_divergent_metrics
+                    if (n in row.a.metrics) != (n in row.b.metrics)
+                ]
             if row.digest_equal is False and _before(key, self.first_digest):
                 self.first_digest = key
             if row.tensors and _before(key, self.first_tensor):
@@ -277,6 +302,7 @@ class Tally:
                 beyond = False
             if beyond:
                 self.beyond = True
+                self.shared_beyond = self.shared_beyond or not rows.lone_only[i]
                 if _before(key, self.first_beyond):
                     self.first_beyond = key
                     if out:
@@ -511,6 +537,8 @@ class PairAligner:
         judged = verdict(t.steps_compared + text.compared,
                          t.steps_equal + text.compared - text.differ, t.max_divergence,
                          limit, ok, beyond=t.beyond or text.beyond)  # fmt: skip
+        if judged == DIVERGED and self._gaps_only(complete):
+            judged = INCOMPLETE  # values on one side only where nothing is shared, or lost
         levels = any(LEVELS_NOTE in a.notes for a in self.accounts.values())
         only = {s: sorted(self.names[s] - self.names["b" if s == "a" else "a"]) for s in SIDES}
         return Summary(
@@ -543,6 +571,8 @@ class PairAligner:
             unreadable_first=list(self.unreadable_first),
             interrupted=interrupted,
             digests_not_comparable=t.digests_not_comparable,
+            values_one_sided=t.one_sided,
+            first_one_sided=[m for m in t.first_one_sided if m in metrics],
             accounts={s: self.accounts[s].to_dict() for s in SIDES},
             text=text.to_dict(),
             step_levels=levels,
@@ -554,6 +584,20 @@ class PairAligner:
                 else None
             ),
         )  # fmt: skip
+
+    def _gaps_only(self, complete: bool) -> bool:
+        """Whether every difference seen is a value on one side only, and those are gaps,
+        not differences: the two logs share no metric (nothing was compared), or a log was
+        not read whole (its run cut short or failed, a record damaged or cut: what it lacks
+        may be what was lost)."""
+        t = self.tally
+        if not t.beyond or t.shared_beyond or self.text.beyond or not t.one_sided:
+            return False
+        lost = not complete or any(
+            a.unjudged or a.skipped.get(UNREADABLE) or a.skipped.get(CUT_TAIL)
+            for a in self.accounts.values()
+        )
+        return lost or t.values_compared == t.one_sided
 
     def _completeness(
         self, complete: bool, reason: str | None, ua: int, ub: int, *, running: bool = False
@@ -580,7 +624,7 @@ class PairAligner:
             out.append(NO_STEP)
         elif t.steps_compared == 0:
             pass  # a log of text lines: judged line by line (`TextJudge`)
-        elif t.steps_without_values == t.steps_compared:
+        elif t.steps_without_values == t.steps_compared or t.values_compared == t.one_sided:
             out.append("the two logs share no metric")
         elif t.values_compared == 0 and not self.text.compared:
             out.append("the two logs share no judged value (clocks, or all ignored)")

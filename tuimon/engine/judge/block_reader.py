@@ -41,6 +41,7 @@ from tuimon.steplog import (
     Text,
     parse_line,
     parse_obj,
+    signed_zero,
     suspect,
 )
 
@@ -211,6 +212,9 @@ class BlockReader:
         got = Prepared(key, len(lines), sum(map(len, lines)), lines=lines)
         if got.size > MAX_LINE and max(map(len, lines)) > MAX_LINE:  # skipped, as live
             got.slow = True
+            return got
+        if signed_zero(b"".join(lines)):  # `-0`: read line by line, its sign kept
+            got.slow = key is None
             return got
         shape, self.shape = self.shape, None
         if shape is not None and (made := shape.read(lines)) is not None:

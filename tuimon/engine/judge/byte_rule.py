@@ -660,6 +660,8 @@ def hold(
     folder = a.is_dir() or b.is_dir()
     if summary.verdict == DIVERGED:
         found = ByteCheck(applied=False, why_not="a difference is named at its step")
+    elif summary.interrupted:  # INCOMPLETE, and a quit waits on nothing it does not need
+        found = ByteCheck(applied=False, why_not="the pair was stopped: judged by its records")
     elif folder:
         found = ByteCheck(applied=False, why_not="a folder of files: judged by its records")
     elif reading.rename:

@@ -73,6 +73,9 @@ class RowTable(Mapping[str, np.ndarray]):
     def __len__(self) -> int:
         return len(self.names)
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._row
+
     def rows(self, names: Sequence[str]) -> np.ndarray:
         """The rows of `names`, stacked (a copy)."""
         return self.table[[self._row[name] for name in names]]
@@ -87,11 +90,12 @@ def _same_tables(
     return None
 
 
-def _stacked(values: Mapping[str, np.ndarray], names: Sequence[str]) -> np.ndarray:
-    """The values of `names` as one (metrics x rows) array."""
-    if isinstance(values, RowTable):
+def _stacked(values: Mapping[str, np.ndarray], names: Sequence[str], n: int) -> np.ndarray:
+    """The values of `names` as one (metrics x rows) array (NaN for a name `values` lacks)."""
+    if isinstance(values, RowTable) and all(map(values.__contains__, names)):
         return values.rows(names)
-    return np.stack([values[k] for k in names])
+    missing = np.full(n, math.nan)
+    return np.stack([values.get(k, missing) for k in names])
 
 
 @dataclass
@@ -107,6 +111,9 @@ class Columns:
     digest: np.ndarray
     digests: list[dict[str, str]] | None = None
     records: list[Step] | None = None
+    unjudged: dict[str, np.ndarray] = field(default_factory=dict)
+    """name -> rows where the side logged a value that cannot be judged (`Step.unreadable`:
+    `1e400`): reported, never a value on one side only."""
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -137,6 +144,7 @@ class Columns:
             digest=digest,
             digests=[r.digests for r in records] if any(r.digests for r in records) else None,
             records=list(records),
+            unjudged=_unjudged(records),
         )
 
     def take(self, index: np.ndarray | slice) -> Columns:
@@ -149,6 +157,7 @@ class Columns:
             digest=self.digest[index],
             digests=None if self.digests is None else _pick(self.digests, index),
             records=None if self.records is None else _pick(self.records, index),
+            unjudged={k: v[index] for k, v in self.unjudged.items()},
         )
 
     @classmethod
@@ -171,6 +180,10 @@ class Columns:
         records = None
         if all(b.records is not None for b in blocks):
             records = [r for b in blocks for r in b.records or ()]
+        unjudged = {
+            name: np.concatenate([b.unjudged.get(name, np.zeros(len(b), bool)) for b in blocks])
+            for name in dict.fromkeys(k for b in blocks for k in b.unjudged)
+        }
         return cls(
             steps=np.concatenate([b.steps for b in blocks]),
             occ=np.concatenate([b.occ for b in blocks]),
@@ -179,7 +192,24 @@ class Columns:
             digest=np.concatenate([b.digest for b in blocks]),
             digests=digests,
             records=records,
+            unjudged=unjudged,
         )
+
+
+def _unjudged(records: Sequence[Step]) -> dict[str, np.ndarray]:
+    """`Columns.unjudged` of step records (none in the usual block: one pass to tell)."""
+    if not any(r.unreadable for r in records):
+        return {}
+    out: dict[str, np.ndarray] = {}
+    for i, record in enumerate(records):
+        for name in unreadable_names(record):
+            out.setdefault(name, np.zeros(len(records), bool))[i] = True
+    return out
+
+
+def unreadable_names(record: Step) -> set[str]:
+    """The names of a record's values that do not fit (`Step.unreadable`: `name=text`)."""
+    return {entry.rpartition("=")[0] for entry in record.unreadable}
 
 
 def _pick(items: list[Any], index: np.ndarray | slice) -> list[Any]:
@@ -194,7 +224,8 @@ def _pick(items: list[Any], index: np.ndarray | slice) -> list[Any]:
 
 
 class MetricDiffs(Mapping[str, tuple[np.ndarray, ...]]):
-    """name -> (both present, equal, abs, rel, ulps) of a block's shared metrics, kept as the
+    """name -> (judged, equal, abs, rel, ulps) of a block's metrics (judged: a value on either
+    side; one on one side only differs, rel and abs inf, ulps -1), kept as the
     (metrics x rows) arrays they were diffed in: a metric's five rows are made when asked for
     (a block of 100,000 metrics holds a few arrays, not 500,000 views). ulps is None in a
     block judged without them (`judge_block`)."""
@@ -231,7 +262,7 @@ class MetricDiffs(Mapping[str, tuple[np.ndarray, ...]]):
         return sum(len(names) for names, _ in self.groups)
 
     def parted(self, row: int) -> list[str]:
-        """The metrics present on both sides whose values differ at `row`, in order."""
+        """The metrics whose values differ at `row` (or that one side only has), in order."""
         out: list[str] = []
         for names, (both, equal, *_) in self.groups:
             out += compress(names, (both[:, row] & ~equal[:, row]).tolist())
@@ -258,6 +289,26 @@ class Block:
     empty: np.ndarray | None = None
     """Rows where neither side has a judged value (a media-only row logged by both): they
     share no value, but nothing is missing on either side (`_empty_rows`)."""
+    one_sided: np.ndarray | None = None
+    """Values per row that one side has and the other lacks (a `null`, a string or a list
+    where the other side logged a number, or a metric not logged): each is a difference."""
+    lone_only: np.ndarray | None = None
+    """Rows whose only differences are values on one side only."""
+
+    def lone(self, row: int) -> list[str]:
+        """The metrics that have a value on one side only at `row`."""
+        if self.one_sided is None or not self.one_sided[row]:
+            return []
+        return [
+            name
+            for name in self.metrics.parted(row)
+            if _has(self.a, name, row) != _has(self.b, name, row)
+        ]
+
+
+def _has(side: Columns, name: str, row: int) -> bool:
+    present = side.present.get(name)
+    return present is not None and bool(present[row])
 
 
 JUDGE_VALUES = 1 << 18
@@ -273,24 +324,40 @@ def judge_block(a: Columns, b: Columns, *, ulps: bool = True) -> Block:
     values = np.zeros(n, np.int64)
     divergence = np.zeros(n, np.float64)
     metrics = MetricDiffs()
+    one_sided = np.zeros(n, np.int64)
+    shared_equal = np.ones(n, bool)  # each row's equality with its one-sided values left out
     tables = _same_tables(a.values, b.values)
-    names = tables[0].names if tables else [k for k in a.values if k in b.values]
+    names = tables[0].names if tables else list(dict.fromkeys(chain(a.values, b.values)))
     per = max(1, JUDGE_VALUES // max(n, 1))
-    for start in range(0, len(names), per):  # shared metrics, (metrics x rows) at a time
+    for start in range(0, len(names), per):  # every metric, (metrics x rows) at a time
         group = names[start : start + per]
-        both = np.stack([a.present[k] & b.present[k] for k in group])
+        pa, pb = _presence(a, group, n), _presence(b, group, n)
+        both = pa & pb
         if tables:  # two CSVs with the same columns: their rows, as they are
             va, vb = (t.table[start : start + per] for t in tables)
         else:
-            va, vb = _stacked(a.values, group), _stacked(b.values, group)
+            va, vb = _stacked(a.values, group, n), _stacked(b.values, group, n)
         eq, absd, rel, dist = diff_arrays(va, vb, ulps=ulps)
-        eq |= ~both
+        judged = pa | pb
+        shared_equal &= (eq | ~both).all(axis=0)
+        lone = pa != pb
+        if a.unjudged or b.unjudged:  # a value that does not fit: reported, not judged
+            lone &= ~(_presence(a, group, n, a.unjudged) | _presence(b, group, n, b.unjudged))
+            judged &= both | lone
+        eq |= ~judged  # a metric neither side has in a row lacks nothing there
         rel[~both] = 0.0
+        if lone.any():  # a value on one side only: a difference beyond any tolerance
+            eq &= ~lone
+            absd = np.where(lone, math.inf, absd)
+            rel[lone] = math.inf
+            if dist is not None:
+                dist[lone] = -1
+            one_sided += lone.sum(axis=0)
         equal &= eq.all(axis=0)
-        values += both.sum(axis=0)
+        values += judged.sum(axis=0)
         np.maximum(divergence, rel.max(axis=0), out=divergence)
-        keep = np.asarray(both.any(axis=1))  # a metric neither side has here is not judged
-        arrays: tuple[np.ndarray, ...] = (both, eq, absd, rel, dist)
+        keep = np.asarray(judged.any(axis=1))  # a metric neither side has here is not judged
+        arrays: tuple[np.ndarray, ...] = (judged, eq, absd, rel, dist)
         if not keep.all():
             group = [group[i] for i in np.flatnonzero(keep).tolist()]
             arrays = tuple(array if array is None else array[keep] for array in arrays)
@@ -308,6 +375,7 @@ def judge_block(a: Columns, b: Columns, *, ulps: bool = True) -> Block:
     has &= ~apart
     digest_equal = np.asarray(np.where(has, same, None), dtype=object)
     equal &= ~has | same
+    shared_equal &= ~has | same
     values += has
     tensors = None
     if a.digests is not None and b.digests is not None:
@@ -318,9 +386,24 @@ def judge_block(a: Columns, b: Columns, *, ulps: bool = True) -> Block:
                 apart[i] = True
             tensors.append(differ)
             values[i] += shared - other
-        equal &= np.fromiter((not t for t in tensors), bool, n)
+        same_tensors = np.fromiter((not t for t in tensors), bool, n)
+        equal &= same_tensors
+        shared_equal &= same_tensors
     empty = _empty_rows(a, b, bool(tables), none_a & none_b)
-    return Block(a, b, metrics, equal, values, divergence, digest_equal, tensors, apart, empty)
+    return Block(
+        a, b, metrics, equal, values, divergence, digest_equal, tensors, apart, empty, one_sided,
+        ~equal & shared_equal,
+    )  # fmt: skip
+
+
+def _presence(
+    side: Columns, names: Sequence[str], n: int, masks: Mapping[str, np.ndarray] | None = None
+) -> np.ndarray:
+    """Where each of `names` has a value on one side (or is in `masks`: `Columns.unjudged`),
+    as (metrics x rows): a name the side's block lacks has none."""
+    absent = np.zeros(n, bool)
+    masks = side.present if masks is None else masks
+    return np.stack([masks.get(k, absent) for k in names])
 
 
 def _empty_rows(a: Columns, b: Columns, full: bool, no_digest: np.ndarray) -> np.ndarray:
@@ -357,8 +440,9 @@ def aligned_steps(block: Block) -> list[AlignedStep]:
     assert ra is not None and rb is not None
     names = list(block.metrics)
     both = [m[0].tolist() for m in block.metrics.values()]
+    n = len(ra)
     cols = [
-        list(map(_new_diff, zip(block.a.values[name].tolist(), block.b.values[name].tolist(),
+        list(map(_new_diff, zip(_column(block.a, name, n), _column(block.b, name, n),
                                 eq.tolist(), absd.tolist(), rel.tolist(), ulps.tolist(),
                                 strict=True)))
         for name, (_, eq, absd, rel, ulps) in block.metrics.items()
@@ -381,6 +465,12 @@ def aligned_steps(block: Block) -> list[AlignedStep]:
     return out
 
 
+def _column(side: Columns, name: str, n: int) -> list[float]:
+    """A metric's values on one side (NaN where it has none: the side's block lacks it)."""
+    values = side.values.get(name)
+    return values.tolist() if values is not None else [math.nan] * n
+
+
 @dataclass(slots=True)
 class Rows:
     """A small block judged row by row (`judge_rows`): what `Tally.add_rows` counts."""
@@ -390,11 +480,15 @@ class Rows:
     values: list[int]
     """Values compared per row (as `Block.values`)."""
     names: list[str]
-    """The block's metric names both sides have in some row, in the block's order."""
+    """The block's metric names either side has in some row, in the block's order."""
     apart: int = 0
     """Rows whose digests are of two formats (not judged)."""
     empty: list[bool] = field(default_factory=list)
     """Rows where neither side has a judged value or a digest (as `Block.empty`)."""
+    one_sided: int = 0
+    """Values one side has and the other lacks (as `Block.one_sided`, summed)."""
+    lone_only: list[bool] = field(default_factory=list)
+    """Rows whose only differences are values on one side only (as `Block.lone_only`)."""
 
 
 def sparse(records: Sequence[Step]) -> bool:
@@ -418,10 +512,18 @@ def judge_rows(
     for x, y, occ in pairs:
         ma, mb = x.metrics, y.metrics
         diffs = {}
-        equal, divergence = True, 0.0
-        for k in order if both is None else [k for k in ma if k in mb and k in both]:
+        equal, divergence, lone_seen = True, 0.0, False
+        names = order if both is None else [k for k in chain(ma, mb) if k in both]
+        for k in names if both is None else dict.fromkeys(names):
             va, vb = ma.get(k), mb.get(k)
             if va is None or vb is None:
+                if va is not vb and not (  # a value on one side only: a difference
+                    (x.unreadable or y.unreadable)
+                    and k in unreadable_names(x) | unreadable_names(y)  # not one that does not fit
+                ):
+                    diffs[k] = lone = _one_sided(va, vb)
+                    equal, divergence, lone_seen = False, lone.rel, True
+                    out.one_sided += 1
                 continue
             if type(va) is not float or type(vb) is not float:
                 va, vb = float(va), float(vb)
@@ -450,23 +552,41 @@ def judge_rows(
             and not any(map(select.judged, chain(ma, mb)))
         )
         out.equal.append(equal and not tensors)
+        out.lone_only.append(
+            lone_seen
+            and not tensors
+            and digest_equal is not False
+            and all(d.equal for k, d in diffs.items() if k in ma and k in mb)
+        )
         out.values.append(values)
         out.apart += apart
     out.names = [k for k in order if k in seen]
     return out
 
 
+def _one_sided(va: float | None, vb: float | None) -> MetricDiff:
+    """A value one side has and the other lacks: apart by more than any tolerance (the
+    missing one NaN, as `judge_block` stacks it)."""
+    a = math.nan if va is None else float(va)
+    b = math.nan if vb is None else float(vb)
+    return _new_diff((a, b, False, math.inf, math.inf, -1))
+
+
 def _row_names(pairs: Sequence[tuple[Step, Step, int]], select: MetricFilter) -> list[str]:
-    """The judged names of side a's records that side b's have too, in a's order (the
-    metric columns `judge_block` would stack)."""
+    """The judged names of either side's records, side a's first, in the order they come
+    (the metric columns `judge_block` would stack)."""
     judged = select.judged
     if len(pairs) == 1:
         x, y, _ = pairs[0]
-        mb = y.metrics
-        return [k for k in x.metrics if k in mb and judged(k)]
-    names_b = {k for _, y, _ in pairs for k in y.metrics}
-    names_a = dict.fromkeys(chain.from_iterable(x.metrics for x, _, _ in pairs))
-    return [k for k in names_a if k in names_b and judged(k)]
+        names = dict.fromkeys(chain(x.metrics, y.metrics))
+    else:
+        names = dict.fromkeys(
+            chain(
+                chain.from_iterable(x.metrics for x, _, _ in pairs),
+                chain.from_iterable(y.metrics for _, y, _ in pairs),
+            )
+        )
+    return [k for k in names if judged(k)]
 
 
 def _digest_equal(da: str | None, db: str | None) -> tuple[bool | None, bool]:

@@ -105,6 +105,11 @@ class Summary:
     interrupted: bool = False
     digests_not_comparable: int = 0
     """Aligned steps whose digests are of two formats (`devsum1:` against blake2b): not judged."""
+    values_one_sided: int = 0
+    """Values one side has at an aligned step and the other lacks (a `null`, a string or a
+    list against a number, or a metric not logged there): each a difference."""
+    first_one_sided: list[str] = field(default_factory=list)
+    """Of `first_divergent_metrics`, those with a value on one side only."""
     accounts: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per side, what its records were (`tuimon.readers.account.Account.to_dict`)."""
     text: dict[str, Any] = field(default_factory=dict)
@@ -147,6 +152,9 @@ class Summary:
         for side, names in (("a", self.metrics_only_a), ("b", self.metrics_only_b)):
             if names:
                 parts.append(f"metrics only {side} has: {_names(names)}")
+        if self.values_one_sided:
+            n = self.values_one_sided
+            parts.append(f"{n} value{'s' * (n != 1)} on one side only (each a difference)")
         if self.repeats_a or self.repeats_b:
             parts.append(f"repeated steps: a {self.repeats_a}, b {self.repeats_b}")
         if self.text.get("compared"):

@@ -61,7 +61,10 @@ WALK_TICKS = 2
 """A run delivering every `Run.tick` walks its tree at most once in this many ticks: a pair's
 runs, ticking every 0.25 s, every 0.5 s (`WALK_EVERY`); a sweep of many pairs, whose runs tick
 every 0.5 s, every second (the walks of 128 runs at 0.5 s were ~5% of the monitor's CPU)."""
-PARSE_SLICE = 1024
+HALT_GRACE = 0.5
+"""Seconds a stopped run's lines are still parsed and judged: a run that stops at once is
+judged whole, the backlog of one that floods its output is saved unparsed (a quit in seconds)."""
+PARSE_SLICE = 256
 """Lines parsed between two yields to the event loop (a view stays responsive)."""
 
 
@@ -356,6 +359,10 @@ class Run:
             await self.queue.put(Stderr(side, b"".join(chunks), saved=True))
         lines = out.take()
         for i in range(0, len(lines), PARSE_SLICE):
+            if self.halted is not None and time.monotonic() > self.halted:
+                rest = lines[i:]  # stopped a while ago: the rest as read, never parsed (runs
+                await self.queue.put(Lines(side, rest, [], saved=True, unread=True))  # that
+                return  # flood leave minutes of lines behind them)
             part = lines[i : i + PARSE_SLICE]
             if self._run_found and not self._flushed:  # what the parser holds comes first
                 self._flushed = True
@@ -513,6 +520,16 @@ class Run:
         if self._watchdog is not None and len(lines) > self._told:
             self._watchdog.tell(lines[self._told :])
             self._told = len(lines)
+
+    halted: float | None = None
+    """A stop was asked: past this time what the pipes still hold is delivered as read, not
+    parsed (`Lines.unread`)."""
+
+    def halt(self) -> None:
+        """A stop was asked (`terminate` follows): what is read from `HALT_GRACE` seconds on is
+        delivered as read, not parsed (it was saved as it came)."""
+        if self.halted is None:
+            self.halted = time.monotonic() + HALT_GRACE
 
     async def terminate(self, grace: float = 5.0) -> None:
         """SIGTERM the group, then SIGKILL after `grace` seconds."""

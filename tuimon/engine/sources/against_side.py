@@ -8,6 +8,7 @@ a finished one.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -194,15 +195,27 @@ def _sha256(path: Path) -> str:
 
 
 def _emb(log: Path, pair_dir: Path | None, side: str | None, end: End | None) -> Path | None:
-    """The saved run's W_E: its pair's emb-SIDE.npy, else the .npy its end record names (as
-    written, else beside the log)."""
-    if pair_dir is not None and side is not None and (pair_dir / f"emb-{side}.npy").is_file():
-        return pair_dir / f"emb-{side}.npy"
+    """The saved run's W_E, inside the saved run (a closed box: the pair's folder, or the
+    folder of a log given by itself): its pair's emb-SIDE.npy, else the file of the name its
+    end record gives, in that folder (an absolute or relative path there is taken by its name
+    alone). A file there that is a link leading out of the folder is refused (ReplayError)."""
+    box = pair_dir if pair_dir is not None else log.parent
+    names = [f"emb-{side}.npy"] if pair_dir is not None and side is not None else []
     named = end.artifacts.get("emb") if end is not None else None
     if isinstance(named, str) and named.endswith(".npy"):
-        for candidate in (Path(named), log.parent / Path(named).name):
-            if candidate.is_file():
-                return candidate
+        names.append(Path(named).name)
+    for name in names:
+        path = box / name
+        if not os.path.lexists(path):
+            continue
+        resolved = path.resolve()
+        if not resolved.is_relative_to(box.resolve()):
+            raise ReplayError(
+                f"{path}: leads outside the saved run ({resolved}): not read (a saved run is a "
+                "closed box; --emb NPY names a W_E to check against)"
+            )
+        if resolved.is_file():
+            return path
     return None
 
 

@@ -39,7 +39,7 @@ from tuimon.engine.judge.verdict import (
     status_words,
 )
 from tuimon.engine.launch.resumed import Resume, ResumedRun
-from tuimon.engine.launch.runner import TICK, LaunchError, Run, RunSpec
+from tuimon.engine.launch.runner import HALT_GRACE, TICK, LaunchError, Run, RunSpec
 from tuimon.engine.sources.replicas import ReplicaWatch
 from tuimon.engine.sources.side_state import SideState
 from tuimon.readers import PatternError, Reading
@@ -57,6 +57,9 @@ waits this share of an interval past the tick (the lines of a tick come first, h
 pairs deliver on it)."""
 MAX_EVENTS_PER_TURN = 512
 """Events handled before the session yields to the event loop (a view must stay responsive)."""
+TURN = 0.05
+"""Seconds of events a session handles before it yields to the event loop (runs that flood
+deliver thousands of lines an event)."""
 RATE_WINDOW = 5.0
 
 
@@ -171,6 +174,11 @@ class LiveSource:
     async def stop(self) -> None:
         await asyncio.gather(*(r.terminate(self.grace) for r in self.runs.values()))
 
+    def halt(self) -> None:
+        """A stop was asked: the runs parse no more of what they read (`Run.halt`)."""
+        for run in self.runs.values():
+            run.halt()
+
     async def stop_side(self, side: str) -> None:
         """Terminate one side (the other failed and --stop-on-fail is set)."""
         if side in self.runs:
@@ -253,6 +261,8 @@ class PairSession:
         self._messages: list[str] = []
         self._first_text: dict[str, str] = {}
         self._stop_requested = asyncio.Event()
+        self._unjudged: dict[str, int] = {k: 0 for k in self.sides}
+        """Lines that arrived after a stop was asked: saved in the raw logs, not judged."""
         self._store_error_told = False
         self.summary: Summary = self.aligner.summary(complete=False)
         self.pair_path: Path | None = writer.path if writer else None
@@ -295,10 +305,20 @@ class PairSession:
 
         return unlisten
 
+    _stopped_at: float | None = None
+
+    def _past_stop(self) -> bool:
+        """A stop was asked more than `HALT_GRACE` ago: lines still queued are not judged."""
+        return self._stopped_at is not None and time.monotonic() > self._stopped_at + HALT_GRACE
+
     def stop(self) -> None:
         """Ask the session to end early (quit / Ctrl-C); the partial pair is saved."""
         self.interrupted = True
+        if self._stopped_at is None:
+            self._stopped_at = time.monotonic()
         self._stop_requested.set()
+        if isinstance(self.source, LiveSource):
+            self.source.halt()  # at once: a session's turn may be long while runs flood
         if self._wake is not None:
             self._wake()
 
@@ -332,14 +352,15 @@ class PairSession:
                 timer = loop.call_later(min(timeout, self._stall_due()), wake)
                 event = await queue.get()
                 timer.cancel()
+                ends = time.monotonic() + TURN
                 for _ in range(1 + min(queue.qsize(), MAX_EVENTS_PER_TURN)):
                     if event is not None:
                         self._handle(event)
                         if isinstance(event, Exited):
                             exited.add(event.side)
                             await self._on_exit(event)
-                    if queue.empty():
-                        break
+                    if queue.empty() or time.monotonic() > ends:
+                        break  # the rest next turn: a view (a key, a quit) stays responsive
                     event = queue.get_nowait()
                 if self._stop_requested.is_set() and self._stop_task is None:
                     self._say("stopping both runs…")
@@ -418,6 +439,9 @@ class PairSession:
         if isinstance(event, Lines):
             if self.writer and not event.saved:
                 self.writer.raw_bytes(event.side, b"".join(event.lines))  # a cut tail stays cut
+            if event.unread or self._past_stop():  # saved, not judged (`Run.halt`: runs
+                self._unjudged[event.side] += len(event.lines)  # that flood leave a backlog)
+                return
             if state.status == "starting" or state.status == "stalled":
                 state.status = "running"
             records = event.records
@@ -645,8 +669,14 @@ class PairSession:
         if self.options.replicas:
             self._messages += self.options.replicas.poll(final=True)
         ending = self._ending()
+        reason = ending.reason
+        if any(self._unjudged.values()):
+            unjudged = ", ".join(f"{n:,} of {side}" for side, n in self._unjudged.items())
+            reason = "; ".join(filter(None, (reason, (
+                f"stopped: {unjudged} lines not yet read when the runs were stopped, saved "
+                "in the raw logs, not judged (a replay of the pair judges them)"))))  # fmt: skip
         self.summary = self.aligner.summary(
-            complete=ending.complete, reason=ending.reason, interrupted=ending.interrupted
+            complete=ending.complete, reason=reason, interrupted=ending.interrupted
         )
         self._hold_to_bytes()
         if self.options.replicas:
