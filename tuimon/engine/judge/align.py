@@ -183,7 +183,7 @@ class Tally:
                 found.append((names[j], float(absd[j, i]), float(rel[j, i])))
         if found:
             name, d_abs, d_rel = _widest(found)
-            va, vb = float(block.a.values[name][i]), float(block.b.values[name][i])
+            va, vb = (_value_at(side, name, i) for side in (block.a, block.b))
             return self._beyond(int(block.a.steps[i]), name, va, vb, d_abs, d_rel)
         tensors = block.tensors[i] if block.tensors is not None else ()
         return self._beyond(int(block.a.steps[i]), None, tensors=tensors)
@@ -308,7 +308,9 @@ class Tally:
                     if out:
                         name = _widest([(n, row.diffs[n].abs, row.diffs[n].rel) for n in out])[0]
                         d = row.diffs[name]
-                        self.beyond_at = self._beyond(row.step, name, d.a, d.b, d.abs, d.rel)
+                        va = d.a if name in row.a.metrics else None  # one side only: no value
+                        vb = d.b if name in row.b.metrics else None
+                        self.beyond_at = self._beyond(row.step, name, va, vb, d.abs, d.rel)
                     else:
                         self.beyond_at = self._beyond(row.step, None, tensors=row.tensors)
             if row.divergence > top:
@@ -333,6 +335,15 @@ class Tally:
         cur: dict[str, Any] | None = self.metric_max.get(name)
         if cur is None or top > cur["rel"] or (top == cur["rel"] and step < cur["step"]):
             self.metric_max[name] = {"rel": top, "abs": absd, "step": step}
+
+
+def _value_at(side: Columns, name: str, i: int) -> float | None:
+    """One side's value of `name` at row `i`; None where that side has none (a value on one
+    side only)."""
+    column, present = side.values.get(name), side.present.get(name)
+    if column is None or (present is not None and not present[i]):
+        return None
+    return float(column[i])
 
 
 def _widest(found: Sequence[tuple[str, float, float]]) -> tuple[str, float, float]:
