@@ -202,6 +202,15 @@ def test_precision_bitwise_for_reprs(tmp_path: Path) -> None:
     assert found.bitwise and found.phrase() == "bitwise"
 
 
+def test_precision_a_warm_up_written_by_repr_is_bitwise(tmp_path: Path) -> None:
+    """`0.0001`, `0.0002`, ... are the reprs of a warm-up's floats (the workload's `lr` at
+    p=5): short, not exact in binary, and no sign of rounding."""
+    lrs = [0.0001, 0.0002, 0.0004, 0.0005, 0.0006]  # 1e-3 * i / 10, as Python writes them
+    rows = [{"step": i, "lr": lr, "loss": 1 / (i + 3)} for i, lr in enumerate(lrs)]
+    (tmp_path / "a.jsonl").write_text(_jsonl(rows))
+    assert of_logs([tmp_path / "a.jsonl"]).bitwise
+
+
 def test_precision_as_printed_for_rounded_logs(tmp_path: Path) -> None:
     (tmp_path / "a.log").write_text(
         "".join(f"iter {i}: loss {4.5 - i / 77:.4f}, time {i}.2ms\n" for i in range(30))

@@ -4,8 +4,9 @@ Each number keeps the text it was written with. A metric is written at full prec
 of its values has 15 or more significant digits (a float's shortest repr, or 17 digits) or is
 written in hex; it was rounded when a value shows a zero no shortest repr writes (`4.4660`), or
 when three or more of its values are short decimals that no float64 holds exactly (`4.4664`,
-`4.2137`, `3.9981`: a computation's floats are not short decimals). Integers are exact. A few
-short values that may be a float's own repr (`0.5`, `0.001`) prove nothing either way.
+`4.2137`, `3.9981`: a computation's floats are not short decimals). Integers are exact. Short
+values that may be a float's own repr (`0.5`, `0.001`, a warm-up's `0.0001`, `0.0002`, `0.0003`:
+one or two significant digits) prove nothing either way.
 
 Two logs equal as printed are then IDENTICAL "as printed": `4 decimals: a difference under 5e-05
 would not show`. Binary float32 sources (TensorBoard scalars) are float32.
@@ -42,6 +43,10 @@ FULL_DIGITS = 15
 """Significant digits from which a value round-trips a float64 as written."""
 SHORT_VALUES = 3
 """Distinct short values that no float64 holds exactly, from which a metric was rounded."""
+SHORT_DIGITS = 3
+"""Significant digits a short value needs to count as rounded: a value of one or two
+(`0.0001`, `0.0003`, `0.25`) is the shortest repr of a schedule's float as often as a rounding
+(a learning rate's warm-up written by repr)."""
 _JSON_PAIR = re.compile(
     rb'"((?:[^"\\]|\\.){1,200})"\s*:\s*(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)'
 )
@@ -129,7 +134,7 @@ class _Metric:
             self.exponent = True
         else:
             self.decimals = max(self.decimals, len(frac))
-        if len(self.short) < SHORT_VALUES and not _exact(text):
+        if len(self.short) < SHORT_VALUES and len(digits) >= SHORT_DIGITS and not _exact(text):
             self.short.add(text)
 
     @property
