@@ -282,7 +282,7 @@ def line_parting(summary: Summary, first: Mapping[str, Any]) -> str:
 
 def bytes_line(summary: Summary) -> str | None:
     """What the byte rule found, for people: `bytes: 302 lines, 0 shared byte for byte; 302
-    differ (set aside: clocks 300, run header/end records 2)`; None before it ran."""
+    differ (set aside: 300 for clocks, 2 for run header/end records)`; None before it ran."""
     from tuimon.engine.judge.byte_rule import REASONS
 
     found = summary.bytes or {}
@@ -299,7 +299,7 @@ def bytes_line(summary: Summary) -> str | None:
         )
     if found["differ"]:
         aside = sorted(found["set_aside"].items())
-        why = ", ".join(f"{REASONS.get(r, r)} {n:,}" for r, n in aside)
+        why = ", ".join(f"{n:,} for {REASONS.get(r, r)}" for r, n in aside)  # counts first
         parts.append(f"{found['differ']:,} differ" + (f" (set aside: {why})" if why else ""))
     if found["only_a"] or found["only_b"]:
         parts.append(f"on one side only: a {found['only_a']:,}, b {found['only_b']:,}")
