@@ -6,10 +6,10 @@ For each of ROUNDS rounds, one after the other, alternated so the machine's load
 - `wandb leet A` in tmux (200 x 50): seconds until its summary shows a `_step`;
 - `tuimon replay --speed 1e9 A B` in tmux, once for each `--tree` (a checkout of tuimon, put
   first on PYTHONPATH: e.g. main beside a branch): seconds until a step row is on screen;
-- per tree, a probe (no terminal: Textual headless) run under `python -X importtime`: seconds
-  from the process's start until the view's session gave its first aligned rows and the frame
-  after them was drawn, the import time summed over every module imported by then, how many
-  modules, and the tuimon modules with the largest cumulative import time.
+- per tree, a probe (no terminal: Textual headless) run under `python -X importtime` (which
+  slows imports): seconds from the process's start until the view's session handed the view its
+  first aligned rows (drawn on the next frame), the import time summed over every module
+  imported, how many modules, and the tuimon modules with the largest cumulative import time.
 
 Each number is printed with the load average (1 min) read just before it. The capture is polled
 every POLL s. Prints, never asserts. With no wandb run given, A and B are written as
@@ -54,7 +54,7 @@ def init(self, **kw):
 async def pilot(p):
     while not shown.is_set():
         await p.pause(0.01)
-    await p.pause()  # the frame after the first rows
+    # not `await p.pause()`: it waits for the app to be idle, up to 1 s while batches arrive
     print("FIRST", flush=True)
     p.app.exit(0)
 
