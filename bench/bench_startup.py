@@ -12,7 +12,9 @@ For each of ROUNDS rounds, one after the other, alternated so the machine's load
   imported, how many modules, and the tuimon modules with the largest cumulative import time.
 
 Each number is printed with the load average (1 min) read just before it. The capture is polled
-every POLL s. Prints, never asserts. With no wandb run given, A and B are written as
+every POLL s; after each viewer, its processes are waited for (a tuimon whose terminal hung up
+reads on while it saves), so none shares the CPU with the next one; the trees take turns going
+first. Prints, never asserts. With no wandb run given, A and B are written as
 `bench_wandb_leet.py` writes them (`--dir` keeps them):
 
     python bench/bench_startup.py [--tree /work/main --tree .] [--rounds 3] [--dir DIR]
@@ -22,8 +24,10 @@ every POLL s. Prints, never asserts. With no wandb run given, A and B are writte
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -70,6 +74,26 @@ STEP_ROW = re.compile(r"│\s+\d+ +-?\d")
 LEET_ROW = re.compile(r"_step\s+\d+")
 
 
+def _tree(root: int) -> list[int]:
+    """The process `root` and its descendants (from /proc)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    parents.setdefault(int(fh.read().rsplit(")", 1)[1].split()[1]), []).append(
+                        int(entry)
+                    )
+            except OSError:
+                continue
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += parents.get(pid, [])
+    return out
+
+
 def load() -> str:
     with open("/proc/loadavg") as fh:
         return fh.read().split()[0]
@@ -79,21 +103,43 @@ def first_row(name: str, command: str, row: re.Pattern[str], limit: float) -> fl
     """Start `command` in a tmux session (200 x 50): seconds until `row` is on its screen."""
     session = f"startup-bench-{name}-{os.getpid()}"
     subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
-    began = time.perf_counter()
-    subprocess.run(
-        ["tmux", "new-session", "-d", "-s", session, "-x", "200", "-y", "50", command], check=True
-    )
+    new = ["tmux", "new-session", "-d", "-s", session, "-x", "200", "-y", "50", command]
+    for _ in range(5):  # a tmux server whose last session just ended may refuse once
+        began = time.perf_counter()
+        if subprocess.run(new, capture_output=True).returncode == 0:
+            break
+        time.sleep(0.5)
+    shown = ["tmux", "display", "-p", "-t", session, "#{pane_pid}"]
+    pane = int(subprocess.run(shown, capture_output=True, text=True, check=True).stdout)
+    pids: set[int] = set()
     try:
         while (now := time.perf_counter() - began) < limit:
             screen = subprocess.run(
                 ["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True
             ).stdout
+            pids.update(_tree(pane))
             if row.search(screen):
                 return now
             time.sleep(POLL)
     finally:
+        pids.update(_tree(pane))
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        _reap(pids)
     return None
+
+
+def _reap(pids: set[int], wait: float = 30.0) -> None:
+    """Wait until the viewer's processes are gone (a tuimon whose terminal hung up saves its
+    pair first; its readers run on meanwhile), so none shares the CPU with the next viewer;
+    SIGKILL what is left after `wait` s."""
+    deadline = time.monotonic() + wait
+    while (alive := [p for p in pids if os.path.exists(f"/proc/{p}")]) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.1)
+    for pid in alive:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def probe(tree: Path, a: Path, b: Path) -> dict[str, object]:
@@ -161,12 +207,12 @@ def main() -> int:
             at = load()
             seconds = first_row("leet", f"{wandb} leet {a}", LEET_ROW, args.limit)
             print(f"round {n} load {at}: leet first row {seconds} s", flush=True)
-        for tree in trees:
+        for tree in trees if n % 2 else trees[::-1]:  # each tree first in every other round
             at = load()
             command = f"cd {tree} && PYTHONPATH={tree} {sys.executable} -m tuimon replay "
             seconds = first_row("tuimon", command + f"--speed 1e9 {a} {b}", STEP_ROW, args.limit)
             print(f"round {n} load {at}: tuimon ({tree}) first row {seconds} s", flush=True)
-        for tree in trees:
+        for tree in trees if n % 2 else trees[::-1]:
             at = load()
             print(f"round {n} load {at}: probe ({tree}) {probe(tree, a, b)}", flush=True)
     return 0
