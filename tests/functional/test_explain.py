@@ -193,7 +193,7 @@ def test_a_real_two_thread_cpu_pair_parts_in_the_gather_backward(tmp_path: Path,
 
 
 def test_a_saved_explained_pair_shows_its_line(tmp_path: Path):
-    from tuimon.engine.analyses.explain import saved_line
+    from tuimon.engine.analyses.explained import saved_line
 
     result = {"status": "not_reproduced", "message": "the reruns did not diverge: x"}
     assert saved_line({"explain": result}) == "explain: the reruns did not diverge: x"

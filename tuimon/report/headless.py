@@ -225,7 +225,7 @@ class PairReport:
             lines.append(same.text() + check)
         lines += [hint.text() for hint in self.hints]
         if self.explained is not None:
-            from tuimon.engine.analyses.explain import describe
+            from tuimon.engine.analyses.explained import describe
 
             lines.append(clean(describe(self.explained), None))
         if self.saved:

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import RenderableType
 from textual import events
@@ -20,18 +21,19 @@ from textual.app import App
 from textual.binding import Binding
 from textual.widgets import Input
 
-from tuimon.engine.runs.sweep import Sweep
 from tuimon.engine.sources.session import Batch, PairSession
-from tuimon.report.sweep import print_result
 from tuimon.sanitize import clean
 from tuimon.signal_owner import owned
-from tuimon.ui.browser import BrowserScreen
 from tuimon.ui.confirm import REFUSED, CommandsScreen
 from tuimon.ui.keymap import KeyedScreen
 from tuimon.ui.modals import HELP_TEXT, HelpScreen
 from tuimon.ui.pair_screen import PairScreen, SessionStarted
-from tuimon.ui.sweep_screen import SweepScreen
 from tuimon.ui.workers import ReportsWorkerErrors
+
+if TYPE_CHECKING:  # the sweep's modules (and the browser's) are imported when one is shown:
+    # a replay or a pair starts without them (see tests/unit/test_startup_imports.py)
+    from tuimon.engine.runs.sweep import Sweep
+    from tuimon.ui.sweep_screen import SweepScreen
 
 SessionFactory = Callable[[Callable[[Batch], None]], PairSession]
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -109,15 +111,21 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
             what = f"sweep --resume {self.sweep.id}"
             self.push_screen(CommandsScreen(what, self.confirm_lines), self._confirmed)
         elif self.sweep is not None:
+            from tuimon.ui.sweep_screen import SweepScreen
+
             self.push_screen(SweepScreen(self.sweep))
         elif self.make_session is not None:
             self.push_screen(PairScreen(make_session=self.make_session, replay=self.replay))
         else:
+            from tuimon.ui.browser import BrowserScreen
+
             self.push_screen(BrowserScreen(self.store))
 
     def _confirmed(self, yes: bool | None) -> None:
         """The answer to `CommandsScreen`: the sweep runs, or the app ends with nothing run."""
         if yes and self.sweep is not None:
+            from tuimon.ui.sweep_screen import SweepScreen
+
             self.confirm_lines = None
             self.push_screen(SweepScreen(self.sweep))
         else:
@@ -156,7 +164,8 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
             if again:
                 return  # the pairs are already stopping: the thread waits for their saves
         if not again:
-            views = [s for s in self.screen_stack if isinstance(s, (PairScreen, SweepScreen))]
+            sweeps = self._sweep_screens()
+            views = [s for s in self.screen_stack if isinstance(s, PairScreen) or s in sweeps]
             if any([view.stop_now() for view in views]):
                 return  # the pair view exits once the partial pair is saved
         self.exit(code, return_code=code)
@@ -182,16 +191,24 @@ class TuimonApp(ReportsWorkerErrors, App[int]):
             code = _verdict_code(self.sessions, explain=False)
         os._exit(code)
 
+    def _sweep_screens(self) -> list[SweepScreen]:
+        """The sweep's screens on the stack, bottom first (none without a sweep: its module is
+        imported only then)."""
+        if self.sweep is None:
+            return []
+        from tuimon.ui.sweep_screen import SweepScreen
+
+        return [s for s in self.screen_stack if isinstance(s, SweepScreen)]
+
     def on_session_started(self, message: SessionStarted) -> None:
         """Keep each session a pair view starts (see `terminate_leftovers`)."""
         self.sessions.append(message.session)
 
     async def action_quit(self) -> None:
         """Quit (ctrl+q, ctrl+c, the palette): a running live pair or sweep asks first."""
-        for screen in self.screen_stack:
-            if isinstance(screen, SweepScreen):
-                screen.request_quit()
-                return
+        for sweep_screen in self._sweep_screens():
+            sweep_screen.request_quit()
+            return
         for screen in reversed(self.screen_stack):
             if isinstance(screen, PairScreen):
                 screen.request_quit()
@@ -246,6 +263,8 @@ def run_app(
             sweep.release()
         return 2
     if sweep is not None:
+        from tuimon.report.sweep import print_result
+
         sweep.abandon()  # a pair still running when the app quit without waiting
         print_result(sweep, sys.stdout)
     else:

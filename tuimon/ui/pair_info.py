@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tuimon.engine.analyses.explain import saved_line
+from tuimon.engine.analyses.explained import saved_line
 from tuimon.engine.judge.hints import likely_causes
 from tuimon.engine.sources.replicas import replica_lines
 from tuimon.engine.sources.side_state import SideState

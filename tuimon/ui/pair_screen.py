@@ -28,7 +28,7 @@ from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Footer, Header
 from textual.worker import Worker, WorkerState
 
-from tuimon.engine.analyses.explain import saved_line
+from tuimon.engine.analyses.explained import saved_line
 from tuimon.engine.sources.follow import FollowSource
 from tuimon.engine.sources.saved_pair import resolve_logs
 from tuimon.engine.sources.session import Batch, PairSession

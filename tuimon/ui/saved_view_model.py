@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tuimon.engine.analyses.explain import saved_line
+from tuimon.engine.analyses.explained import saved_line
 from tuimon.engine.judge.byte_rule import hold
 from tuimon.engine.judge.verdict import Summary, hold_replicas
 from tuimon.engine.sources.saved_pair import SavedPair, boxed_end, resolve_logs, saved_ending

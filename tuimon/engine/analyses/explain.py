@@ -35,6 +35,9 @@ import numpy as np
 import orjson
 
 from tuimon.argv import without_options
+from tuimon.engine.analyses.explained import describe
+from tuimon.engine.analyses.explained import first_value as _first
+from tuimon.engine.analyses.explained import op_label as _label
 from tuimon.engine.analyses.resume import explain_resume, resume_of
 from tuimon.engine.judge.known_ops import FIX_WORDS, KnownOp, known_op
 from tuimon.engine.launch.consent import Planned
@@ -499,11 +502,6 @@ def first_difference(
 # -- the whole explanation --------------------------------------------------------------------
 
 
-def _label(op: dict[str, Any]) -> str:
-    params = ",".join(op.get("params") or []) or "-"
-    return f"{op.get('op')} · {op.get('phase')} · step {op.get('step')} · {params}"
-
-
 def explain_pair(
     path: Path,
     *,
@@ -674,68 +672,6 @@ def hint(first: dict[str, Any], result: dict[str, Any]) -> str | None:
     return None
 
 
-def _first(values: Any) -> str:
-    return str(values[0]) if isinstance(values, list) and values else "?"
-
-
-def _where(first: dict[str, Any]) -> str:
-    where = f"the {first.get('phase')} of step {first.get('step')}"
-    params = ", ".join(first.get("params") or [])
-    what = str(first.get("op"))
-    if first.get("accumulate") is not None:
-        what += f" (accumulate={first['accumulate']})"
-    bits = [f"at {what}"]
-    if params:
-        bits.append(f"for {params}")
-    if first.get("node"):
-        bits.append(f"[{first['node']}]")
-    if first.get("module"):
-        bits.append(f"in module {first['module']}")
-    return f"in {where} " + " ".join(bits)
-
-
-def describe(result: dict[str, Any]) -> str:
-    """One line for the headless summary and the pair view."""
-    status = result.get("status")
-    if status != "explained":
-        return f"explain: {result.get('message')}"
-    first = result["first"]
-    if first.get("state"):
-        text = (
-            f"explain: the runs differ already when step {first.get('step')} begins, in "
-            f"{first.get('op')} of {', '.join(first.get('params') or ['?'])} (they parted in "
-            "an earlier step that the step log did not show)"
-        )
-    elif first.get("kind") == "sequence":
-        text = (
-            f"explain: the op sequences part {_where(first)}: a runs {first.get('a_op')}, "
-            f"b runs {first.get('b_op')}"
-        )
-    else:
-        text = f"explain: they part {_where(first)}"
-        shapes, dtypes = first.get("shapes") or {}, first.get("dtypes") or {}
-        shape = "x".join(map(str, (shapes.get("a") or [[]])[0]))
-        dt_a, dt_b = _first(dtypes.get("a")), _first(dtypes.get("b"))
-        text += f", {dt_a if dt_a == dt_b else f'{dt_a} vs {dt_b}'} ({shape})"
-        diff = first.get("difference")
-        if diff:
-            text += (
-                f", max |a-b| {diff['max_abs']:.3g} (rel {diff['max_rel']:.3g}, "
-                f"{diff['elements_differ']} of {diff['elements']} elements)"
-            )
-    if first.get("line"):
-        text += f", called at {first['line']}"
-    count = result.get("first_counts", {}).get(_label(first), 0)
-    text += f"; first to differ in {count} of {result.get('repeats')} reruns"
-    if result.get("reproduced") != result.get("repeats"):
-        text += f" ({result['repeats'] - result['reproduced']} reruns did not diverge)"
-    if result.get("hint"):
-        text += f"; likely cause: {result['hint']}"
-    if first.get("nondeterministic"):  # the known-ops table's entry, with its source
-        text += f"; known: {clean(str(first['nondeterministic']), 2000)}"
-    return text
-
-
 def save_result(path: Path, result: dict[str, Any]) -> None:
     """Add the result to pair.json under "explain"."""
     doc = PairDoc.read(path)
@@ -813,14 +749,3 @@ def _as_typed(shown: str) -> str:
     if shown.startswith("resumed after step ") and " · " in shown:
         return shown.split(" · ", 1)[1]
     return shown
-
-
-def saved_line(meta: dict[str, Any]) -> str | None:
-    """The explain line of a saved pair's pair.json, when it has been explained."""
-    result = meta.get("explain")
-    if not isinstance(result, dict) or not isinstance(result.get("status"), str):
-        return None
-    try:
-        return describe(result)
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return "explain: (result in pair.json is damaged)"
