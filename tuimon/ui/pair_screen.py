@@ -278,7 +278,9 @@ class PairScreen(KeyedScreen, ReportsWorkerErrors, Screen[None]):
         if self._draw_timer is not None:
             self._draw_timer.stop()
             self._draw_timer = None
-        self._last_draw = time.monotonic()
+        # A draw that shows no step yet (headers only) starts no wait: the first rows are
+        # drawn as they come, not a DRAW_EVERY later (a replay's first row, issue 42).
+        self._last_draw = time.monotonic() if self.feed.rows.rows_of else 0.0
         self.panes.show()
         self.panes.show_headers(self.model.sides)
         self.replay.land_jump()
