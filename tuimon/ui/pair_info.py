@@ -82,8 +82,11 @@ def summary_lines(
     return lines
 
 
-def info_lines(model: PairModel, doc: Mapping[str, Any] | None) -> list[tuple[str, str]]:
-    """Every line the view knows of the pair, each with its kind (heading or text)."""
+def info_lines(
+    model: PairModel, doc: Mapping[str, Any] | None, *, replayed: bool = False
+) -> list[tuple[str, str]]:
+    """Every line the view knows of the pair, each with its kind (heading or text)
+    (`replayed`: as `summary_lines`)."""
     out: list[tuple[str, str]] = [("head", "Verdict")]
     if model.summary is not None:
         out.append(("text", pair_headline(model.summary, doc)))
@@ -94,7 +97,7 @@ def info_lines(model: PairModel, doc: Mapping[str, Any] | None) -> list[tuple[st
         out += [
             ("text", metric_parts_line(name, step, d)) for name, (step, d) in model.parts.items()
         ]
-    told = summary_lines(model, doc)[1:]
+    told = summary_lines(model, doc, replayed=replayed)[1:]
     if told:
         out.append(("head", "Artifacts, errors, hints, explain"))
         out += [("text", line) for line in told]

@@ -329,8 +329,10 @@ class PairPanes(ReportsWorkerErrors, Horizontal):
 
     def action_info(self) -> None:
         """Everything known of the pair: verdict, parts, artifacts, errors, hints, explain, env."""
+        shows = getattr(self.screen, "shows", None)  # a replay or a saved pair: not saved here
+        replayed = shows is not None and shows.name != "LIVE"
         lines = []
-        for kind, text in info_lines(self.model, self.pair_doc()):
+        for kind, text in info_lines(self.model, self.pair_doc(), replayed=replayed):
             style = Style(bold=True, underline=True) if kind == "head" else None
             lines.append(Text(text, style=style or ""))
         self.app.push_screen(LinesScreen("The pair", lines))
