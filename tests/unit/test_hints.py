@@ -98,6 +98,15 @@ def test_embedding_only_when_it_parted_before_the_others():
     assert "embedding" not in tags(doc)  # both of the two: none before the other
 
 
+def test_the_headline_says_when_every_tensor_parted_at_once(capsys) -> None:
+    """sample_logs/cuda-cpu: all 11 tensors part at step 0; the headline names no first."""
+    from helpers import TESTS
+
+    assert main(["compare", str(TESTS.parent / "sample_logs" / "cuda-cpu")]) == 1
+    headline = capsys.readouterr().out.splitlines()[0]
+    assert "all 11 tensors parted at once" in headline and "parted first" not in headline
+
+
 def test_embedding_in_a_pair_json_without_the_count():
     """An older pair.json has no count: one tensor alone parted first, several say nothing."""
     assert tags(pair_doc(variant(), variant(), tensors=("W_E",))) == ["embedding"]

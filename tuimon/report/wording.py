@@ -203,7 +203,10 @@ def headline(summary: Summary) -> str:
         )
         first_step = step_text(s.first_divergent_step, s.step_levels)
         text = f"{verdict}: first divergent step {first_step} ({what}); {most}"
-        if s.first_tensors:
+        among = s.first_tensors_among
+        if s.first_tensors and among and len(s.first_tensors) >= among:  # none led (cuda-cpu)
+            text += f"; all {among} tensors parted at once"
+        elif s.first_tensors:
             text += f"; tensors that parted first: {names(s.first_tensors)}"
     lines = s.first_divergent_lines or {}
     if any(lines.values()) and text_first(s) is None:
