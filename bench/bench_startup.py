@@ -34,6 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_wandb_leet import _tree  # the process tree under a pid (/proc)
+
 POLL = 0.05
 PROBE = r"""
 import sys, threading
@@ -72,26 +74,6 @@ sys.exit(main(["replay", "--speed", "1e9", *sys.argv[1:]]))
 """
 STEP_ROW = re.compile(r"│\s+\d+ +-?\d")
 LEET_ROW = re.compile(r"_step\s+\d+")
-
-
-def _tree(root: int) -> list[int]:
-    """The process `root` and its descendants (from /proc)."""
-    parents: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    parents.setdefault(int(fh.read().rsplit(")", 1)[1].split()[1]), []).append(
-                        int(entry)
-                    )
-            except OSError:
-                continue
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo += parents.get(pid, [])
-    return out
 
 
 def load() -> str:
