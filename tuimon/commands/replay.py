@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from typing import TYPE_CHECKING, Any
 
 from tuimon.commands.options import (
     REPLAY_SPEED,
@@ -16,6 +17,9 @@ from tuimon.commands.options import (
     select,
     terminal,
 )
+
+if TYPE_CHECKING:
+    from tuimon.engine.sources.read_ahead import ReadAhead
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -43,12 +47,25 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    headless = args.headless or not terminal("replay")
+    ahead = None
+    if not headless:  # a child reads the logs while this process starts the view (issue 42)
+        from tuimon.engine.sources.read_ahead import read_ahead, resolved_blocks
+
+        ahead = read_ahead(lambda: resolved_blocks(args.paths, reading(args)))  # in the child
+    try:
+        return _run(args, headless, ahead)
+    finally:
+        if ahead is not None:  # the session closed it at its end; not when it never ran
+            ahead.close()
+
+
+def _run(args: argparse.Namespace, headless: bool, ahead: ReadAhead | None) -> int:
     from tuimon.engine.sources.replay import replay_session
     from tuimon.engine.sources.saved_pair import resolve_logs
     from tuimon.store import resolve_store
 
     logs = resolve_logs(args.paths, reading(args))
-    headless = args.headless or not terminal("replay")
     speed = args.speed
     if speed is None and args.realtime:  # the recorded pace itself (--speed multiplies it)
         speed = 1.0
@@ -57,8 +74,9 @@ def run(args: argparse.Namespace) -> int:
         speed = math.inf if piped else REPLAY_SPEED
 
     # flat out (headless), the pair is judged in blocks as `compare` judges it, no record per
-    # step; in the view, the same judge runs beside the paced feed (the verdict said at once)
-    from tuimon.engine.analyses.compare import judge_pair as judge
+    # step; in the view, the same judge runs beside the paced feed (the verdict said at once),
+    # imported when it starts (a second after the first rows: not before them)
+    judge = _judge_pair
 
     def make(on_batch):  # type: ignore[no-untyped-def]
         return replay_session(
@@ -70,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
             select=select(args) if args.ignore or args.only else None,
             judge=judge,
             stream=not headless,  # the view shows the first rows as soon as they are read
+            ahead=ahead,
         )
 
     if headless:
@@ -84,3 +103,11 @@ def run(args: argparse.Namespace) -> int:
         replay=True,
         title=f"tuimon replay · {' '.join(args.paths)}",
     )
+
+
+def _judge_pair(*args: Any, **kwargs: Any) -> Any:
+    """`compare.judge_pair`, imported when first called (a view judges a second after its
+    first rows: the import is not paid before them)."""
+    from tuimon.engine.analyses.compare import judge_pair
+
+    return judge_pair(*args, **kwargs)

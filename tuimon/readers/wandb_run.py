@@ -36,6 +36,7 @@ import importlib.util
 import json
 import struct
 import sys
+import threading
 import types
 import zlib
 from collections.abc import Mapping
@@ -69,6 +70,9 @@ _VOLATILE_ENV = frozenset(
 """Fields of W&B's environment record that differ between any two runs (a start time, an id,
 the run's own folder, the disk's free space): left out of the header's env."""
 _RECORD = None
+_LOADING = threading.Lock()
+"""Held while the definitions load: a second thread would see the stand-in `wandb` package
+(or none, just after it is taken away) and run the real package's `__init__` (1-2 s)."""
 
 
 def is_wandb(head: bytes) -> bool:
@@ -111,11 +115,14 @@ def records_type() -> Any:
     """W&B's `Record` message class (`wandb.proto.wandb_internal_pb2`); MissingExtra without
     the wandb package."""
     global _RECORD
-    if _RECORD is None:
-        try:
-            _RECORD = _definitions().Record
-        except ImportError:
-            raise MissingExtra(MISSING) from None
+    if _RECORD is not None:
+        return _RECORD
+    with _LOADING:
+        if _RECORD is None:
+            try:
+                _RECORD = _definitions().Record
+            except ImportError:
+                raise MissingExtra(MISSING) from None
     return _RECORD
 
 

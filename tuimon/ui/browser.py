@@ -16,14 +16,14 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Static
+from textual.widgets import Header, Input, Static
 
 from tuimon.engine.sources.replay import replay_session
 from tuimon.engine.sources.saved_pair import resolve_logs
 from tuimon.errors import ReplayError
 from tuimon.store import PairInfo, StoreError, delete_pair, list_newest, list_pairs
 from tuimon.ui.command_palette import ScreenActions
-from tuimon.ui.keymap import Key, KeyedScreen
+from tuimon.ui.keymap import Key, KeyedScreen, KeyFooter
 from tuimon.ui.line_table import MOVES, PADDING, Column, LineTable
 from tuimon.ui.modals import ConfirmScreen
 from tuimon.ui.pair_screen import PairScreen
@@ -328,7 +328,7 @@ class BrowserScreen(KeyedScreen, ReportsWorkerErrors, Screen[None]):
         columns = self.columns_shown.columns(self.listing.columns)
         yield PairTable(columns, self._cells_of, id="pairs")
         yield Static(Text(""), id="browser-status")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         """The header now, rows when the store has been read (in a thread)."""

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from textual import actions
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.widgets import Footer
 
 KEY_GAP = 2
 """Cells a compact FooterKey takes besides its key and its description."""
@@ -187,3 +188,24 @@ class KeyedScreen(Screen[Any]):
     def action_view(self, view: str, action: str) -> None:
         """Run a view's own action (its keys are bound here, see `Key.view`)."""
         getattr(getattr(self, view), f"action_{action}")()
+
+
+class KeyFooter(Footer):
+    """Textual's Footer, composed again once for a burst of binding changes. Textual's own
+    composes it again for each: six times while a view starts (its stack, focus and size each
+    say so), ~0.1 s in which the first rows wait (issue 42)."""
+
+    _due = False
+    """A compose is asked for and has not run yet."""
+
+    def bindings_changed(self, screen: Screen[Any]) -> None:
+        """Ask for one compose; those asked while it is due are the same one."""
+        if self._due:
+            return
+        self._due = screen.app.app_focus and self.is_attached and screen is self.screen
+        super().bindings_changed(screen)
+
+    async def recompose(self) -> None:
+        """Compose with the bindings as they are now (every change asked for so far)."""
+        self._due = False
+        await super().recompose()

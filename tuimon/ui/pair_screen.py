@@ -25,7 +25,7 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import ContentSwitcher, Footer, Header
+from textual.widgets import ContentSwitcher, Header
 from textual.worker import Worker, WorkerState
 
 from tuimon.engine.analyses.explained import saved_line
@@ -38,7 +38,7 @@ from tuimon.store import SIDES, SavedLogs
 from tuimon.ui.chart import CurvesView
 from tuimon.ui.command_palette import ScreenActions
 from tuimon.ui.divergence import DivergencePanel
-from tuimon.ui.keymap import KeyedScreen
+from tuimon.ui.keymap import KeyedScreen, KeyFooter
 from tuimon.ui.modals import ConfirmScreen, EnvDiffScreen, HelpScreen
 from tuimon.ui.pair_info import hints_of, replicas_of, summary_lines
 from tuimon.ui.pair_keys import PAIR_KEYS
@@ -59,6 +59,8 @@ from tuimon.ui.text import clean
 from tuimon.ui.workers import ReportsWorkerErrors, read_then_show
 
 MAX_LINES = 2000
+FREEZE_AFTER = 2.0
+"""Seconds after a session starts that what lives is frozen out of the collector's sight."""
 DRAW_EVERY = 1.0
 """Seconds between two draws of a streaming pair (batches in between are taken, not drawn)."""
 STOP_QUESTION = "Stop both runs? The partial pair is saved."
@@ -169,7 +171,7 @@ class PairScreen(KeyedScreen, ReportsWorkerErrors, Screen[None]):
             yield self.panes
             yield self.curves
         yield self.panel
-        yield Footer(compact=True, show_command_palette=False)  # every key fits 80 columns
+        yield KeyFooter(compact=True, show_command_palette=False)  # every key fits 80 columns
 
     def on_mount(self) -> None:
         """Start the session, or load the saved pair."""
@@ -190,12 +192,11 @@ class PairScreen(KeyedScreen, ReportsWorkerErrors, Screen[None]):
             self.notify(f"cannot start the pair: {clean(exc)}", severity="error", markup=False)
             self.panel.say(f"cannot start the pair: {exc}")
             return
-        # what lives now (the app, its modules, a replay's parsed logs) lives as long as the
-        # view: out of the cyclic collector's sight until the view closes, so a full collection
-        # (~90 ms over a 25,000-step replay) no longer stalls its keys; garbage is collected
-        # first, so none is kept
-        gc.collect()
-        gc.freeze()
+        # what lives once the view is up (the app, its modules, a replay's parsed logs) lives as
+        # long as the view: out of the cyclic collector's sight until the view closes, so a full
+        # collection (~90 ms over a 25,000-step replay) no longer stalls its keys; garbage is
+        # collected first, so none is kept. Not before the first rows: 30-50 ms they would wait.
+        self.set_timer(FREEZE_AFTER, _freeze)
         self.panes.show_headers(self.session.sides)
         self.model.pair_path = self.session.pair_path
         self.post_message(SessionStarted(self.session))
@@ -632,3 +633,9 @@ class PairScreen(KeyedScreen, ReportsWorkerErrors, Screen[None]):
             and self.stopping
         ):
             self.app.exit(130, return_code=130)
+
+
+def _freeze() -> None:
+    """Collect the garbage, then keep what lives out of the cyclic collector's sight."""
+    gc.collect()
+    gc.freeze()

@@ -13,13 +13,13 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from tuimon.engine.runs.sweep import COLUMNS, Sweep, hint_lines, row, seed_lines
 from tuimon.engine.sources.session import Batch, merge_batches
 from tuimon.store import is_pair_dir
 from tuimon.ui.command_palette import ScreenActions
-from tuimon.ui.keymap import Key, KeyedScreen
+from tuimon.ui.keymap import Key, KeyedScreen, KeyFooter
 from tuimon.ui.line_table import MOVES
 from tuimon.ui.modals import ConfirmScreen
 from tuimon.ui.pair_model import PairFeed
@@ -85,7 +85,7 @@ class SweepScreen(KeyedScreen, ReportsWorkerErrors, Screen[None]):
         yield Header(show_clock=False, icon="≈")
         yield SweepTable(COLUMNS, id="jobs")
         yield Static(Text(""), id="sweep-status")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         """Columns and rows now; the sweep runs in a worker on the app's loop."""

@@ -16,11 +16,11 @@ from tuimon.engine.events import Exited, Judged, Lines, SourceEvent, Stderr
 from tuimon.engine.judge.align import PairAligner
 from tuimon.engine.judge.columns import MetricFilter
 from tuimon.engine.judge.verdict import Ending
+from tuimon.engine.sources.read_ahead import ReadAhead, side_blocks
 from tuimon.engine.sources.replicas import saved_watch
 from tuimon.engine.sources.saved_pair import SavedPair, boxed_end, saved_ending
 from tuimon.engine.sources.session import Batch, PairOptions, PairSession
 from tuimon.errors import CompareError, ReplayError
-from tuimon.readers import ReaderError, read_blocks
 from tuimon.steplog import End, Header, Record, Step
 from tuimon.store import SIDES, SavedLogs
 
@@ -29,6 +29,9 @@ YIELD_EVERY = 64
 DUE_EVERY = 512
 """Steps due already (the pace is ahead of the ticks, or flat out) fed in one event at most:
 at 1,000 steps/s a tick's 125 steps go in one event, not two or three."""
+FIRST_DUE = 64
+"""Steps due fed first, at once: a screen of rows (the first rows shown before `DUE_EVERY` steps
+are read, issue 42)."""
 TICK = 0.125
 """Seconds between two feeds at most 8 a second (half a batch interval): the steps due in
 between go together (one event, one judge of a block), so a paced replay costs per tick, not
@@ -111,12 +114,15 @@ class ReplaySource:
         realtime: bool = False,
         judge: PairJudge | None = None,
         stream: bool = False,
+        ahead: ReadAhead | None = None,
     ) -> None:
         self.logs = SavedPair.of(logs)
         self.judge = judge
         """Flat out (an infinite speed, not realtime), the pair goes through this judge
         instead of record by record (`replay_session`, `_run_judged`)."""
         self.stream = stream
+        self.children = ahead
+        """The logs read ahead by a child process for the streamed feed (closed at its end)."""
         """Paced, the logs are read a block at a time as they are shown (`_Streamed`), not
         whole before the first step (`_Whole`)."""
         self.judged: tuple[PairAligner, tuple[SideRead, SideRead]] | None = None
@@ -184,11 +190,20 @@ class ReplaySource:
         """Nothing runs in a replay."""
 
     async def run(self, queue: asyncio.Queue[SourceEvent]) -> None:
+        try:
+            await self._run(queue)
+        finally:
+            if self.children is not None:
+                self.children.close()
+
+    async def _run(self, queue: asyncio.Queue[SourceEvent]) -> None:
         if self.judged is not None:
             await self._run_judged(queue, self.judged)
             return
         feed: _Whole | _Streamed = (
-            _Streamed(self.logs, times=self.realtime) if self.stream else _Whole(self.logs)
+            _Streamed(self.logs, times=self.realtime, ahead=self.children)
+            if self.stream
+            else _Whole(self.logs)
         )
         ahead: asyncio.Task[None] | None = None
         started = 0.0
@@ -227,7 +242,7 @@ class ReplaySource:
                     fed = step
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), max(delay, TICK))
-            elif clock.shown % DUE_EVERY == 0:
+            elif clock.shown % DUE_EVERY == 0 or clock.shown == FIRST_DUE:
                 await feed.feed_until(step, queue)
                 fed = step
                 await asyncio.sleep(0)
@@ -355,8 +370,12 @@ class _Streamed:
     yet, and the first rows are on screen once the first block of each side is read. The
     next step is the lower of the two sides' next step records."""
 
-    def __init__(self, logs: SavedPair, *, times: bool = True) -> None:
+    def __init__(
+        self, logs: SavedPair, *, times: bool = True, ahead: ReadAhead | None = None
+    ) -> None:
         self.logs = logs
+        self.ahead = ahead
+        """Children reading the logs ahead (`read_ahead`), or None: read here, in threads."""
         self.times: dict[int, float] = {}
         """Each step's recorded `t`, kept only for a pace that follows them (`times`): a
         replay at a number of steps a second holds nothing per step."""
@@ -396,14 +415,10 @@ class _Streamed:
         return True
 
     def _open(self, side: str) -> Iterator[list[Record]]:
-        """A side's blocks of records: as `read_blocks` reads them, or the whole log."""
-        try:
-            blocks = read_blocks(getattr(self.logs, side), self.logs.reading, side)
-        except ReaderError as exc:
-            raise ReplayError(str(exc)) from None
-        if blocks is None:
-            return iter([self.logs.records(side)])
-        return _translated(blocks)
+        """A side's blocks of records, from its child where they are read ahead."""
+        if self.ahead is not None:
+            return self.ahead.blocks(side)
+        return side_blocks(self.logs, side)
 
     async def _next(self, side: str) -> int | None:
         """The step of a side's next step record past the steps given (None at its end)."""
@@ -490,14 +505,6 @@ class _Streamed:
         return self.logs.ending
 
 
-def _translated(blocks: Iterator[list[Record]]) -> Iterator[list[Record]]:
-    """Blocks whose reader errors are `ReplayError`s (one line, as `read_records` says)."""
-    try:
-        yield from blocks
-    except ReaderError as exc:
-        raise ReplayError(str(exc)) from None
-
-
 def replay_session(
     logs: SavedLogs,
     *,
@@ -508,6 +515,7 @@ def replay_session(
     select: MetricFilter | None = None,
     judge: PairJudge | None = None,
     stream: bool = False,
+    ahead: ReadAhead | None = None,
 ) -> PairSession:
     """A session that replays saved logs (nothing is written); its source has the controls.
     The pair's own tolerance and `--ignore`/`--only` choice unless others are given. `judge`:
@@ -523,7 +531,10 @@ def replay_session(
         realtime=realtime,
         judge=judge if replicas is None else None,
         stream=stream,
+        ahead=ahead if stream else None,
     )
+    if ahead is not None and not stream:
+        ahead.close()
     source.tolerance, source.select = tolerance, select or pair.select
     quick = source.flat_out or stream  # the judge or the feed reads the logs: not read first
     if judge is not None and source.flat_out:  # judged now: a log it cannot read is refused at once

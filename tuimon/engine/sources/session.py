@@ -372,6 +372,8 @@ class PairSession:
                 self._check_stalls()
                 now = time.monotonic()
                 tick = int(now // period)
+                if self._first_rows():  # the first aligned rows go at once, not on the tick
+                    tick = max(tick, flushed_tick + 1)
                 if tick > flushed_tick and (self._news() or now - last_flush >= IDLE_BATCH):
                     self._flush()
                     last_flush, flushed_tick = now, tick
@@ -550,6 +552,18 @@ class PairSession:
             self._first_text.setdefault(state.side, event.first_text)
         if event.aligner is not None:
             self.aligner, self._judged_summary = event.aligner, None
+
+    _rows_out = False
+    """A batch has carried aligned rows (the first ones do not wait for the tick)."""
+
+    def _first_rows(self) -> bool:
+        """No batch has carried a row yet and the steps taken since align into some: the view
+        shows them now (a replay's first rows, issue 42), later rows on the tick."""
+        if self._rows_out or not self.aligned:  # headless: nobody shows rows
+            return False
+        self._feed()
+        self._rows_out = bool(self._new_aligned)
+        return self._rows_out
 
     def _feed(self) -> None:
         """Judge the steps taken since the last batch, a side's at once (the aligner's cost is
