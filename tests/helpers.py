@@ -116,3 +116,49 @@ def twin(path: Path) -> Path:
     else:
         shutil.copyfile(path, copy)
     return copy
+
+
+REPLAYED = r"""
+import asyncio, hashlib, json, os, sys
+from tuimon.engine.sources.read_ahead import read_ahead, resolved_blocks
+from tuimon.engine.sources.replay import replay_session
+from tuimon.engine.sources.saved_pair import resolve_logs
+
+paths, use = sys.argv[1:-1], sys.argv[-1] == "ahead"
+ahead = read_ahead(lambda: resolved_blocks(paths, None)) if use else None
+assert (ahead is not None) == use
+rows = []
+
+def on_batch(batch):
+    rows.extend(row.to_dict() for row in batch.aligned)
+
+session = replay_session(
+    resolve_logs(paths), speed=1e9, on_batch=on_batch, stream=True, ahead=ahead
+)
+summary = asyncio.run(session.run())
+children = [
+    int(pid)
+    for task in os.listdir("/proc/self/task")
+    for pid in open(f"/proc/self/task/{task}/children").read().split()
+]
+print(json.dumps({
+    "verdict": summary.verdict,
+    "first": summary.first_divergent_step,
+    "rows": len(rows),
+    "digest": hashlib.sha256(json.dumps(rows, sort_keys=True, default=str).encode()).hexdigest(),
+    "children": children,
+}))
+"""
+
+
+def replayed_rows(paths: list[Path], *, ahead: bool) -> dict[str, Any]:
+    """What the view's streamed replay of `paths` gives (in a fresh interpreter, where a fork
+    is safe): its verdict, first divergent step, aligned rows (count, digest) and the child
+    processes left once it ended. `ahead`: the logs read by a forked child (`read_ahead`)."""
+    done = subprocess.run(
+        [sys.executable, "-c", REPLAYED, *map(str, paths), "ahead" if ahead else "here"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result

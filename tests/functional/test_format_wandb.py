@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import replayed_rows
 
 from tuimon.cli import main
 from tuimon.readers import load
@@ -112,6 +113,17 @@ def test_one_value_changed_at_step_120_is_diverged_at_120(
 ) -> None:
     code, out = _compare(capsys, str(runs["a"]), str(runs["c"]))
     assert (code, out["verdict"], out["first_divergent_step"]) == (1, "DIVERGED", 120)
+
+
+def test_the_view_shows_runs_read_ahead_as_read_in_its_process(runs: dict[str, Path]) -> None:
+    """The replay view's feed over W&B runs read by a forked child (`read_ahead`): the rows,
+    verdict and first divergence it gives when reading them in its own process."""
+    for other, verdict, first in (("b", "IDENTICAL", None), ("c", "DIVERGED", 120)):
+        pair = [runs["a"], runs[other]]
+        ahead = replayed_rows(pair, ahead=True)
+        assert ahead == replayed_rows(pair, ahead=False)
+        assert (ahead["verdict"], ahead["first"], ahead["rows"]) == (verdict, first, STEPS)
+        assert ahead["children"] == []
 
 
 def _cut_and_damaged(file: Path, tmp_path: Path) -> dict[str, Path]:

@@ -311,3 +311,58 @@ def test_headless_replay_ends_promptly_on_a_signal(tmp_path, sig, pace):
     res = json.loads(out.decode().strip().splitlines()[-1])
     assert res["status"] == "interrupted"
     assert res["steps_compared"] < 9
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    found = []
+    for task in tasks:
+        with open(f"/proc/{pid}/task/{task}/children") as fh:
+            found += [int(child) for child in fh.read().split()]
+    return found
+
+
+def test_the_replay_view_reads_its_logs_in_a_child_it_ends(tmp_path):
+    """`tuimon replay` in a terminal: a child process reads the logs while the view starts
+    (issue 42); the rows are drawn from it, and once `q` ends the view the child is gone."""
+    paths = []
+    for side in "ab":
+        path = tmp_path / f"{side}.jsonl"
+        path.write_text(
+            "".join(json.dumps({"step": s, "loss": 1.0 / (s + 1)}) + "\n" for s in range(30_000))
+        )
+        paths.append(str(path))
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    proc = subprocess.Popen(
+        [PY, "-m", "tuimon", "replay", "--speed", "200", *paths],
+        stdin=slave, stdout=slave, stderr=slave, env={**ENV, "TERM": "xterm-256color"},
+        start_new_session=True, preexec_fn=take_the_terminal,
+    )  # fmt: skip
+    os.close(slave)
+    screen = bytearray()
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            screen.extend(data)
+
+    threading.Thread(target=drain, daemon=True).start()
+    try:
+        wait_until(lambda: b"0.0001" in screen or b"1e-05" in screen or b"0.001" in screen)
+        (child,) = _children(proc.pid)  # the reader, reading or done (the view runs no other)
+        os.write(master, b"q")
+        assert proc.wait(timeout=60) in (0, 3)  # quit mid-replay: not judged whole
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    wait_until(lambda: not Path(f"/proc/{child}").exists(), within=10)

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from demo_pairs import write_demo
 from helpers import FAKE_TRAINER, alive, pair_json, wait_for
 from textual.widgets import ContentSwitcher, DataTable
@@ -411,13 +412,17 @@ async def test_a_frame_with_nothing_new_draws_no_pane(tmp_path: Path) -> None:
 
 
 async def test_the_view_keeps_what_lives_as_long_as_it_out_of_the_cyclic_collector(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What exists once the view's session starts (the app, a replay's parsed logs) lives as long
-    as the view: frozen, a full collection over it (~90 ms at 25,000 steps) does not stall keys;
-    once the view closes, it is collectable again."""
+    """What exists once the view's session runs (the app, a replay's parsed logs) lives as long
+    as the view: frozen (`FREEZE_AFTER` s after the start, not before the first rows), a full
+    collection over it (~90 ms at 25,000 steps) does not stall keys; once the view closes, it
+    is collectable again."""
     import gc
 
+    import tuimon.ui.pair_screen as pair_screen_module
+
+    monkeypatch.setattr(pair_screen_module, "FREEZE_AFTER", 0.05)
     gc.unfreeze()
     app = replay_app(tmp_path, steps=300, speed=1.0)
     try:
@@ -427,7 +432,7 @@ async def test_the_view_keeps_what_lives_as_long_as_it_out_of_the_cyclic_collect
             source = screen.session.source
             assert isinstance(source, ReplaySource)
             records = sum(len(source.logs.records(side)) for side in ("a", "b"))
-            assert gc.get_freeze_count() > records
+            await wait_for(pilot, lambda: gc.get_freeze_count() > records)
         assert gc.get_freeze_count() == 0  # the view closed: all of it may be collected again
     finally:
         gc.unfreeze()

@@ -191,12 +191,15 @@ class KeyedScreen(Screen[Any]):
 
 
 class KeyFooter(Footer):
-    """Textual's Footer, composed again once for a burst of binding changes. Textual's own
-    composes it again for each: six times while a view starts (its stack, focus and size each
-    say so), ~0.1 s in which the first rows wait (issue 42)."""
+    """Textual's Footer, composed again once for a burst of binding changes, and only when the
+    keys it shows changed. Textual's own composes it again for each change: six times while a
+    view starts (its stack, focus and size each say so), ~0.1 s in which the first rows wait
+    (issue 42)."""
 
     _due = False
     """A compose is asked for and has not run yet."""
+    _shown: tuple[object, ...] | None = None
+    """The keys the last compose showed (key, words, action, enabled, tooltip)."""
 
     def bindings_changed(self, screen: Screen[Any]) -> None:
         """Ask for one compose; those asked while it is due are the same one."""
@@ -206,6 +209,13 @@ class KeyFooter(Footer):
         super().bindings_changed(screen)
 
     async def recompose(self) -> None:
-        """Compose with the bindings as they are now (every change asked for so far)."""
+        """Compose with the bindings as they are now, where they show other keys."""
         self._due = False
-        await super().recompose()
+        shown = tuple(
+            (b.key, b.key_display, b.description, b.action, b.group, enabled, tooltip)
+            for _, b, enabled, tooltip in self.screen.active_bindings.values()
+            if b.show
+        )
+        if shown != self._shown:
+            self._shown = shown
+            await super().recompose()
