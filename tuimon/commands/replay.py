@@ -47,25 +47,26 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    headless = args.headless or not terminal("replay")
     ahead = None
-    if not headless:  # a child reads the logs while this process starts the view (issue 42)
+    if not args.headless and sys.stdin.isatty() and sys.stdout.isatty():  # the view (`terminal`)
+        # a child reads the logs while this process starts the view (issue 42)
         from tuimon.engine.sources.read_ahead import read_ahead, resolved_blocks
 
         ahead = read_ahead(lambda: resolved_blocks(args.paths, reading(args)))  # in the child
     try:
-        return _run(args, headless, ahead)
+        return _run(args, ahead)
     finally:
         if ahead is not None:  # the session closed it at its end; not when it never ran
             ahead.close()
 
 
-def _run(args: argparse.Namespace, headless: bool, ahead: ReadAhead | None) -> int:
+def _run(args: argparse.Namespace, ahead: ReadAhead | None) -> int:
     from tuimon.engine.sources.replay import replay_session
     from tuimon.engine.sources.saved_pair import resolve_logs
     from tuimon.store import resolve_store
 
     logs = resolve_logs(args.paths, reading(args))
+    headless = args.headless or not terminal("replay")
     speed = args.speed
     if speed is None and args.realtime:  # the recorded pace itself (--speed multiplies it)
         speed = 1.0
