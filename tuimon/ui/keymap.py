@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from textual import actions
 from textual.binding import Binding
+from textual.dom import NoScreen
 from textual.screen import Screen
 from textual.widgets import Footer
 
@@ -211,9 +212,13 @@ class KeyFooter(Footer):
     async def recompose(self) -> None:
         """Compose with the bindings as they are now, where they show other keys."""
         self._due = False
+        try:
+            active = self.screen.active_bindings
+        except NoScreen:  # its screen closed before the compose came
+            return
         shown = tuple(
             (b.key, b.key_display, b.description, b.action, b.group, enabled, tooltip)
-            for _, b, enabled, tooltip in self.screen.active_bindings.values()
+            for _, b, enabled, tooltip in active.values()
             if b.show
         )
         if shown != self._shown:
