@@ -121,10 +121,10 @@ class ReplaySource:
         """Flat out (an infinite speed, not realtime), the pair goes through this judge
         instead of record by record (`replay_session`, `_run_judged`)."""
         self.stream = stream
-        self.children = ahead
-        """The logs read ahead by a child process for the streamed feed (closed at its end)."""
         """Paced, the logs are read a block at a time as they are shown (`_Streamed`), not
         whole before the first step (`_Whole`)."""
+        self.children = ahead
+        """The logs read ahead by a child process for the streamed feed (closed at its end)."""
         self.judged: tuple[PairAligner, tuple[SideRead, SideRead]] | None = None
         self.ahead: tuple[PairAligner, tuple[SideRead, SideRead]] | None = None
         """What `judge` gave while a paced feed showed the pair (`_judge_ahead`)."""
