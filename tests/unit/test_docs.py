@@ -16,11 +16,11 @@ DOCS = ROOT / "docs"
 # The two set-up commands: one installs and runs the main job, one installs and passes the tests.
 MAIN_JOB = (
     'python3 -m venv .venv && . .venv/bin/activate && pip install -e . "torch==2.13.0" '
-    "&& tuimon pair --seed 0 --devices cpu,cpu"
+    "&& python -m compileall -q tuimon && tuimon pair --seed 0 --devices cpu,cpu"
 )
 TESTS_JOB = (
     'python3 -m venv .venv && . .venv/bin/activate && pip install -e ".[test]" "torch==2.13.0" '
-    "&& python -m pytest"
+    "&& python -m compileall -q tuimon && python -m pytest"
 )
 
 
@@ -53,6 +53,7 @@ def test_the_set_up_commands_are_the_ones_ci_runs() -> None:
     """`.ci/run` installs what the README's test command installs, and runs pytest."""
     ci = (ROOT / ".ci" / "run").read_text()
     assert 'pip install --quiet -e ".[test]" "torch==2.13.0"' in ci
+    assert "python -m compileall -q tuimon" in ci  # bytecode, as the README's command writes it
     assert "python -m pytest" in ci
     assert "mkdocs build --strict" in ci
     assert (DOCS / "getting-started.md").read_text().count(MAIN_JOB) == 1
