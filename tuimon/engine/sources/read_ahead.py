@@ -19,11 +19,12 @@ import fcntl
 import functools
 import os
 import pickle
+import queue
 import signal
 import struct
 import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from tuimon.errors import ReplayError
 from tuimon.steplog import Record
@@ -41,6 +42,8 @@ FRAME = struct.Struct("<Q")
 """The byte length of the pickled message after it."""
 NICE = 5
 """How much lower the child's priority is than the view's."""
+QUEUED = 4
+"""Blocks a side's thread holds ahead of the view (the pipe holds more)."""
 PIPE_BYTES = 1 << 20
 """A pipe's buffer where Linux lets it grow (64 KiB otherwise): the child is blocks ahead."""
 
@@ -48,7 +51,10 @@ PIPE_BYTES = 1 << 20
 class ReadAhead:
     """A forked child sending each side's blocks down its pipe; `blocks(side)` takes them.
     `prepare` runs in the child (what the logs are, resolved there: the view's process goes on
-    at once) and gives the function that reads a side."""
+    at once) and gives the function that reads a side. Here, a thread per side takes the blocks
+    off its pipe as they come (`QUEUED` ahead at most), so that a block already sent is there
+    without a wait (`ready`): the view's loop, busy starting Textual, hands no read to a thread
+    and back for it."""
 
     def __init__(self, sides: tuple[str, ...], prepare: Callable[[], Blocks]) -> None:
         ends = {side: os.pipe() for side in sides}
@@ -60,34 +66,64 @@ class ReadAhead:
             for read, _ in ends.values():
                 os.close(read)
             _child({side: write for side, (_, write) in ends.items()}, prepare)
+        self.closed = False
         self.pipes: dict[str, BinaryIO] = {}
+        self.queues: dict[str, queue.Queue[tuple[str, Any]]] = {}
+        self.pumps: list[threading.Thread] = []
         for side, (read, write) in ends.items():
             os.close(write)
             self.pipes[side] = os.fdopen(read, "rb", buffering=PIPE_BYTES)
+            self.queues[side] = queue.Queue(QUEUED)
+            pump = threading.Thread(target=self._pump, args=(side,), daemon=True)
+            pump.start()
+            self.pumps.append(pump)
+
+    def _pump(self, side: str) -> None:
+        """Take the side's messages off its pipe into its queue, until its end."""
+        pipe, queued = self.pipes[side], self.queues[side]
+        while True:
+            try:
+                head = pipe.read(FRAME.size)
+                body = pipe.read(FRAME.unpack(head)[0]) if len(head) == FRAME.size else b""
+            except (OSError, ValueError):  # closed here
+                body = b""
+            message = pickle.loads(body) if body else ("cut", None)
+            while not self.closed:
+                try:
+                    queued.put(message, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+            if message[0] != "block" or self.closed:
+                return
+
+    def ready(self, side: str) -> bool:
+        """Whether the side's next block (or its end) is here: `next` does not wait."""
+        return not self.queues[side].empty()
 
     def blocks(self, side: str) -> Iterator[list[Record]]:
         """The side's blocks as the child read them; its error raised here, as if read here."""
-        pipe = self.pipes[side]
         while True:
-            head = pipe.read(FRAME.size)
-            body = pipe.read(FRAME.unpack(head)[0]) if len(head) == FRAME.size else b""
-            if not body:
-                raise ReplayError(f"the reader of log {side} ended before the log did")
-            kind, value = pickle.loads(body)
+            kind, value = self.queues[side].get()
             if kind == "end":
                 return
             if kind == "error":
                 raise value
+            if kind == "cut":
+                raise ReplayError(f"the reader of log {side} ended before the log did")
             yield value
 
     def close(self) -> None:
         """End the child (what it reads is not needed any more) and reap it."""
+        self.closed = True
         if self.pid:
             with contextlib.suppress(OSError):
                 os.kill(self.pid, signal.SIGKILL)
             with contextlib.suppress(OSError):
                 os.waitpid(self.pid, 0)
             self.pid = 0
+        for pump in self.pumps:  # the pipes give their end now: the pumps stop
+            pump.join(timeout=1.0)
         for pipe in self.pipes.values():
             pipe.close()
 

@@ -392,10 +392,17 @@ class _Streamed:
 
     async def _more(self, side: str) -> bool:
         """Read a side's next block; False at its end."""
+        ahead = self.ahead
         if side not in self.blocks:
-            self.blocks[side] = await asyncio.to_thread(self._open, side)
+            opened = self._open(side) if ahead else await asyncio.to_thread(self._open, side)
+            self.blocks[side] = opened
         it = self.blocks[side]
-        block = await asyncio.to_thread(next, it, None) if it is not None else None
+        if it is None:
+            block = None
+        elif ahead is not None and ahead.ready(side):  # here already: no thread, no wait
+            block = next(it, None)
+        else:
+            block = await asyncio.to_thread(next, it, None)
         if block is None:
             self.blocks[side] = None
             return False
