@@ -144,7 +144,7 @@ def test_the_child_ends_with_the_view_and_ignores_ctrl_c() -> None:
     what a Ctrl-C means); when the view's process goes without closing it, its next write
     fails and it ends."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", LEFT, "3"], stdout=subprocess.PIPE, text=True, cwd=ROOT
+        [sys.executable, "-c", LEFT, "1"], stdout=subprocess.PIPE, text=True, cwd=ROOT
     )
     assert proc.stdout is not None
     child = int(proc.stdout.readline())
