@@ -81,6 +81,18 @@ def take_the_terminal() -> None:
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
+def drain(master: int, screen: bytearray) -> None:
+    """(a thread) The terminal: read everything the app draws into `screen`, until it closes."""
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            return
+        if not data:
+            return
+        screen.extend(data)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, "hang-up"])
 def test_signal_to_the_tui_stops_both_runs_saves_and_restores_the_terminal(tmp_path, sig):
     word, store = tag(), tmp_path / "store"
@@ -95,18 +107,7 @@ def test_signal_to_the_tui_stops_both_runs_saves_and_restores_the_terminal(tmp_p
     )  # fmt: skip
     os.close(slave)
     screen = bytearray()
-
-    def drain() -> None:  # the terminal: read everything the app draws
-        while True:
-            try:
-                data = os.read(master, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            screen.extend(data)
-
-    reader = threading.Thread(target=drain, daemon=True)
+    reader = threading.Thread(target=drain, args=(master, screen), daemon=True)
     reader.start()
     try:
         wait_until(lambda: len(raw_lines(store, "b")) > 5 and catches(proc.pid, signal.SIGTERM))
@@ -344,18 +345,7 @@ def test_the_replay_view_reads_its_logs_in_a_child_it_ends(tmp_path):
     )  # fmt: skip
     os.close(slave)
     screen = bytearray()
-
-    def drain() -> None:
-        while True:
-            try:
-                data = os.read(master, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            screen.extend(data)
-
-    threading.Thread(target=drain, daemon=True).start()
+    threading.Thread(target=drain, args=(master, screen), daemon=True).start()
     try:
         wait_until(lambda: b"0.0001" in screen or b"1e-05" in screen or b"0.001" in screen)
         (child,) = _children(proc.pid)  # the reader, reading or done (the view runs no other)

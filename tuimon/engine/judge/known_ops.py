@@ -92,6 +92,10 @@ class KnownOp:
 
 INDEX_PUT = frozenset({"index_put", "index_put_", "_index_put_impl_"})
 INDEX_ADD = frozenset({"index_add", "index_add_"})
+ATOMIC_FIXED = (
+    "accumulates with atomic adds; listed among the ops use_deterministic_algorithms makes "
+    "deterministic on a CUDA tensor"
+)
 
 KNOWN_OPS: tuple[KnownOp, ...] = (
     KnownOp(
@@ -127,8 +131,7 @@ KNOWN_OPS: tuple[KnownOp, ...] = (
         "index_add_",
         INDEX_ADD,
         "fixed",
-        "accumulates with atomic adds; listed among the ops use_deterministic_algorithms makes "
-        "deterministic on a CUDA tensor",
+        ATOMIC_FIXED,
         (DOCS,),
     ),
     KnownOp(
@@ -136,8 +139,7 @@ KNOWN_OPS: tuple[KnownOp, ...] = (
         "scatter_add_",
         frozenset({"scatter_add", "scatter_add_"}),
         "fixed",
-        "accumulates with atomic adds; listed among the ops use_deterministic_algorithms makes "
-        "deterministic on a CUDA tensor",
+        ATOMIC_FIXED,
         (DOCS,),
     ),
     KnownOp(
